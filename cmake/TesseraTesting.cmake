@@ -1,0 +1,13 @@
+# tessera_cc_test(NAME name SRCS a.cc b.cc DEPS lib1 lib2 [LABELS l])
+# A GoogleTest binary registered with CTest, one CTest entry per test case.
+# Tests see TESSERA_SHARED_DIR as a compile definition (the fixtures folder).
+function(tessera_cc_test)
+  cmake_parse_arguments(T "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${T_NAME} ${T_SRCS})
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY
+                        ${CMAKE_BINARY_DIR}/tests)
+  target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} tessera_testing
+                        GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST
+                       PROPERTIES LABELS "${T_LABELS}")
+endfunction()

@@ -1,0 +1,549 @@
+/*
+ * tessera_plugin.h — the Tessera device-plugin C ABI, major version 1.
+ *
+ * A device plugin is a shared library that exports exactly one symbol,
+ *
+ *     const tsr_plugin_api* tsr_get_plugin_api(const tsr_host_services* host);
+ *
+ * returning a pointer to a constant table of function pointers that stays
+ * valid until the library is unloaded. The host calls it once, right after
+ * dlopen. Everything the host needs from a chip goes through that table:
+ * device management, memory, copies, streams, events, ops and (optionally)
+ * graphs and collectives. This header is C99, has no dependencies beyond
+ * <stddef.h>/<stdint.h>, and is frozen per major version: minors only append.
+ *
+ * Rules that hold for every entry (docs/PLUGIN_ABI.md explains them at length):
+ *
+ *  1. Versioning. Every table and every argument struct begins with
+ *     `uint32_t struct_size`, set by whoever fills the struct to sizeof() of
+ *     the struct as *it* was compiled. A reader uses only the fields that fit
+ *     in min(struct_size, its own sizeof). Fields are only ever appended, in
+ *     minor versions. The host accepts a plugin whose abi_major equals
+ *     TSR_PLUGIN_ABI_MAJOR and whose abi_minor is >= TSR_PLUGIN_ABI_MINOR_FLOOR.
+ *     The first three fields of tsr_plugin_api (struct_size, abi_major,
+ *     abi_minor) keep their place in every major version, so a host can read
+ *     and diagnose a plugin built for a different major.
+ *  2. Errors. Every fallible entry returns tsr_status (TSR_OK == 0). On a
+ *     non-OK return, last_error() on the same thread returns a readable,
+ *     NUL-terminated message that stays valid until the next call into the
+ *     plugin on that thread. Nothing aborts, throws or longjmps across the
+ *     boundary: bad arguments, invalid handles and impossible allocations are
+ *     errors, never crashes.
+ *  3. Asynchrony. A stream is an in-order queue of work on one device.
+ *     Launches, async copies, memsets and event records enqueue and return
+ *     without waiting for the device. An error that happens while queued work
+ *     runs is sticky on the stream: stream_synchronize (and event_synchronize
+ *     on a later event) returns it; the stream's later work is skipped.
+ *  4. Optional entries may be NULL; the host applies the default documented at
+ *     the entry, in one place. Required entries are never NULL.
+ *  5. Threads. Every entry may be called from any host thread. Calls on
+ *     different streams may run concurrently; the host does not call
+ *     into one stream from two threads at once.
+ *  6. Ownership. Handles (tsr_buffer, tsr_stream, tsr_event, tsr_kernel,
+ *     tsr_graph, tsr_comm) are created by the plugin and destroyed by the host
+ *     with the matching destroy/free entry; destroying waits for nothing, so
+ *     the host synchronises first. Pointers passed in are borrowed for the
+ *     duration of the call unless the entry says otherwise.
+ */
+#ifndef TESSERA_PLUGIN_TESSERA_PLUGIN_H_
+#define TESSERA_PLUGIN_TESSERA_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define TSR_PLUGIN_ABI_MAJOR 1
+#define TSR_PLUGIN_ABI_MINOR 0
+/* The oldest minor of this major that the host still accepts. */
+#define TSR_PLUGIN_ABI_MINOR_FLOOR 0
+
+#define TSR_PLUGIN_ENTRY_SYMBOL "tsr_get_plugin_api"
+
+#if defined(_WIN32)
+#define TSR_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define TSR_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t tsr_status;
+enum {
+  TSR_OK = 0,
+  TSR_ERR_INVALID_ARGUMENT = 1, /* a bad pointer, shape, dtype, size, index */
+  TSR_ERR_INVALID_HANDLE = 2,   /* a handle this plugin did not create, or freed */
+  TSR_ERR_OUT_OF_MEMORY = 3,    /* allocation impossible or failed */
+  TSR_ERR_UNSUPPORTED = 4,      /* entry, op, dtype or option not supported */
+  TSR_ERR_NOT_FOUND = 5,        /* no such device / op */
+  TSR_ERR_DEVICE = 6,           /* the driver or device failed */
+  TSR_ERR_NOT_READY = 7,        /* query entries: work still pending (not an error) */
+  TSR_ERR_INTERNAL = 8          /* a bug in the plugin */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Element types                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t tsr_dtype;
+enum {
+  TSR_DTYPE_INVALID = 0,
+  TSR_DTYPE_F32 = 1,
+  TSR_DTYPE_F16 = 2,  /* IEEE binary16 */
+  TSR_DTYPE_BF16 = 3, /* bfloat16: the top 16 bits of an f32 */
+  TSR_DTYPE_I32 = 4,
+  TSR_DTYPE_I64 = 5,
+  TSR_DTYPE_U8 = 6,
+  TSR_DTYPE_I8 = 7,   /* reserved for weight-only int8 in a later minor */
+  TSR_DTYPE_COUNT_V1 = 8
+};
+
+/* ------------------------------------------------------------------------ */
+/* Opaque handles (all owned by the plugin, see rule 6)                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tsr_buffer_s* tsr_buffer; /* a device or pinned-host allocation */
+typedef struct tsr_stream_s* tsr_stream; /* an in-order work queue on one device */
+typedef struct tsr_event_s* tsr_event;   /* a marker recorded on a stream */
+typedef struct tsr_kernel_s* tsr_kernel; /* a resolved (op, version, dtypes) entry */
+typedef struct tsr_graph_s* tsr_graph;   /* a captured sequence of stream work */
+typedef struct tsr_comm_s* tsr_comm;     /* one rank of a communicator */
+
+/* ------------------------------------------------------------------------ */
+/* Host services, passed to tsr_get_plugin_api                              */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t tsr_log_level;
+enum { TSR_LOG_DEBUG = 0, TSR_LOG_INFO = 1, TSR_LOG_WARN = 2, TSR_LOG_ERROR = 3 };
+
+typedef struct tsr_host_services {
+  uint32_t struct_size;
+  uint32_t abi_major; /* the host's TSR_PLUGIN_ABI_MAJOR */
+  uint32_t abi_minor; /* the host's TSR_PLUGIN_ABI_MINOR */
+  /* Opaque context passed back to log. */
+  void* host_context;
+  /* Writes one log line (no trailing newline needed). May be called from any
+   * thread. `message` is borrowed for the call. May be NULL: then the plugin
+   * stays silent. */
+  void (*log)(void* host_context, tsr_log_level level, const char* message);
+} tsr_host_services;
+
+/* ------------------------------------------------------------------------ */
+/* Manifest: readable before probe and init                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Capability bits in tsr_plugin_manifest.capabilities. */
+#define TSR_CAP_PINNED_HOST ((uint64_t)1 << 0) /* TSR_MEM_PINNED_HOST allocations */
+#define TSR_CAP_HOST_VISIBLE_DEVICE_MEM ((uint64_t)1 << 1) /* device buffers have a host address */
+#define TSR_CAP_GRAPHS ((uint64_t)1 << 2)      /* graph entries non-NULL */
+#define TSR_CAP_COLLECTIVES ((uint64_t)1 << 3) /* comm entries non-NULL */
+#define TSR_CAP_FUSED_OPS ((uint64_t)1 << 4)   /* op ids >= TSR_OP_FUSED_BASE listed */
+
+typedef struct tsr_plugin_manifest {
+  uint32_t struct_size;
+  const char* name;         /* short, lowercase, [a-z0-9_]: "cpu", "opencl" */
+  const char* version;      /* the plugin's own version, e.g. "1.0.0" */
+  const char* description;  /* one line for people */
+  uint32_t abi_major;       /* the ABI it was built against ...            */
+  uint32_t abi_minor;       /* ... (== TSR_PLUGIN_ABI_MAJOR/MINOR then)   */
+  uint32_t min_host_abi_minor; /* the oldest host minor it works with */
+  /* What the plugin needs at run time beyond libc, for people and `doctor`,
+   * e.g. "OpenCL ICD loader (libOpenCL.so.1) and one OpenCL 1.2 platform". */
+  const char* requirements;
+  uint64_t capabilities;    /* TSR_CAP_* */
+} tsr_plugin_manifest;
+
+/* ------------------------------------------------------------------------ */
+/* Init                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tsr_option {
+  const char* key;   /* e.g. "threads" */
+  const char* value; /* e.g. "4" */
+} tsr_option;
+
+typedef struct tsr_init_args {
+  uint32_t struct_size;
+  /* key=value options; unknown keys are an error (TSR_ERR_INVALID_ARGUMENT)
+   * naming the key and listing the known ones. Well-known keys:
+   *   threads=N   worker threads per device (CPU-like plugins)
+   *   devices=N   number of virtual devices (the cpu plugin) */
+  const tsr_option* options;
+  size_t num_options;
+  /* Visible-device filter, applied by the plugin before it numbers devices:
+   * when num_visible_devices >= 0, only the physical devices whose indices
+   * are listed (in that order) are exposed, as ordinals 0..n-1; indices the
+   * plugin does not have are ignored. num_visible_devices == -1 means all. */
+  const int32_t* visible_devices;
+  int32_t num_visible_devices;
+} tsr_init_args;
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t tsr_device_type;
+enum { TSR_DEVICE_CPU = 0, TSR_DEVICE_GPU = 1, TSR_DEVICE_ACCELERATOR = 2 };
+
+typedef struct tsr_device_properties {
+  uint32_t struct_size;       /* set by the caller */
+  char name[128];             /* out */
+  char vendor[64];            /* out */
+  char driver_version[64];    /* out; "" if none */
+  tsr_device_type type;       /* out */
+  int32_t physical_index;     /* out: the index before visible-device filtering */
+  uint64_t memory_total;      /* out: bytes */
+  uint64_t memory_free;       /* out: bytes, best estimate */
+  uint64_t alignment;         /* out: minimum alignment of every buffer, bytes */
+  uint32_t compute_units;     /* out: cores / SMs / CUs */
+  uint32_t reserved0;
+  uint64_t dtype_mask;        /* out: bit (1 << tsr_dtype) per supported dtype */
+} tsr_device_properties;
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t tsr_mem_kind;
+enum {
+  TSR_MEM_DEVICE = 0,      /* device memory */
+  TSR_MEM_PINNED_HOST = 1  /* page-locked host memory, host-addressable */
+};
+
+typedef struct tsr_buffer_info {
+  uint32_t struct_size;  /* set by the caller */
+  int32_t device;        /* out */
+  tsr_mem_kind kind;     /* out */
+  uint32_t reserved0;
+  uint64_t size;         /* out: bytes requested at allocation */
+  uint64_t reserved_size;/* out: bytes actually reserved (>= size) */
+  void* host_pointer;    /* out: host address, or NULL if not host-visible */
+} tsr_buffer_info;
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define TSR_MAX_DIMS 6
+
+/* A strided view into a buffer. Element (i0, .., in-1) lives at byte
+ * offset + (i0*strides[0] + ... + in-1*strides[n-1]) * dtype_size. Strides
+ * are in elements and non-negative; shape[k] >= 0. A rank-0 tensor is a
+ * scalar. Ops state below which arguments must have a unit innermost stride. */
+typedef struct tsr_tensor {
+  uint32_t struct_size;
+  tsr_dtype dtype;
+  tsr_buffer buffer;
+  uint64_t offset; /* bytes from the start of buffer */
+  int32_t ndim;    /* 0..TSR_MAX_DIMS */
+  int32_t reserved0;
+  int64_t shape[TSR_MAX_DIMS];
+  int64_t strides[TSR_MAX_DIMS];
+} tsr_tensor;
+
+/* ------------------------------------------------------------------------ */
+/* Ops (v1). Fixed ids; the contract of each is written here and checked by  */
+/* `tessera plugin-check` against reference/. Arguments are listed as       */
+/* inputs then outputs; "T" is the number of tokens, "H" the hidden size.   */
+/* Unless stated, all float math accumulates in at least f32, inputs and    */
+/* outputs do not alias, and output tensors are fully overwritten.           */
+/* ------------------------------------------------------------------------ */
+
+typedef uint32_t tsr_op_id;
+enum {
+  /* embedding v1: in  ids I32 [T], table X [V, H]; out y X [T, H].
+   *   y[t] = table[ids[t]]. X in {F32, BF16, F16}. An id outside [0, V) is a
+   *   sticky stream error (TSR_ERR_INVALID_ARGUMENT). params: none (NULL). */
+  TSR_OP_EMBEDDING = 1,
+  /* rms_norm v1: in x X [.., H], w X [H]; out y X [.., H] (same shape as x).
+   *   y = x / sqrt(mean(x^2 over H) + eps) * w. Leading dims are any.
+   *   params: tsr_rms_norm_params. y may alias x exactly. */
+  TSR_OP_RMS_NORM = 2,
+  /* add_rms_norm v1: in x X [.., H], residual X [.., H], w X [H];
+   *   out y X [.., H], residual_out X [.., H].
+   *   residual_out = x + residual (rounded to X); y = rms_norm(residual_out).
+   *   residual_out may alias residual exactly. params: tsr_rms_norm_params. */
+  TSR_OP_ADD_RMS_NORM = 3,
+  /* linear v1: in x A [T, K], w W [N, K] (row-major, Hugging Face layout),
+   *   optional bias A [N]; out y A [T, N]. y = x w^T (+ bias).
+   *   Signatures (A, W, A): A in {F32, BF16}, W in {F32, BF16, F16} with
+   *   W == A or W == F16. num_inputs is 2 or 3 (bias). w needs a unit
+   *   innermost stride. params: none (NULL). */
+  TSR_OP_LINEAR = 4,
+  /* rope v1: in positions I32 [T], inv_freq F32 [R/2], q X [T, Hq, D],
+   *   k X [T, Hk, D]; out q_out X [T, Hq, D], k_out X [T, Hk, D].
+   *   Rotates the first R <= D dims of every head by angle
+   *   positions[t] * inv_freq[i]; dims R..D-1 pass through. The host computes
+   *   inv_freq (so default, llama3 and other scalings are host policy).
+   *   TSR_ROPE_NEOX pairs (i, i + R/2); TSR_ROPE_INTERLEAVED pairs (2i, 2i+1).
+   *   q_out/k_out may alias q/k exactly. params: tsr_rope_params. */
+  TSR_OP_ROPE = 5,
+  /* kv_store v1: in k X [T, Hk, D], v X [T, Hk, D], slots I32 [T];
+   *   out k_cache X [S, Hk, D], v_cache X [S, Hk, D] (one layer's pool,
+   *   updated in place: only rows named in slots are written).
+   *   k_cache[slots[t]] = k[t]; v likewise. slots[t] == -1 skips token t
+   *   (padding); any other slot outside [0, S) is a sticky stream error.
+   *   A paged pool is S = num_pages * page_size slots; slot =
+   *   page * page_size + offset_in_page. params: none (NULL). */
+  TSR_OP_KV_STORE = 6,
+  /* paged_attention v1: a ragged batch of B sequences, prefill over a cached
+   *   prefix and decode in one call.
+   *   in  q X [T, Hq, D]          queries of all sequences, concatenated
+   *       k_cache X [S, Hk, D]    the pool kv_store wrote (this layer)
+   *       v_cache X [S, Hk, D]
+   *       block_table I32 [B, P]  page ids of each sequence, in order
+   *       seq_lens I32 [B]        context length of each sequence, new
+   *                               tokens included (their K/V already stored)
+   *       query_start I32 [B+1]   query rows of sequence b are
+   *                               [query_start[b], query_start[b+1])
+   *   out o X [T, Hq, D].
+   *   For sequence b with n = query_start[b+1]-query_start[b] new tokens and
+   *   L = seq_lens[b], query j (0 <= j < n) sits at position p = L - n + j and
+   *   attends causally to positions 0..p, whose K/V live at slot
+   *   block_table[b][pos / page_size] * page_size + pos % page_size.
+   *   Query head h reads KV head h / (Hq / Hk) (GQA; Hq % Hk == 0).
+   *   o = softmax(scale * q k^T) v over those positions.
+   *   params: tsr_paged_attention_params. */
+  TSR_OP_PAGED_ATTENTION = 7,
+  /* silu_and_mul v1: in x X [.., 2I]; out y X [.., I].
+   *   y = silu(x[.., :I]) * x[.., I:], silu(a) = a / (1 + exp(-a)).
+   *   params: none (NULL). */
+  TSR_OP_SILU_AND_MUL = 8,
+  /* add v1: in a X [shape], b X [shape]; out y X [shape]. y = a + b.
+   *   y may alias a or b exactly. params: none (NULL). */
+  TSR_OP_ADD = 9,
+  /* cast v1: in x X [shape]; out y Y [shape], X, Y in {F32, BF16, F16}.
+   *   Round to nearest even. params: none (NULL). */
+  TSR_OP_CAST = 10,
+  /* argmax v1: in logits X [B, V], X in {F32, BF16}; out ids I32 [B].
+   *   Ties go to the lowest index. params: none (NULL). */
+  TSR_OP_ARGMAX = 11,
+  /* sample v1: in logits F32 [B, V], temperature F32 [B], top_k I32 [B],
+   *   top_p F32 [B], min_p F32 [B], uniform F32 [B]; out ids I32 [B].
+   *   Per row, deterministic given `uniform` (which the host draws from the
+   *   request's seeded generator, so a seeded request samples the same
+   *   tokens whatever else is in the batch):
+   *     - temperature <= 0: argmax (ties to the lowest index);
+   *     - else p = softmax(logits / temperature); order ids by p descending,
+   *       ties by lower id; keep the first top_k (top_k <= 0 or >= V: all);
+   *       then the shortest prefix whose mass reaches top_p (at least one id;
+   *       top_p >= 1: all); then drop ids with p < min_p * p_max (min_p <= 0:
+   *       none); renormalise; return the first id in that order whose
+   *       cumulative probability exceeds uniform * total (the last kept id if
+   *       rounding leaves none). params: none (NULL). */
+  TSR_OP_SAMPLE = 12,
+  /* logprobs v1: in logits F32 [B, V], ids I32 [B];
+   *   out logprob F32 [B], and optionally top_ids I32 [B, K],
+   *   top_logprobs F32 [B, K] (num_outputs 1 or 3; K >= 0).
+   *   logprob[b] = log_softmax(logits[b])[ids[b]]; top_* hold the K largest
+   *   log-probabilities in descending order, ties to the lower id.
+   *   params: none (NULL). */
+  TSR_OP_LOGPROBS = 13,
+
+  TSR_OP_COUNT_V1 = 14, /* ids 1..13 are v1 */
+  /* Ids from here on are fused ops, each declared by a spec in a later minor. */
+  TSR_OP_FUSED_BASE = 1000
+};
+
+typedef uint32_t tsr_rope_style;
+enum { TSR_ROPE_NEOX = 0, TSR_ROPE_INTERLEAVED = 1 };
+
+typedef struct tsr_rms_norm_params {
+  uint32_t struct_size;
+  float eps;
+} tsr_rms_norm_params;
+
+typedef struct tsr_rope_params {
+  uint32_t struct_size;
+  tsr_rope_style style;
+} tsr_rope_params;
+
+typedef struct tsr_paged_attention_params {
+  uint32_t struct_size;
+  float scale;            /* usually 1/sqrt(D) */
+  int32_t page_size;      /* slots per page, >= 1 */
+  int32_t sliding_window; /* 0: none; else attend to the last W positions only */
+  float logit_softcap;    /* 0: none; else s = cap * tanh(s / cap) */
+} tsr_paged_attention_params;
+
+#define TSR_MAX_OP_ARGS 12
+
+/* One entry of a plugin's op table: an op id, its version and the dtype of
+ * each argument (inputs then outputs, as listed in the op's contract; an
+ * optional argument that is present uses its own slot, e.g. linear with bias
+ * has 4 dtypes). */
+typedef struct tsr_op_signature {
+  uint32_t struct_size;
+  tsr_op_id op;
+  uint32_t version;
+  uint32_t num_args;
+  tsr_dtype dtypes[TSR_MAX_OP_ARGS];
+} tsr_op_signature;
+
+/* ------------------------------------------------------------------------ */
+/* Collectives (optional; all NULL unless TSR_CAP_COLLECTIVES)              */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t tsr_reduce_op;
+enum { TSR_REDUCE_SUM = 0, TSR_REDUCE_MAX = 1, TSR_REDUCE_MIN = 2 };
+
+typedef struct tsr_comm_api {
+  uint32_t struct_size;
+  /* Creates one communicator over `num_devices` devices of this plugin in
+   * this process (like ncclCommInitAll): comms_out[i] is rank i, on
+   * devices[i]. A single device is a valid, trivial communicator. */
+  tsr_status (*comm_init_all)(const int32_t* devices, int32_t num_devices,
+                              tsr_comm* comms_out);
+  tsr_status (*comm_destroy)(tsr_comm comm);
+  /* Enqueue on `stream` (on the rank's device). Every rank must call the
+   * same collectives in the same order, each on its own stream. Buffers are
+   * contiguous tensors of identical shape and dtype on every rank. */
+  tsr_status (*all_reduce)(tsr_comm comm, tsr_stream stream,
+                           const tsr_tensor* send, const tsr_tensor* recv,
+                           tsr_reduce_op op);
+  /* recv holds num_ranks * send elements, rank-major. */
+  tsr_status (*all_gather)(tsr_comm comm, tsr_stream stream,
+                           const tsr_tensor* send, const tsr_tensor* recv);
+  /* In place on `buffer`: every rank ends with root's contents. */
+  tsr_status (*broadcast)(tsr_comm comm, tsr_stream stream,
+                          const tsr_tensor* buffer, int32_t root);
+  tsr_status (*send)(tsr_comm comm, tsr_stream stream, const tsr_tensor* t,
+                     int32_t peer);
+  tsr_status (*recv)(tsr_comm comm, tsr_stream stream, const tsr_tensor* t,
+                     int32_t peer);
+} tsr_comm_api;
+
+/* ------------------------------------------------------------------------ */
+/* Graphs (optional; all NULL unless TSR_CAP_GRAPHS)                         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tsr_graph_api {
+  uint32_t struct_size;
+  /* Between begin and end, work enqueued on `stream` is recorded instead of
+   * run. Buffers and shapes are fixed into the graph. */
+  tsr_status (*begin_capture)(tsr_stream stream);
+  tsr_status (*end_capture)(tsr_stream stream, tsr_graph* out);
+  tsr_status (*launch)(tsr_graph graph, tsr_stream stream);
+  tsr_status (*destroy)(tsr_graph graph);
+} tsr_graph_api;
+
+/* ------------------------------------------------------------------------ */
+/* The plugin table                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tsr_plugin_api {
+  /* --- identical in every major version --- */
+  uint32_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  uint32_t reserved0;
+
+  /* --- v1.0 --- */
+  const tsr_plugin_manifest* manifest; /* static; valid while loaded */
+
+  /* The message of the most recent failed call on this thread (see rule 2).
+   * Never NULL; "" if none. */
+  const char* (*last_error)(void);
+
+  /* Cheap hardware check, before init: 0 = absent (the host skips the
+   * plugin), otherwise a preference score (the cpu plugin returns 10;
+   * a discrete GPU ~100). Must not allocate device resources. */
+  int32_t (*probe)(void);
+
+  /* Initialises the plugin once; a second call is TSR_ERR_INVALID_ARGUMENT.
+   * `args` may be NULL (all defaults). */
+  tsr_status (*init)(const tsr_init_args* args);
+  /* Releases everything; after it only manifest/probe/init are valid. */
+  tsr_status (*shutdown)(void);
+
+  tsr_status (*device_count)(int32_t* count_out);
+  tsr_status (*device_properties)(int32_t device, tsr_device_properties* props);
+
+  /* Allocates `size` bytes (size 0 is valid and yields a distinct handle)
+   * aligned to max(alignment, the device's alignment); alignment must be 0
+   * or a power of two. TSR_MEM_PINNED_HOST needs TSR_CAP_PINNED_HOST. */
+  tsr_status (*buffer_alloc)(int32_t device, tsr_mem_kind kind, uint64_t size,
+                             uint64_t alignment, tsr_buffer* out);
+  tsr_status (*buffer_free)(tsr_buffer buffer);
+  tsr_status (*buffer_info)(tsr_buffer buffer, tsr_buffer_info* info);
+
+  tsr_status (*stream_create)(int32_t device, tsr_stream* out);
+  tsr_status (*stream_destroy)(tsr_stream stream);
+  /* Waits for all work enqueued so far; returns the stream's sticky error. */
+  tsr_status (*stream_synchronize)(tsr_stream stream);
+  /* TSR_OK when idle, TSR_ERR_NOT_READY while work is pending, or the
+   * sticky error. */
+  tsr_status (*stream_query)(tsr_stream stream);
+
+  tsr_status (*event_create)(int32_t device, tsr_event* out);
+  tsr_status (*event_destroy)(tsr_event event);
+  /* Captures the work enqueued on `stream` so far; re-recording replaces
+   * the capture. An event never recorded counts as complete. */
+  tsr_status (*event_record)(tsr_event event, tsr_stream stream);
+  /* Work enqueued on `stream` after this call starts only after `event`'s
+   * captured work finished (the event may belong to another stream). Does
+   * not block the caller. */
+  tsr_status (*stream_wait_event)(tsr_stream stream, tsr_event event);
+  tsr_status (*event_synchronize)(tsr_event event);
+  tsr_status (*event_query)(tsr_event event); /* OK / NOT_READY / error */
+
+  /* Copies. With stream == NULL the copy is synchronous: it returns when the
+   * data has arrived (and waits for nothing else). With a stream it is
+   * enqueued; the host memory must stay valid and untouched until the
+   * stream passes the copy (pinned host memory makes that cheap). */
+  tsr_status (*copy_host_to_device)(tsr_stream stream, tsr_buffer dst,
+                                    uint64_t dst_offset, const void* src,
+                                    uint64_t size);
+  tsr_status (*copy_device_to_host)(tsr_stream stream, void* dst,
+                                    tsr_buffer src, uint64_t src_offset,
+                                    uint64_t size);
+  /* Between any two buffers of this plugin (devices may differ). */
+  tsr_status (*copy_device_to_device)(tsr_stream stream, tsr_buffer dst,
+                                      uint64_t dst_offset, tsr_buffer src,
+                                      uint64_t src_offset, uint64_t size);
+  tsr_status (*memset)(tsr_stream stream, tsr_buffer dst, uint64_t offset,
+                       uint8_t value, uint64_t size);
+
+  /* The op table: a static array valid while loaded. */
+  tsr_status (*list_ops)(const tsr_op_signature** ops_out, size_t* count_out);
+  /* Resolves a signature once, for launches on `device`. TSR_ERR_NOT_FOUND
+   * when the plugin lacks it. Kernels live until shutdown. */
+  tsr_status (*resolve_op)(int32_t device, const tsr_op_signature* signature,
+                           tsr_kernel* out);
+  /* Enqueues one op on `stream`. Tensors and params are copied by the call
+   * (the host may reuse them when it returns); the buffers they point to
+   * must stay alive until the stream passes the op. Shape and dtype checks
+   * happen here and fail synchronously. `params` is the op's POD struct (or
+   * NULL), params_size its size as the host compiled it. */
+  tsr_status (*launch)(tsr_kernel kernel, tsr_stream stream,
+                       const tsr_tensor* inputs, size_t num_inputs,
+                       const tsr_tensor* outputs, size_t num_outputs,
+                       const void* params, size_t params_size);
+
+  /* Optional sub-tables: NULL when absent. */
+  const tsr_comm_api* comm;
+  const tsr_graph_api* graph;
+} tsr_plugin_api;
+
+/* The one exported symbol. `host` is borrowed for the plugin's lifetime
+ * (the host keeps it alive until after shutdown). Returns NULL only if the
+ * plugin cannot run at all (then the host reports that). */
+typedef const tsr_plugin_api* (*tsr_get_plugin_api_fn)(
+    const tsr_host_services* host);
+
+TSR_PLUGIN_EXPORT const tsr_plugin_api* tsr_get_plugin_api(
+    const tsr_host_services* host);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSERA_PLUGIN_TESSERA_PLUGIN_H_ */

@@ -1,0 +1,27 @@
+// A `tessera` subcommand: each lives in its own file and registers itself
+// with the root CLI11 app through one Add*Command function listed here.
+//
+// Run() is called after parsing when the subcommand was chosen; it returns
+// the process exit code. Commands print results to stdout and progress and
+// logs to stderr.
+#ifndef TESSERA_CLI_COMMAND_H_
+#define TESSERA_CLI_COMMAND_H_
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <vector>
+
+namespace tessera::cli {
+
+struct Command {
+  CLI::App* app = nullptr;      // the parsed subcommand
+  std::function<int()> run;     // its action
+};
+
+Command AddDoctorCommand(CLI::App& root);
+Command AddPluginCheckCommand(CLI::App& root);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_COMMAND_H_

@@ -1,0 +1,33 @@
+// tessera: the command-line entry point. Dispatches to one subcommand.
+#include <CLI/CLI.hpp>
+
+#include <vector>
+
+#include "base/logging.h"
+#include "cli/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Tessera: an LLM inference server with run-time device plugins.\n"
+      "Start with `tessera doctor` to see which devices and plugins work."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tessera " TESSERA_VERSION);
+  std::string log_level;
+  app.add_option("--log-level", log_level,
+                 "trace|debug|info|warn|error|off (or TESSERA_LOG_LEVEL)");
+
+  std::vector<tessera::cli::Command> commands = {
+      tessera::cli::AddDoctorCommand(app),
+      tessera::cli::AddPluginCheckCommand(app),
+  };
+
+  CLI11_PARSE(app, argc, argv);
+  if (!log_level.empty() && !tessera::SetLogLevel(log_level)) {
+    fmt::print(stderr, "error: unknown --log-level '{}'\n", log_level);
+    return 2;
+  }
+  for (auto& command : commands) {
+    if (command.app->parsed()) return command.run();
+  }
+  return 2;
+}
