@@ -21,6 +21,7 @@ struct Command {
 
 Command AddDoctorCommand(CLI::App& root);
 Command AddPluginCheckCommand(CLI::App& root);
+Command AddMakeModelCommand(CLI::App& root);
 
 }  // namespace tessera::cli
 

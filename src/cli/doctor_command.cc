@@ -1,12 +1,162 @@
-// Placeholder until its owner lands the real command.
+// `tessera doctor [--json] [--device-plugin PATH] [--platform NAME]`:
+// which plugins were found or rejected and why, the devices, quick smoke
+// tests (copies, ops, all-reduce) and the op coverage table.
+//
+// Exit codes: 0 all is well; 1 a smoke test failed; 2 no usable device, a
+// bad setting, or the requested plugin was rejected (the one-line reason and
+// what to do are printed).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
 #include "cli/command.h"
+#include "cli/doctor_checks.h"
+#include "cli/doctor_report.h"
+#include "runtime/op_names.h"
+#include "runtime/runtime.h"
 
 namespace tessera::cli {
+namespace {
+
+struct DoctorOptions {
+  bool json = false;
+  runtime::RuntimeFlags flags;
+};
+
+constexpr uint64_t kCopyBytes = 4u << 20;  // 4 MiB per device
+
+std::string HintFor(const Status& status,
+                    const runtime::RuntimeConfig* config) {
+  if (status.code() == StatusCode::kInvalidArgument) {
+    return "fix or unset the setting named above";
+  }
+  if (config != nullptr && !config->selection_source.empty()) {
+    return fmt::format(
+        "follow the error above, or run `tessera doctor` without {} to see "
+        "the plugins that work here",
+        config->selection_source);
+  }
+  return "see the plugin list above for each plugin's reason";
+}
+
+void Fill(DoctorReport& report, runtime::Runtime& rt) {
+  report.selected_plugin = rt.plugin().name();
+  report.fallback_plugin = rt.cpu_plugin().name();
+  for (tsr_op_id op : rt.config().disabled_ops) {
+    report.disabled_ops.push_back(runtime::OpName(op));
+  }
+  for (const auto& device : rt.devices()) {
+    report.devices.push_back({device->ordinal(), device->properties()});
+  }
+  auto& selected = report.coverage[rt.plugin().name()];
+  for (tsr_op_id op : runtime::AllOpsV1()) {
+    selected[runtime::OpName(op)] =
+        std::string(runtime::OpRouteName(rt.dispatcher().Coverage(op)));
+  }
+  if (!rt.cpu_is_selected()) {
+    auto& cpu = report.coverage[rt.cpu_plugin().name()];
+    for (tsr_op_id op : runtime::AllOpsV1()) {
+      cpu[runtime::OpName(op)] =
+          rt.cpu_plugin().ListsOp(op) ? "native" : "unavailable";
+    }
+  }
+}
+
+DoctorReport Diagnose(const DoctorOptions& options) {
+  DoctorReport report;
+  auto config = runtime::RuntimeConfig::FromEnvironment(options.flags);
+  if (!config.ok()) {
+    report.exit_code = 2;
+    report.error = config.status().message();
+    report.hint = HintFor(config.status(), nullptr);
+    return report;
+  }
+  auto rt = runtime::Runtime::Create(*config, &report.plugins);
+  if (!rt.ok()) {
+    report.exit_code = 2;
+    report.error = rt.status().message();
+    report.hint = HintFor(rt.status(), &*config);
+    return report;
+  }
+  runtime::Runtime& runtime = **rt;
+  Fill(report, runtime);
+  if (Status usable = runtime.CheckUsable(); !usable.ok()) {
+    report.exit_code = 2;
+    report.error = usable.message();
+    report.hint = config->visible_devices
+                      ? "unset TESSERA_VISIBLE_DEVICES or list devices that "
+                        "exist"
+                      : "check the driver, or choose another plugin with "
+                        "--platform";
+    return report;
+  }
+  for (const auto& device : runtime.devices()) {
+    report.copies.push_back(RunCopyCheck(*device, kCopyBytes));
+  }
+  report.op_checks = RunOpChecks(runtime);
+  report.all_reduce = RunAllReduceCheck(runtime);
+
+  std::string failed;
+  for (const auto& c : report.copies) {
+    if (!c.ok && failed.empty()) {
+      failed = fmt::format("copy test on {}: {}", c.device, c.error);
+    }
+  }
+  for (const auto& o : report.op_checks) {
+    if (!o.ok && failed.empty()) {
+      failed = fmt::format("op test {} ({}): {}", o.op, o.route, o.error);
+    }
+  }
+  if (report.all_reduce.status == "failed" && failed.empty()) {
+    failed = fmt::format("all-reduce test: {}", report.all_reduce.detail);
+  }
+  if (!failed.empty()) {
+    report.exit_code = 1;
+    report.error = failed;
+    report.hint = fmt::format(
+        "the {} plugin misbehaves; run `tessera plugin-check {}` for the "
+        "full conformance report",
+        runtime.plugin().name(), runtime.plugin().path());
+  }
+  return report;
+}
+
+int RunDoctor(const DoctorOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  DoctorReport report = Diagnose(options);
+  report.elapsed_ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+  if (options.json) {
+    fmt::print("{}\n", DoctorReportToJson(report).dump(2));
+  } else {
+    fmt::print("{}", DoctorReportToText(report));
+  }
+  std::fflush(stdout);
+  return report.exit_code;
+}
+
+}  // namespace
 
 Command AddDoctorCommand(CLI::App& root) {
+  auto options = std::make_shared<DoctorOptions>();
   Command command;
-  command.app = root.add_subcommand("doctor", "(not built yet)");
-  command.run = [] { return 2; };
+  command.app = root.add_subcommand(
+      "doctor",
+      "Check plugins, devices and ops: what was found or rejected and why, "
+      "quick copy/op/all-reduce tests, op coverage. Exit 0: all well; 1: a "
+      "smoke test failed; 2: no usable device");
+  command.app->add_flag("--json", options->json,
+                        "Print one JSON object instead of tables");
+  command.app->add_option("--device-plugin", options->flags.device_plugin,
+                          "Use this plugin .so (beats TESSERA_DEVICE_PLUGIN)");
+  command.app->add_option("--platform", options->flags.platform,
+                          "Use the plugin with this name, e.g. cpu (beats "
+                          "TESSERA_PLATFORM)");
+  command.run = [options] { return RunDoctor(*options); };
   return command;
 }
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   std::vector<tessera::cli::Command> commands = {
       tessera::cli::AddDoctorCommand(app),
       tessera::cli::AddPluginCheckCommand(app),
+      tessera::cli::AddMakeModelCommand(app),
   };
 
   CLI11_PARSE(app, argc, argv);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <regex>
 
 #include "base/logging.h"
@@ -130,7 +131,8 @@ StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::Open(
         TSR_PLUGIN_ABI_MINOR, TSR_PLUGIN_ABI_MAJOR, TSR_PLUGIN_ABI_MINOR_FLOOR,
         TSR_PLUGIN_ABI_MAJOR));
   }
-  if (static_cast<int64_t>(api->abi_minor) < TSR_PLUGIN_ABI_MINOR_FLOOR) {
+  // std::less: the floor may be 0, and `minor < 0u` would warn.
+  if (std::less<uint32_t>()(api->abi_minor, TSR_PLUGIN_ABI_MINOR_FLOOR)) {
     return FailedPreconditionError(fmt::format(
         "plugin {} was built for plugin ABI {}.{}, older than the oldest this "
         "Tessera accepts ({}.{}); rebuild it against this Tessera's header",

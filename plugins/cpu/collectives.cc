@@ -1,0 +1,273 @@
+#include "collectives.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <type_traits>
+
+#include "half.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr auto kCancelPoll = std::chrono::milliseconds(5);
+
+const char* KindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all_reduce";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+template <typename Acc>
+inline Acc Combine(Acc a, Acc b, tsr_reduce_op op) {
+  switch (op) {
+    case TSR_REDUCE_MAX: return a > b ? a : b;
+    case TSR_REDUCE_MIN: return a < b ? a : b;
+    default: return a + b;
+  }
+}
+
+// staging[i] = reduce over ranks of send_q[i], for i in [lo, hi).
+template <typename T, typename Acc>
+void ReduceSlice(const std::vector<const char*>& sends, char* staging, tsr_reduce_op op,
+                 int64_t lo, int64_t hi) {
+  T* out = reinterpret_cast<T*>(staging);
+  for (int64_t i = lo; i < hi; ++i) {
+    Acc acc;
+    if constexpr (std::is_same_v<T, int32_t>) {
+      acc = reinterpret_cast<const T*>(sends[0])[i];
+    } else {
+      acc = ToF32(reinterpret_cast<const T*>(sends[0])[i]);
+    }
+    for (size_t q = 1; q < sends.size(); ++q) {
+      Acc v;
+      if constexpr (std::is_same_v<T, int32_t>) {
+        v = reinterpret_cast<const T*>(sends[q])[i];
+      } else {
+        v = ToF32(reinterpret_cast<const T*>(sends[q])[i]);
+      }
+      acc = Combine(acc, v, op);
+    }
+    if constexpr (std::is_same_v<T, int32_t>) {
+      out[i] = static_cast<int32_t>(static_cast<uint32_t>(acc));
+    } else {
+      out[i] = FromF32<T>(acc);
+    }
+  }
+}
+
+}  // namespace
+
+CommGroup::CommGroup(std::vector<int> devices)
+    : devices_(std::move(devices)),
+      live_ranks_(static_cast<int>(devices_.size())),
+      next_seq_(devices_.size(), 0) {}
+
+void CommGroup::ReleaseRank() {
+  if (live_ranks_.fetch_sub(1) == 1) Abort();
+}
+
+uint64_t CommGroup::NextSequence(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_seq_[rank]++;
+}
+
+void CommGroup::Abort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+  }
+  cv_.notify_all();
+}
+
+template <typename Pred>
+bool CommGroup::WaitLocked(std::unique_lock<std::mutex>& lock, ExecContext& ctx, Pred pred) {
+  while (!pred()) {
+    if (aborted_ || ctx.cancelled()) return false;
+    cv_.wait_for(lock, kCancelPoll);
+  }
+  return true;
+}
+
+Status CommGroup::CheckMatch(const Round& round) const {
+  const CollectiveArgs& a = round.args[0];
+  for (int r = 1; r < size(); ++r) {
+    const CollectiveArgs& b = round.args[r];
+    if (b.kind != a.kind) {
+      return InvalidArgument("rank ", r, " called ", KindName(b.kind), " where rank 0 called ",
+                             KindName(a.kind),
+                             "; every rank must issue the same collectives in the same order");
+    }
+    if (b.dtype != a.dtype || b.count != a.count) {
+      return InvalidArgument(KindName(a.kind), ": rank ", r, " passed ", b.count, " ",
+                             DTypeName(b.dtype), " elements where rank 0 passed ", a.count, " ",
+                             DTypeName(a.dtype), "; tensors must match on every rank");
+    }
+    if (b.op != a.op || b.root != a.root) {
+      return InvalidArgument(KindName(a.kind), ": rank ", r,
+                             " passed a different reduce op or root than rank 0");
+    }
+  }
+  return OkStatus();
+}
+
+void CommGroup::WriteShare(int rank, const Round& round, ExecContext& ctx) {
+  const CollectiveArgs& args = round.args[rank];
+  const int64_t n = size();
+  const size_t esize = DTypeSize(args.dtype);
+  const size_t bytes = static_cast<size_t>(args.count) * esize;
+  switch (args.kind) {
+    case CollectiveKind::kAllReduce: {
+      std::vector<const char*> sends(n);
+      for (int q = 0; q < n; ++q) sends[q] = round.args[q].send;
+      int64_t lo = args.count * rank / n;
+      int64_t hi = args.count * (rank + 1) / n;
+      ctx.pool->ParallelFor(hi - lo, 16384, [&](int64_t b, int64_t e) {
+        switch (args.dtype) {
+          case TSR_DTYPE_F32:
+            ReduceSlice<float, float>(sends, round.staging.get(), args.op, lo + b, lo + e);
+            break;
+          case TSR_DTYPE_BF16:
+            ReduceSlice<Bf16, float>(sends, round.staging.get(), args.op, lo + b, lo + e);
+            break;
+          case TSR_DTYPE_F16:
+            ReduceSlice<F16, float>(sends, round.staging.get(), args.op, lo + b, lo + e);
+            break;
+          default:
+            ReduceSlice<int32_t, int64_t>(sends, round.staging.get(), args.op, lo + b, lo + e);
+            break;
+        }
+      });
+      break;
+    }
+    case CollectiveKind::kAllGather:
+      if (bytes) std::memcpy(round.staging.get() + rank * bytes, args.send, bytes);
+      break;
+    case CollectiveKind::kBroadcast:
+      if (rank == args.root && bytes) std::memcpy(round.staging.get(), args.send, bytes);
+      break;
+  }
+}
+
+void CommGroup::Depart(uint64_t seq, Round& round) {
+  if (++round.departed == size()) rounds_.erase(seq);
+}
+
+Status CommGroup::RunCollective(int rank, uint64_t seq, const CollectiveArgs& args,
+                                ExecContext& ctx) {
+  const int n = size();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (aborted_) {
+    return InvalidArgument("the communicator was destroyed; create a new one with comm_init_all");
+  }
+  Round& round = rounds_[seq];
+  if (round.args.empty()) round.args.resize(n);
+  round.args[rank] = args;
+  ++round.arrived;
+  cv_.notify_all();
+  auto fail_waiting = [&](const char* phase) {
+    round.failed = true;
+    round.error = InvalidArgument(
+        KindName(args.kind), " #", seq, " was abandoned by rank ", rank, " ", phase,
+        " (its stream was destroyed or the communicator aborted); every rank must "
+        "issue the same collectives and stay alive until they complete");
+    cv_.notify_all();
+    Status error = round.error;
+    Depart(seq, round);
+    return error;
+  };
+  if (!WaitLocked(lock, ctx, [&] { return round.arrived == n || round.failed; })) {
+    return fail_waiting("while waiting for the other ranks to arrive");
+  }
+  if (round.failed) {
+    Status error = round.error;
+    Depart(seq, round);
+    return error;
+  }
+  Status match = CheckMatch(round);
+  if (!match.ok()) {
+    Depart(seq, round);
+    return match;
+  }
+  if (!round.staging_ready) {
+    size_t bytes = static_cast<size_t>(args.count) * DTypeSize(args.dtype);
+    if (args.kind == CollectiveKind::kAllGather) bytes *= n;
+    round.staging.reset(new char[bytes > 0 ? bytes : 1]);
+    round.staging_ready = true;
+  }
+  lock.unlock();
+  WriteShare(rank, round, ctx);
+  lock.lock();
+  ++round.shared;
+  cv_.notify_all();
+  if (!WaitLocked(lock, ctx, [&] { return round.shared == n || round.failed; })) {
+    return fail_waiting("while waiting for the other ranks' data");
+  }
+  if (round.failed) {
+    Status error = round.error;
+    Depart(seq, round);
+    return error;
+  }
+  lock.unlock();
+  size_t bytes = static_cast<size_t>(args.count) * DTypeSize(args.dtype);
+  switch (args.kind) {
+    case CollectiveKind::kAllReduce:
+      if (bytes) std::memmove(args.recv, round.staging.get(), bytes);
+      break;
+    case CollectiveKind::kAllGather:
+      if (bytes) std::memmove(args.recv, round.staging.get(), bytes * n);
+      break;
+    case CollectiveKind::kBroadcast:
+      if (rank != args.root && bytes) std::memcpy(args.recv, round.staging.get(), bytes);
+      break;
+  }
+  lock.lock();
+  Depart(seq, round);
+  return OkStatus();
+}
+
+Status CommGroup::Send(int rank, int peer, const void* data, tsr_dtype dtype, int64_t count) {
+  Message message;
+  size_t bytes = static_cast<size_t>(count) * DTypeSize(dtype);
+  message.data.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+  message.dtype = dtype;
+  message.count = count;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) {
+      return InvalidArgument("the communicator was destroyed; create a new one with comm_init_all");
+    }
+    channels_[{rank, peer}].push_back(std::move(message));
+  }
+  cv_.notify_all();
+  return OkStatus();
+}
+
+Status CommGroup::Recv(int rank, int peer, void* data, tsr_dtype dtype, int64_t count,
+                       ExecContext& ctx) {
+  Message message;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::deque<Message>& channel = channels_[{peer, rank}];
+    if (!WaitLocked(lock, ctx, [&] { return !channel.empty(); })) {
+      return InvalidArgument("recv on rank ", rank, " from rank ", peer,
+                             " was abandoned (its stream was destroyed or the "
+                             "communicator aborted) before a matching send arrived");
+    }
+    message = std::move(channel.front());
+    channel.pop_front();
+  }
+  if (message.dtype != dtype || message.count != count) {
+    return InvalidArgument("recv on rank ", rank, " expected ", count, " ", DTypeName(dtype),
+                           " elements from rank ", peer, ", but the matching send carried ",
+                           message.count, " ", DTypeName(message.dtype),
+                           "; sends and receives must pair up in order with equal tensors");
+  }
+  if (!message.data.empty()) std::memcpy(data, message.data.data(), message.data.size());
+  return OkStatus();
+}
+
+}  // namespace tessera::cpu

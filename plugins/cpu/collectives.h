@@ -1,0 +1,115 @@
+// Collective communication among the virtual devices of this process
+// (tsr_comm_api): all_reduce, all_gather, broadcast, send and recv.
+//
+// comm_init_all creates one CommGroup and a Comm per rank. Each rank's call
+// is enqueued on that rank's stream; the stream workers meet in the group:
+//  - Collectives are numbered per rank in call order (the host must call
+//    the same collectives in the same order on every rank). The ranks of
+//    collective #s rendezvous in Round s: once all arrived, each checks that
+//    the calls match, writes its share into a shared staging buffer, waits
+//    for all shares, then copies the result into its own output. Send
+//    buffers may alias receive buffers (in-place all_reduce/all_gather).
+//  - send is eager: it copies the data into the (rank -> peer) channel and
+//    completes; recv waits for the next message on (peer -> rank), checks
+//    its size and dtype and copies it out.
+// Waits give up when the rank's stream is destroyed or the group aborted
+// (comm_destroy or shutdown); the failure becomes the stream's sticky error.
+// Reductions run in f32 (bf16/f16 rounded once at the end) or int64 (i32),
+// in rank order, so every rank gets bit-identical results.
+// Thread-safe: all state is guarded by the group's mutex.
+#ifndef TESSERA_PLUGINS_CPU_COLLECTIVES_H_
+#define TESSERA_PLUGINS_CPU_COLLECTIVES_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "status.h"
+#include "stream.h"
+
+namespace tessera::cpu {
+
+enum class CollectiveKind { kAllReduce, kAllGather, kBroadcast };
+
+// One rank's arguments to a collective (element counts, host addresses).
+struct CollectiveArgs {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  tsr_dtype dtype = TSR_DTYPE_INVALID;
+  int64_t count = 0;         // elements in `send` (broadcast: in the buffer)
+  const char* send = nullptr;
+  char* recv = nullptr;      // all_gather: num_ranks * count elements
+  tsr_reduce_op op = TSR_REDUCE_SUM;
+  int root = 0;
+};
+
+class CommGroup {
+ public:
+  explicit CommGroup(std::vector<int> devices);
+
+  int size() const { return static_cast<int>(devices_.size()); }
+  int device(int rank) const { return devices_[rank]; }
+
+  // The sequence number of `rank`'s next collective (called at enqueue).
+  uint64_t NextSequence(int rank);
+  // Runs `rank`'s part of collective `seq` (on its stream worker).
+  Status RunCollective(int rank, uint64_t seq, const CollectiveArgs& args, ExecContext& ctx);
+  Status Send(int rank, int peer, const void* data, tsr_dtype dtype, int64_t count);
+  Status Recv(int rank, int peer, void* data, tsr_dtype dtype, int64_t count, ExecContext& ctx);
+
+  // Wakes every waiter with an error; later calls fail.
+  void Abort();
+  // comm_destroy of one rank; the last one aborts the group.
+  void ReleaseRank();
+
+ private:
+  struct Round {
+    std::vector<CollectiveArgs> args;
+    int arrived = 0;
+    int shared = 0;    // ranks that wrote their share into staging
+    int departed = 0;
+    bool failed = false;
+    Status error;
+    std::unique_ptr<char[]> staging;
+    bool staging_ready = false;
+  };
+  struct Message {
+    std::vector<char> data;
+    tsr_dtype dtype;
+    int64_t count;
+  };
+
+  // Waits on cv_ until pred() or a cancel/abort; false on cancel/abort.
+  template <typename Pred>
+  bool WaitLocked(std::unique_lock<std::mutex>& lock, ExecContext& ctx, Pred pred);
+  Status CheckMatch(const Round& round) const;
+  void WriteShare(int rank, const Round& round, ExecContext& ctx);
+  void Depart(uint64_t seq, Round& round);
+
+  const std::vector<int> devices_;
+  std::atomic<int> live_ranks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool aborted_ = false;                 // guarded by mu_
+  std::vector<uint64_t> next_seq_;       // guarded by mu_
+  std::map<uint64_t, Round> rounds_;     // guarded by mu_
+  std::map<std::pair<int, int>, std::deque<Message>> channels_;  // (from, to)
+};
+
+// One rank of a communicator (what a tsr_comm handle names).
+struct Comm {
+  std::shared_ptr<CommGroup> group;
+  int rank = 0;
+  int device = 0;
+};
+
+// The plugin's tsr_comm_api table.
+const tsr_comm_api* CommApi();
+
+}  // namespace tessera::cpu
+
+#endif  // TESSERA_PLUGINS_CPU_COLLECTIVES_H_

@@ -1,0 +1,232 @@
+// The tsr_comm_api entries: validate on the calling thread, then enqueue
+// the rank's part on its stream (collectives.h runs the rendezvous).
+#include <memory>
+#include <vector>
+
+#include "collectives.h"
+#include "entry_guard.h"
+#include "half.h"
+#include "plugin_state.h"
+
+namespace tessera::cpu {
+namespace {
+
+Status FindCommAndStream(tsr_comm comm_handle, tsr_stream stream_handle,
+                         std::shared_ptr<Comm>* comm, std::shared_ptr<Stream>* stream) {
+  TSR_CPU_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+  *comm = State()->comms.Find(comm_handle);
+  if (*comm == nullptr) {
+    return InvalidHandle("comm ", static_cast<const void*>(comm_handle),
+                         " is not a live communicator of this plugin (NULL, destroyed, or "
+                         "never created by comm_init_all)");
+  }
+  *stream = State()->streams.Find(stream_handle);
+  if (*stream == nullptr) {
+    return InvalidHandle("stream ", static_cast<const void*>(stream_handle),
+                         " is not a live stream of this plugin");
+  }
+  if ((*stream)->device() != (*comm)->device) {
+    return InvalidArgument("rank ", (*comm)->rank, " lives on device ", (*comm)->device,
+                           " but the stream is on device ", (*stream)->device(),
+                           "; enqueue each rank's call on a stream of its own device");
+  }
+  return OkStatus();
+}
+
+// A contiguous tensor of a dtype the collective accepts.
+Status CommTensor(const tsr_tensor* t, const char* name, bool reducible, TensorView* view,
+                  std::shared_ptr<Buffer>* keep) {
+  if (t == nullptr) return InvalidArgument(name, " is NULL");
+  TSR_CPU_RETURN_IF_ERROR(MakeTensorView(t, name, view, keep));
+  if (!view->IsContiguous()) {
+    return InvalidArgument(name, " must be contiguous (row-major strides), but has shape ",
+                           ShapeString(*view), " and non-contiguous strides");
+  }
+  if (reducible && view->dtype != TSR_DTYPE_F32 && view->dtype != TSR_DTYPE_BF16 &&
+      view->dtype != TSR_DTYPE_F16 && view->dtype != TSR_DTYPE_I32) {
+    return Unsupported(name, " is ", DTypeName(view->dtype),
+                       "; all_reduce supports f32, bf16, f16 and i32");
+  }
+  return OkStatus();
+}
+
+Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, const char* what,
+                         CollectiveArgs args, std::vector<std::shared_ptr<Buffer>> keep) {
+  std::shared_ptr<CommGroup> group = comm->group;
+  const int rank = comm->rank;
+  const uint64_t seq = group->NextSequence(rank);
+  return stream.Enqueue(what, [group, rank, seq, args, keep = std::move(keep)](ExecContext& ctx) {
+    return group->RunCollective(rank, seq, args, ctx);
+  });
+}
+
+tsr_status CommInitAll(const int32_t* devices, int32_t num_devices, tsr_comm* comms_out) {
+  return Guard("comm_init_all", [&]() -> Status {
+    TSR_CPU_RETURN_IF_ERROR(RequireState());
+    if (num_devices < 1) return InvalidArgument("num_devices ", num_devices, " must be >= 1");
+    if (devices == nullptr || comms_out == nullptr) {
+      return InvalidArgument("devices and comms_out must not be NULL");
+    }
+    std::vector<int> list(devices, devices + num_devices);
+    for (int d : list) TSR_CPU_RETURN_IF_ERROR(CheckDevice(d));
+    auto group = std::make_shared<CommGroup>(list);
+    std::vector<uintptr_t> handles;
+    for (int r = 0; r < num_devices; ++r) {
+      auto comm = std::make_shared<Comm>();
+      comm->group = group;
+      comm->rank = r;
+      comm->device = list[r];
+      handles.push_back(State()->comms.Add(std::move(comm)));
+    }
+    for (int r = 0; r < num_devices; ++r) comms_out[r] = ToHandle<tsr_comm>(handles[r]);
+    return OkStatus();
+  });
+}
+
+tsr_status CommDestroy(tsr_comm handle) {
+  return Guard("comm_destroy", [&]() -> Status {
+    TSR_CPU_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+    std::shared_ptr<Comm> comm = State()->comms.Remove(handle);
+    if (comm == nullptr) {
+      return InvalidHandle("comm ", static_cast<const void*>(handle),
+                           " is not a live communicator of this plugin");
+    }
+    // The last rank to go wakes anything still stuck in the group.
+    comm->group->ReleaseRank();
+    return OkStatus();
+  });
+}
+
+tsr_status AllReduce(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor* send,
+                     const tsr_tensor* recv, tsr_reduce_op op) {
+  return Guard("all_reduce", [&]() -> Status {
+    std::shared_ptr<Comm> comm;
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindCommAndStream(comm_handle, stream_handle, &comm, &stream));
+    if (op != TSR_REDUCE_SUM && op != TSR_REDUCE_MAX && op != TSR_REDUCE_MIN) {
+      return InvalidArgument("reduce op ", op, " is not SUM (0), MAX (1) or MIN (2)");
+    }
+    std::vector<std::shared_ptr<Buffer>> keep(2);
+    TensorView s, r;
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(send, "send", true, &s, &keep[0]));
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(recv, "recv", true, &r, &keep[1]));
+    if (s.dtype != r.dtype || s.numel() != r.numel()) {
+      return InvalidArgument("recv (", DTypeName(r.dtype), " ", ShapeString(r),
+                             ") must hold as many elements of the same dtype as send (",
+                             DTypeName(s.dtype), " ", ShapeString(s), ")");
+    }
+    CollectiveArgs args;
+    args.kind = CollectiveKind::kAllReduce;
+    args.dtype = s.dtype;
+    args.count = s.numel();
+    args.send = s.data;
+    args.recv = r.data;
+    args.op = op;
+    return EnqueueCollective(comm, *stream, "all_reduce", args, std::move(keep));
+  });
+}
+
+tsr_status AllGather(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor* send,
+                     const tsr_tensor* recv) {
+  return Guard("all_gather", [&]() -> Status {
+    std::shared_ptr<Comm> comm;
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindCommAndStream(comm_handle, stream_handle, &comm, &stream));
+    std::vector<std::shared_ptr<Buffer>> keep(2);
+    TensorView s, r;
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(send, "send", false, &s, &keep[0]));
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(recv, "recv", false, &r, &keep[1]));
+    const int64_t ranks = comm->group->size();
+    if (s.dtype != r.dtype || r.numel() != ranks * s.numel()) {
+      return InvalidArgument("recv (", DTypeName(r.dtype), " ", ShapeString(r), ") must hold ",
+                             ranks, " x send's ", s.numel(), " ", DTypeName(s.dtype),
+                             " elements (rank-major)");
+    }
+    CollectiveArgs args;
+    args.kind = CollectiveKind::kAllGather;
+    args.dtype = s.dtype;
+    args.count = s.numel();
+    args.send = s.data;
+    args.recv = r.data;
+    return EnqueueCollective(comm, *stream, "all_gather", args, std::move(keep));
+  });
+}
+
+tsr_status Broadcast(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor* buffer,
+                     int32_t root) {
+  return Guard("broadcast", [&]() -> Status {
+    std::shared_ptr<Comm> comm;
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindCommAndStream(comm_handle, stream_handle, &comm, &stream));
+    if (root < 0 || root >= comm->group->size()) {
+      return InvalidArgument("root ", root, " is not a rank of this communicator (0..",
+                             comm->group->size() - 1, ")");
+    }
+    std::vector<std::shared_ptr<Buffer>> keep(1);
+    TensorView b;
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(buffer, "buffer", false, &b, &keep[0]));
+    CollectiveArgs args;
+    args.kind = CollectiveKind::kBroadcast;
+    args.dtype = b.dtype;
+    args.count = b.numel();
+    args.send = b.data;
+    args.recv = b.data;
+    args.root = root;
+    return EnqueueCollective(comm, *stream, "broadcast", args, std::move(keep));
+  });
+}
+
+Status PeerCheck(const Comm& comm, int32_t peer) {
+  if (peer < 0 || peer >= comm.group->size()) {
+    return InvalidArgument("peer ", peer, " is not a rank of this communicator (0..",
+                           comm.group->size() - 1, ")");
+  }
+  return OkStatus();
+}
+
+tsr_status Send(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor* t,
+                int32_t peer) {
+  return Guard("send", [&]() -> Status {
+    std::shared_ptr<Comm> comm;
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindCommAndStream(comm_handle, stream_handle, &comm, &stream));
+    TSR_CPU_RETURN_IF_ERROR(PeerCheck(*comm, peer));
+    std::shared_ptr<Buffer> keep;
+    TensorView v;
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(t, "t", false, &v, &keep));
+    std::shared_ptr<CommGroup> group = comm->group;
+    const int rank = comm->rank;
+    return stream->Enqueue("send", [group, rank, peer, v, keep](ExecContext&) {
+      return group->Send(rank, peer, v.data, v.dtype, v.numel());
+    });
+  });
+}
+
+tsr_status Recv(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor* t,
+                int32_t peer) {
+  return Guard("recv", [&]() -> Status {
+    std::shared_ptr<Comm> comm;
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindCommAndStream(comm_handle, stream_handle, &comm, &stream));
+    TSR_CPU_RETURN_IF_ERROR(PeerCheck(*comm, peer));
+    std::shared_ptr<Buffer> keep;
+    TensorView v;
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(t, "t", false, &v, &keep));
+    std::shared_ptr<CommGroup> group = comm->group;
+    const int rank = comm->rank;
+    return stream->Enqueue("recv", [group, rank, peer, v, keep](ExecContext& ctx) {
+      return group->Recv(rank, peer, v.data, v.dtype, v.numel(), ctx);
+    });
+  });
+}
+
+}  // namespace
+
+const tsr_comm_api* CommApi() {
+  static const tsr_comm_api api = {
+      sizeof(tsr_comm_api), CommInitAll, CommDestroy, AllReduce, AllGather, Broadcast, Send, Recv,
+  };
+  return &api;
+}
+
+}  // namespace tessera::cpu

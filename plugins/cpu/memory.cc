@@ -1,0 +1,70 @@
+#include "memory.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace tessera::cpu {
+
+Buffer::~Buffer() { std::free(data); }
+
+Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
+                      uint64_t alignment, uint64_t memory_limit,
+                      std::unique_ptr<Buffer>* out) {
+  if (kind != TSR_MEM_DEVICE && kind != TSR_MEM_PINNED_HOST) {
+    return InvalidArgument("memory kind ", kind,
+                           " is not one of TSR_MEM_DEVICE (0) or "
+                           "TSR_MEM_PINNED_HOST (1)");
+  }
+  if (alignment != 0 && (alignment & (alignment - 1)) != 0) {
+    return InvalidArgument("alignment ", alignment,
+                           " is not a power of two; pass 0 for the default "
+                           "or a power of two");
+  }
+  uint64_t align = alignment > kMinAlignment ? alignment : kMinAlignment;
+  if (align > (uint64_t{1} << 40)) {
+    return OutOfMemory("alignment ", alignment, " bytes is larger than any "
+                       "allocation this machine can make");
+  }
+  if (size > UINT64_MAX - align) {
+    return OutOfMemory("cannot allocate ", size, " bytes: the size overflows");
+  }
+  uint64_t reserved = size == 0 ? align : (size + align - 1) / align * align;
+  if (memory_limit != 0 && reserved > memory_limit) {
+    return OutOfMemory("cannot allocate ", size, " bytes: this machine has ",
+                       memory_limit,
+                       " bytes of memory in all; use a smaller size (a "
+                       "smaller model, batch or KV pool)");
+  }
+  if (reserved > static_cast<uint64_t>(SIZE_MAX)) {
+    return OutOfMemory("cannot allocate ", size, " bytes: larger than the address space");
+  }
+  void* data = nullptr;
+  int rc = posix_memalign(&data, static_cast<size_t>(align), static_cast<size_t>(reserved));
+  if (rc != 0 || data == nullptr) {
+    return OutOfMemory("cannot allocate ", size, " bytes (aligned to ", align,
+                       "): the system refused (", rc == ENOMEM ? "out of memory" : "error ",
+                       rc == ENOMEM ? "" : std::to_string(rc),
+                       "); free buffers or use a smaller size");
+  }
+  auto buffer = std::make_unique<Buffer>();
+  buffer->device = device;
+  buffer->kind = kind;
+  buffer->size = size;
+  buffer->reserved_size = reserved;
+  buffer->alignment = align;
+  buffer->data = static_cast<char*>(data);
+  *out = std::move(buffer);
+  return OkStatus();
+}
+
+Status CheckRange(const Buffer& buffer, uint64_t offset, uint64_t size,
+                  const char* what) {
+  if (offset > buffer.size || size > buffer.size - offset) {
+    return InvalidArgument(what, " range [", offset, ", ", offset, " + ", size,
+                           ") exceeds the buffer's ", buffer.size,
+                           " bytes; check the offset and size");
+  }
+  return OkStatus();
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,49 @@
+// Buffers of the cpu plugin: aligned host memory, for both TSR_MEM_DEVICE
+// and TSR_MEM_PINNED_HOST (on a CPU they are the same thing), plus the
+// byte-level copy and fill routines the copy entries run.
+//
+// Allocation never touches the pages, so an impossible size fails cleanly
+// with TSR_ERR_OUT_OF_MEMORY instead of being killed later. A Buffer owns
+// its memory and frees it on destruction. Immutable after creation, so
+// thread-safe; the bytes themselves are the host's to order via streams.
+#ifndef TESSERA_PLUGINS_CPU_MEMORY_H_
+#define TESSERA_PLUGINS_CPU_MEMORY_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "status.h"
+
+namespace tessera::cpu {
+
+// Every buffer is aligned to at least this many bytes (a cache line).
+constexpr uint64_t kMinAlignment = 64;
+
+struct Buffer {
+  Buffer() = default;
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  int device = 0;
+  tsr_mem_kind kind = TSR_MEM_DEVICE;
+  uint64_t size = 0;           // bytes requested
+  uint64_t reserved_size = 0;  // bytes allocated (size rounded up)
+  uint64_t alignment = 0;      // effective alignment
+  char* data = nullptr;        // never null
+};
+
+// Allocates `size` bytes aligned to max(alignment, kMinAlignment).
+// `memory_limit` (total system memory, 0 = unknown) rejects sizes that can
+// never fit.
+Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
+                      uint64_t alignment, uint64_t memory_limit,
+                      std::unique_ptr<Buffer>* out);
+
+// Checks that [offset, offset + size) lies inside `buffer`.
+Status CheckRange(const Buffer& buffer, uint64_t offset, uint64_t size,
+                  const char* what);
+
+}  // namespace tessera::cpu
+
+#endif  // TESSERA_PLUGINS_CPU_MEMORY_H_

@@ -1,0 +1,119 @@
+#include "op_table.h"
+
+#include <vector>
+
+#include "ops.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr tsr_dtype F32 = TSR_DTYPE_F32;
+constexpr tsr_dtype BF16 = TSR_DTYPE_BF16;
+constexpr tsr_dtype F16 = TSR_DTYPE_F16;
+constexpr tsr_dtype I32 = TSR_DTYPE_I32;
+
+const OpDef kOpDefs[] = {
+    {TSR_OP_EMBEDDING, "embedding", {"ids", "table"}, {"y"}, 0, CheckEmbedding, RunEmbedding},
+    {TSR_OP_RMS_NORM, "rms_norm", {"x", "w"}, {"y"}, sizeof(tsr_rms_norm_params), CheckRmsNorm,
+     RunRmsNorm},
+    {TSR_OP_ADD_RMS_NORM, "add_rms_norm", {"x", "residual", "w"}, {"y", "residual_out"},
+     sizeof(tsr_rms_norm_params), CheckAddRmsNorm, RunAddRmsNorm},
+    {TSR_OP_LINEAR, "linear", {"x", "w", "bias"}, {"y"}, 0, CheckLinear, RunLinear},
+    {TSR_OP_ROPE, "rope", {"positions", "inv_freq", "q", "k"}, {"q_out", "k_out"},
+     sizeof(tsr_rope_params), CheckRope, RunRope},
+    {TSR_OP_KV_STORE, "kv_store", {"k", "v", "slots"}, {"k_cache", "v_cache"}, 0, CheckKvStore,
+     RunKvStore},
+    {TSR_OP_PAGED_ATTENTION, "paged_attention",
+     {"q", "k_cache", "v_cache", "block_table", "seq_lens", "query_start"}, {"o"},
+     sizeof(tsr_paged_attention_params), CheckPagedAttention, RunPagedAttention},
+    {TSR_OP_SILU_AND_MUL, "silu_and_mul", {"x"}, {"y"}, 0, CheckSiluAndMul, RunSiluAndMul},
+    {TSR_OP_ADD, "add", {"a", "b"}, {"y"}, 0, CheckAdd, RunAdd},
+    {TSR_OP_CAST, "cast", {"x"}, {"y"}, 0, CheckCast, RunCast},
+    {TSR_OP_ARGMAX, "argmax", {"logits"}, {"ids"}, 0, CheckArgmax, RunArgmax},
+    {TSR_OP_SAMPLE, "sample", {"logits", "temperature", "top_k", "top_p", "min_p", "uniform"},
+     {"ids"}, 0, CheckSample, RunSample},
+    {TSR_OP_LOGPROBS, "logprobs", {"logits", "ids"}, {"logprob", "top_ids", "top_logprobs"}, 0,
+     CheckLogprobs, RunLogprobs},
+};
+
+struct Tables {
+  std::vector<tsr_op_signature> sigs;
+  std::vector<OpSignatureInfo> infos;
+
+  void Add(tsr_op_id op, size_t num_inputs, std::initializer_list<tsr_dtype> dtypes) {
+    tsr_op_signature sig{};
+    sig.struct_size = sizeof(tsr_op_signature);
+    sig.op = op;
+    sig.version = 1;
+    sig.num_args = static_cast<uint32_t>(dtypes.size());
+    size_t i = 0;
+    for (tsr_dtype d : dtypes) sig.dtypes[i++] = d;
+    sigs.push_back(sig);
+    infos.push_back(OpSignatureInfo{FindOpDef(op), num_inputs, dtypes.size() - num_inputs});
+  }
+};
+
+const Tables& GetTables() {
+  static const Tables tables = [] {
+    Tables t;
+    for (tsr_dtype x : {F32, BF16, F16}) t.Add(TSR_OP_EMBEDDING, 2, {I32, x, x});
+    for (tsr_dtype x : {F32, BF16}) {
+      t.Add(TSR_OP_RMS_NORM, 2, {x, x, x});
+      t.Add(TSR_OP_ADD_RMS_NORM, 3, {x, x, x, x, x});
+    }
+    for (tsr_dtype a : {F32, BF16}) {
+      for (tsr_dtype w : {a, F16}) {
+        t.Add(TSR_OP_LINEAR, 2, {a, w, a});
+        t.Add(TSR_OP_LINEAR, 3, {a, w, a, a});
+      }
+    }
+    for (tsr_dtype x : {F32, BF16}) {
+      t.Add(TSR_OP_ROPE, 4, {I32, F32, x, x, x, x});
+      t.Add(TSR_OP_KV_STORE, 3, {x, x, I32, x, x});
+      t.Add(TSR_OP_PAGED_ATTENTION, 6, {x, x, x, I32, I32, I32, x});
+      t.Add(TSR_OP_SILU_AND_MUL, 1, {x, x});
+      t.Add(TSR_OP_ADD, 2, {x, x, x});
+    }
+    for (tsr_dtype x : {F32, BF16, F16}) {
+      for (tsr_dtype y : {F32, BF16, F16}) t.Add(TSR_OP_CAST, 1, {x, y});
+    }
+    for (tsr_dtype x : {F32, BF16}) t.Add(TSR_OP_ARGMAX, 1, {x, I32});
+    t.Add(TSR_OP_SAMPLE, 6, {F32, F32, I32, F32, F32, F32, I32});
+    t.Add(TSR_OP_LOGPROBS, 2, {F32, I32, F32});
+    t.Add(TSR_OP_LOGPROBS, 2, {F32, I32, F32, I32, F32});
+    return t;
+  }();
+  return tables;
+}
+
+}  // namespace
+
+const tsr_op_signature* OpSignatures() { return GetTables().sigs.data(); }
+const OpSignatureInfo* OpSignatureInfos() { return GetTables().infos.data(); }
+size_t NumOpSignatures() { return GetTables().sigs.size(); }
+
+long FindOpSignature(const tsr_op_signature& sig) {
+  const Tables& t = GetTables();
+  for (size_t i = 0; i < t.sigs.size(); ++i) {
+    const tsr_op_signature& s = t.sigs[i];
+    if (s.op != sig.op || s.version != sig.version || s.num_args != sig.num_args) continue;
+    bool same = true;
+    for (uint32_t a = 0; a < s.num_args; ++a) same = same && s.dtypes[a] == sig.dtypes[a];
+    if (same) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+const OpDef* FindOpDef(tsr_op_id id) {
+  for (const OpDef& def : kOpDefs) {
+    if (def.id == id) return &def;
+  }
+  return nullptr;
+}
+
+std::string ArgLabel(const OpDef& def, bool output, size_t index) {
+  const char* name = output ? def.output_names[index] : def.input_names[index];
+  return StrCat(output ? "output " : "input ", index, " (", name ? name : "?", ")");
+}
+
+}  // namespace tessera::cpu

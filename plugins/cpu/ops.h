@@ -1,0 +1,40 @@
+// The kernels of the cpu plugin, one Check (synchronous shape and params
+// validation, run inside launch) and one Run (on the stream worker) per v1
+// op. Contracts: include/tessera/plugin/tessera_plugin.h. Families:
+//   ops_norm.cc         rms_norm, add_rms_norm
+//   ops_elementwise.cc  embedding, silu_and_mul, add, cast
+//   ops_linear.cc       linear
+//   ops_attention.cc    rope, kv_store, paged_attention
+//   ops_sampling.cc     argmax, sample, logprobs
+// Every kernel supports arbitrary (non-negative) strides, accumulates in f32
+// or better, and splits its work across ctx.pool.
+#ifndef TESSERA_PLUGINS_CPU_OPS_H_
+#define TESSERA_PLUGINS_CPU_OPS_H_
+
+#include "op_table.h"
+
+namespace tessera::cpu {
+
+#define TSR_CPU_DECLARE_OP(Name)                 \
+  Status Check##Name(const OpCall& call);        \
+  Status Run##Name(const OpCall& call, ExecContext& ctx);
+
+TSR_CPU_DECLARE_OP(Embedding)
+TSR_CPU_DECLARE_OP(RmsNorm)
+TSR_CPU_DECLARE_OP(AddRmsNorm)
+TSR_CPU_DECLARE_OP(Linear)
+TSR_CPU_DECLARE_OP(Rope)
+TSR_CPU_DECLARE_OP(KvStore)
+TSR_CPU_DECLARE_OP(PagedAttention)
+TSR_CPU_DECLARE_OP(SiluAndMul)
+TSR_CPU_DECLARE_OP(Add)
+TSR_CPU_DECLARE_OP(Cast)
+TSR_CPU_DECLARE_OP(Argmax)
+TSR_CPU_DECLARE_OP(Sample)
+TSR_CPU_DECLARE_OP(Logprobs)
+
+#undef TSR_CPU_DECLARE_OP
+
+}  // namespace tessera::cpu
+
+#endif  // TESSERA_PLUGINS_CPU_OPS_H_

@@ -1,0 +1,30 @@
+// Init options of the cpu plugin (tsr_init_args.options):
+//   threads=N   worker threads per device used inside ops, the stream's own
+//               worker included (1..1024; default: the cores this process
+//               may use)
+//   devices=N   number of virtual devices (1..64; default 1); the host maps
+//               TESSERA_CPU_DEVICES onto it
+// Unknown keys and malformed values are TSR_ERR_INVALID_ARGUMENT with a
+// message naming the key and the accepted values. Pure functions.
+#ifndef TESSERA_PLUGINS_CPU_OPTIONS_H_
+#define TESSERA_PLUGINS_CPU_OPTIONS_H_
+
+#include <vector>
+
+#include "status.h"
+
+namespace tessera::cpu {
+
+struct Options {
+  int threads = 0;  // 0 until parsed: then >= 1
+  int devices = 1;
+  // Physical indices to expose, in order (all when num_visible was -1).
+  std::vector<int> visible;
+};
+
+// Parses `args` (may be NULL: defaults). `default_threads` >= 1.
+Status ParseOptions(const tsr_init_args* args, int default_threads, Options* out);
+
+}  // namespace tessera::cpu
+
+#endif  // TESSERA_PLUGINS_CPU_OPTIONS_H_

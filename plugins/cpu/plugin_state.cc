@@ -1,0 +1,110 @@
+#include "plugin_state.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "host_info.h"
+#include "options.h"
+
+namespace tessera::cpu {
+namespace {
+
+std::mutex g_init_mu;
+std::atomic<PluginState*> g_state{nullptr};
+std::atomic<const tsr_host_services*> g_host{nullptr};
+
+// Runs at dlclose/exit: a host that forgot shutdown must not leave worker
+// threads running code that is about to be unmapped.
+__attribute__((destructor)) void ShutdownAtUnload() {
+  if (g_state.load() != nullptr) (void)ShutdownPlugin();
+}
+
+}  // namespace
+
+PluginState* State() { return g_state.load(std::memory_order_acquire); }
+
+Status RequireState(tsr_status code) {
+  if (State() != nullptr) return OkStatus();
+  return Status(code,
+                "the cpu plugin is not initialised; call init first (after "
+                "shutdown every handle is gone)");
+}
+
+Status CheckDevice(int device) {
+  TSR_CPU_RETURN_IF_ERROR(RequireState());
+  int count = State()->device_count();
+  if (device < 0 || device >= count) {
+    return NotFound("device ", device, " does not exist; this plugin has ", count,
+                    " device(s) (ordinals 0..", count - 1,
+                    "); use devices=N or the visible-device filter to change that");
+  }
+  return OkStatus();
+}
+
+void SetHostServices(const tsr_host_services* host) { g_host.store(host); }
+
+void Log(tsr_log_level level, const std::string& message) {
+  const tsr_host_services* host = g_host.load();
+  if (host == nullptr || host->struct_size < sizeof(tsr_host_services) ||
+      host->log == nullptr) {
+    return;
+  }
+  host->log(host->host_context, level, ("cpu: " + message).c_str());
+}
+
+Status InitPlugin(const tsr_init_args* args) {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  if (g_state.load() != nullptr) {
+    return InvalidArgument("the plugin is already initialised; call shutdown before init again");
+  }
+  Options options;
+  TSR_CPU_RETURN_IF_ERROR(ParseOptions(args, UsableCores(), &options));
+  auto state = std::make_unique<PluginState>();
+  state->threads = options.threads;
+  state->num_physical = options.devices;
+  state->physical = options.visible;
+  state->cpu_name = CpuModelName();
+  state->cpu_vendor = CpuVendor();
+  state->memory_total = MemoryTotal();
+  for (size_t i = 0; i < state->physical.size(); ++i) {
+    state->pools.push_back(std::make_unique<ThreadPool>(options.threads));
+  }
+  size_t num_sigs = NumOpSignatures();
+  for (int d = 0; d < state->device_count(); ++d) {
+    for (size_t i = 0; i < num_sigs; ++i) {
+      auto kernel = std::make_shared<Kernel>();
+      kernel->device = d;
+      kernel->info = &OpSignatureInfos()[i];
+      kernel->def = kernel->info->def;
+      state->kernel_handles.push_back(state->kernels.Add(std::move(kernel)));
+    }
+  }
+  Log(TSR_LOG_DEBUG, StrCat("initialised ", state->device_count(), " of ", options.devices,
+                           " virtual device(s) on ", state->cpu_name, ", ", options.threads,
+                           " thread(s) each"));
+  g_state.store(state.release(), std::memory_order_release);
+  return OkStatus();
+}
+
+Status ShutdownPlugin() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  PluginState* state = g_state.exchange(nullptr);
+  if (state == nullptr) {
+    return InvalidArgument("the plugin is not initialised; nothing to shut down");
+  }
+  // Stop every stream first (their workers may wait on each other or on a
+  // collective), then drop the rest.
+  std::vector<std::shared_ptr<Stream>> streams = state->streams.RemoveAll();
+  for (auto& s : streams) s->RequestClose();
+  for (auto& comm : state->comms.RemoveAll()) comm->group->Abort();
+  for (auto& s : streams) s->Close();
+  streams.clear();
+  state->events.RemoveAll();
+  state->kernels.RemoveAll();
+  state->buffers.RemoveAll();
+  state->pools.clear();
+  delete state;
+  return OkStatus();
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,71 @@
+// PluginState: everything the cpu plugin holds between init and shutdown —
+// options, the virtual devices and their thread pools, and one registry per
+// handle kind.
+//
+// State() is NULL outside init..shutdown; every entry checks it first
+// (RequireState). Init/Shutdown are serialised by a global mutex. The
+// registries are thread-safe; the rest is immutable after Init. Work running
+// on stream workers never touches State() (shutdown joins those workers
+// before the state goes away).
+#ifndef TESSERA_PLUGINS_CPU_PLUGIN_STATE_H_
+#define TESSERA_PLUGINS_CPU_PLUGIN_STATE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives.h"
+#include "memory.h"
+#include "op_table.h"
+#include "registry.h"
+#include "status.h"
+#include "stream.h"
+#include "thread_pool.h"
+
+namespace tessera::cpu {
+
+// A resolved op signature on one device.
+struct Kernel {
+  int device = 0;
+  const OpDef* def = nullptr;
+  const OpSignatureInfo* info = nullptr;
+};
+
+struct PluginState {
+  int threads = 1;            // per device, the caller included
+  int num_physical = 1;       // virtual devices before filtering
+  std::vector<int> physical;  // ordinal -> physical index
+  std::vector<std::unique_ptr<ThreadPool>> pools;  // per ordinal
+  std::string cpu_name;
+  std::string cpu_vendor;
+  uint64_t memory_total = 0;
+
+  HandleRegistry<Buffer> buffers;
+  HandleRegistry<Stream> streams;
+  HandleRegistry<Event> events;
+  HandleRegistry<Kernel> kernels;
+  HandleRegistry<Comm> comms;
+  // kernel_handles[device * NumOpSignatures() + i]: resolve_op's answers.
+  std::vector<uintptr_t> kernel_handles;
+
+  int device_count() const { return static_cast<int>(physical.size()); }
+};
+
+// The live state, or NULL before init / after shutdown.
+PluginState* State();
+
+// Fails (with `code`) unless the plugin is initialised.
+Status RequireState(tsr_status code = TSR_ERR_INVALID_ARGUMENT);
+// Fails unless `device` is an ordinal of the initialised plugin.
+Status CheckDevice(int device);
+
+Status InitPlugin(const tsr_init_args* args);
+Status ShutdownPlugin();
+
+// Host logging (silent when the host passed no log function).
+void SetHostServices(const tsr_host_services* host);
+void Log(tsr_log_level level, const std::string& message);
+
+}  // namespace tessera::cpu
+
+#endif  // TESSERA_PLUGINS_CPU_PLUGIN_STATE_H_

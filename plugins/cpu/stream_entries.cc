@@ -1,0 +1,143 @@
+#include <memory>
+
+#include "entries.h"
+#include "entry_guard.h"
+#include "plugin_state.h"
+
+namespace tessera::cpu::entry {
+namespace {
+
+Status FindStream(tsr_stream handle, std::shared_ptr<Stream>* out) {
+  TSR_CPU_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+  *out = State()->streams.Find(handle);
+  if (*out == nullptr) {
+    return InvalidHandle("stream ", static_cast<const void*>(handle),
+                         " is not a live stream of this plugin (NULL, destroyed, or never "
+                         "created here)");
+  }
+  return OkStatus();
+}
+
+Status FindEvent(tsr_event handle, std::shared_ptr<Event>* out) {
+  TSR_CPU_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+  *out = State()->events.Find(handle);
+  if (*out == nullptr) {
+    return InvalidHandle("event ", static_cast<const void*>(handle),
+                         " is not a live event of this plugin (NULL, destroyed, or never "
+                         "created here)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+tsr_status StreamCreate(int32_t device, tsr_stream* out) {
+  return Guard("stream_create", [&]() -> Status {
+    if (out == nullptr) return InvalidArgument("out is NULL");
+    TSR_CPU_RETURN_IF_ERROR(CheckDevice(device));
+    PluginState* state = State();
+    auto stream = std::make_shared<Stream>(device, state->pools[device].get());
+    *out = ToHandle<tsr_stream>(state->streams.Add(std::move(stream)));
+    return OkStatus();
+  });
+}
+
+tsr_status StreamDestroy(tsr_stream handle) {
+  return Guard("stream_destroy", [&]() -> Status {
+    TSR_CPU_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+    std::shared_ptr<Stream> stream = State()->streams.Remove(handle);
+    if (stream == nullptr) {
+      return InvalidHandle("stream ", static_cast<const void*>(handle),
+                           " is not a live stream of this plugin (NULL, already destroyed, or "
+                           "never created here)");
+    }
+    stream->Close();
+    return OkStatus();
+  });
+}
+
+tsr_status StreamSynchronize(tsr_stream handle) {
+  return Guard("stream_synchronize", [&]() -> Status {
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindStream(handle, &stream));
+    return stream->Synchronize();
+  });
+}
+
+tsr_status StreamQuery(tsr_stream handle) {
+  return Guard("stream_query", [&]() -> Status {
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindStream(handle, &stream));
+    return stream->Query();  // NOT_READY carries "work still pending"
+  });
+}
+
+tsr_status EventCreate(int32_t device, tsr_event* out) {
+  return Guard("event_create", [&]() -> Status {
+    if (out == nullptr) return InvalidArgument("out is NULL");
+    TSR_CPU_RETURN_IF_ERROR(CheckDevice(device));
+    *out = ToHandle<tsr_event>(State()->events.Add(std::make_shared<Event>(device)));
+    return OkStatus();
+  });
+}
+
+tsr_status EventDestroy(tsr_event handle) {
+  return Guard("event_destroy", [&]() -> Status {
+    TSR_CPU_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+    if (State()->events.Remove(handle) == nullptr) {
+      return InvalidHandle("event ", static_cast<const void*>(handle),
+                           " is not a live event of this plugin (NULL, already destroyed, or "
+                           "never created here)");
+    }
+    return OkStatus();
+  });
+}
+
+tsr_status EventRecord(tsr_event event_handle, tsr_stream stream_handle) {
+  return Guard("event_record", [&]() -> Status {
+    std::shared_ptr<Event> event;
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindEvent(event_handle, &event));
+    TSR_CPU_RETURN_IF_ERROR(FindStream(stream_handle, &stream));
+    event->Record(*stream);
+    return OkStatus();
+  });
+}
+
+tsr_status StreamWaitEvent(tsr_stream stream_handle, tsr_event event_handle) {
+  return Guard("stream_wait_event", [&]() -> Status {
+    std::shared_ptr<Stream> stream;
+    std::shared_ptr<Event> event;
+    TSR_CPU_RETURN_IF_ERROR(FindStream(stream_handle, &stream));
+    TSR_CPU_RETURN_IF_ERROR(FindEvent(event_handle, &event));
+    auto [core, gen] = event->Snapshot();
+    if (core == nullptr || core == stream->core()) return OkStatus();  // nothing to wait for
+    return stream->Enqueue("stream_wait_event", [core = core, gen = gen](ExecContext& ctx) {
+      return core->WaitForCancellable(gen, *ctx.cancel);
+    });
+  });
+}
+
+tsr_status EventSynchronize(tsr_event handle) {
+  return Guard("event_synchronize", [&]() -> Status {
+    std::shared_ptr<Event> event;
+    TSR_CPU_RETURN_IF_ERROR(FindEvent(handle, &event));
+    Status status = event->Synchronize();
+    if (status.ok()) return status;
+    return Status(status.code(),
+                  StrCat("work captured by the event failed: ", status.message()));
+  });
+}
+
+tsr_status EventQuery(tsr_event handle) {
+  return Guard("event_query", [&]() -> Status {
+    std::shared_ptr<Event> event;
+    TSR_CPU_RETURN_IF_ERROR(FindEvent(handle, &event));
+    Status status = event->Query();
+    if (status.ok() || status.code() == TSR_ERR_NOT_READY) return status;
+    return Status(status.code(),
+                  StrCat("work captured by the event failed: ", status.message()));
+  });
+}
+
+}  // namespace tessera::cpu::entry

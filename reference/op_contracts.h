@@ -1,0 +1,61 @@
+// The static part of the v1 op contracts of tessera_plugin.h: op names,
+// argument counts and the dtype signatures each op allows.
+//
+// Used by the reference implementation to validate a call and by the
+// conformance kit to judge a plugin's list_ops() table. Pure functions,
+// thread-safe.
+#ifndef TESSERA_REFERENCE_OP_CONTRACTS_H_
+#define TESSERA_REFERENCE_OP_CONTRACTS_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "tessera/plugin/tessera_plugin.h"
+
+namespace tessera::reference {
+
+// The op versions this reference implements (all v1 ops are version 1).
+inline constexpr uint32_t kOpVersion = 1;
+
+// "rms_norm" etc.; "" for an id that is not a v1 op.
+std::string_view OpName(tsr_op_id op);
+// Every v1 op id, ascending.
+std::span<const tsr_op_id> AllOps();
+
+// How a signature of `num_args` dtypes splits into inputs and outputs for
+// `op` (linear: 3 or 4 args; logprobs: 3 or 5). Error when `num_args` is not
+// a valid count for the op.
+struct ArgSplit {
+  int num_inputs = 0;
+  int num_outputs = 0;
+};
+StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args);
+
+// Checks a signature against the contract: known op id, version 1, argument
+// count, and the dtype of every argument. The message names what is wrong.
+Status ValidateSignature(tsr_op_id op, uint32_t version,
+                         std::span<const DType> dtypes);
+Status ValidateSignature(const tsr_op_signature& signature);
+
+// Short tag for the dtypes of a (valid) signature, used in check names:
+// "f32", "bf16_wf16", "f32_bias", "f16_to_bf16", "f32_top".
+std::string SignatureTag(tsr_op_id op, std::span<const DType> dtypes);
+
+// The contract's name of every argument ("x", "w", "y", ...), inputs then
+// outputs, for a call with the given counts (linear without bias has no
+// "bias"; logprobs with one output has no top_*).
+std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
+                                  int num_outputs);
+
+// Every signature the v1 contract allows, for one op (all dtype
+// combinations and both argument counts where an op has optional args).
+std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op);
+
+}  // namespace tessera::reference
+
+#endif  // TESSERA_REFERENCE_OP_CONTRACTS_H_

@@ -1,0 +1,47 @@
+#include "reference/ops_test_util.h"
+
+namespace tessera::reference {
+namespace {
+
+TEST(LinearTest, HandComputedWithBias) {
+  // x [2, 3], w [2, 3] (HF [out, in]), bias [2]:
+  //   y[0] = (1 - 3 + 10, 0.5 * 6 + 20), y[1] = (4 - 6 + 10, 0.5 * 15 + 20).
+  auto x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto w = F32({2, 3}, {1, 0, -1, 0.5, 0.5, 0.5});
+  auto bias = F32({2}, {10, 20});
+  OwnedTensor y(TSR_DTYPE_F32, {2, 2});
+  ASSERT_TRUE(
+      RunOp(TSR_OP_LINEAR, {x.view(), w.view(), bias.view()}, {y.view()}).ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{8, 23, 8, 27.5}));
+  ASSERT_TRUE(RunOp(TSR_OP_LINEAR, {x.view(), w.view()}, {y.view()}).ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{-2, 3, -2, 7.5}));
+}
+
+TEST(LinearTest, TransposedActivationsAndF16Weights) {
+  std::vector<float> xt = {1, 4, 2, 5, 3, 6};  // x^T stored [3, 2]
+  HostTensor x{xt.data(), TSR_DTYPE_F32, {2, 3}, {1, 2}};
+  auto w = OwnedTensor::FromValues(TSR_DTYPE_F16, {2, 3}, {1, 0, -1, 0.5, 0.5, 0.5});
+  OwnedTensor y(TSR_DTYPE_F32, {2, 2});
+  ASSERT_TRUE(RunOp(TSR_OP_LINEAR, {x, w.view()}, {y.view()}).ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{-2, 3, -2, 7.5}));
+}
+
+TEST(LinearTest, ValidationErrors) {
+  auto x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  OwnedTensor y(TSR_DTYPE_F32, {2, 2});
+  // w with a non-unit innermost stride (a transposed view) is not allowed.
+  std::vector<float> wt(6, 1.0f);
+  HostTensor w_t{wt.data(), TSR_DTYPE_F32, {2, 3}, {1, 2}};
+  Status s = RunOp(TSR_OP_LINEAR, {x.view(), w_t}, {y.view()});
+  EXPECT_NE(s.message().find("unit innermost stride"), std::string::npos)
+      << s.message();
+  auto w_bad = F32({2, 4}, std::vector<double>(8, 1.0));
+  EXPECT_FALSE(RunOp(TSR_OP_LINEAR, {x.view(), w_bad.view()}, {y.view()}).ok());
+  // y may not alias x.
+  auto w = F32({3, 3}, std::vector<double>(9, 1.0));
+  auto sq = F32({3, 3}, std::vector<double>(9, 1.0));
+  EXPECT_FALSE(RunOp(TSR_OP_LINEAR, {sq.view(), w.view()}, {sq.view()}).ok());
+}
+
+}  // namespace
+}  // namespace tessera::reference

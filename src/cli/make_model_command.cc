@@ -1,0 +1,145 @@
+// `tessera make-model`: writes a Hugging Face model directory with seeded
+// random weights and a generated tokenizer (src/model/make_model.h).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "cli/command.h"
+#include "model/checkpoint.h"
+#include "model/make_model.h"
+
+namespace tessera::cli {
+namespace {
+
+// Redraws one "\r"-terminated progress line on a terminal, at most every
+// 100 ms or percent.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
+
+  void Update(uint64_t done, uint64_t total) {
+    if (!enabled_ || total == 0) return;
+    int percent = int(done * 100 / total);
+    auto now = std::chrono::steady_clock::now();
+    if (percent == last_percent_ && done != total &&
+        now - last_draw_ < std::chrono::milliseconds(100)) {
+      return;
+    }
+    last_percent_ = percent;
+    last_draw_ = now;
+    fmt::print(stderr, "\rwriting weights: {:3d}% ({:.0f} / {:.0f} MiB)",
+               percent, done / 1048576.0, total / 1048576.0);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void End() {
+    if (drawn_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  int last_percent_ = -1;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+}  // namespace
+
+Command AddMakeModelCommand(CLI::App& root) {
+  struct Args {
+    std::string arch = "qwen3";
+    std::string preset;
+    std::string out;
+    uint64_t seed = 0;
+    std::string dtype = "bf16";
+    bool force = false;
+    uint64_t shard_mib = 0;
+  };
+  auto args = std::make_shared<Args>();
+  Command command;
+  command.app = root.add_subcommand(
+      "make-model",
+      "Write a Hugging Face model directory (config.json, "
+      "generation_config.json, model.safetensors, tokenizer.json, "
+      "tokenizer_config.json) with seeded random weights and a generated "
+      "byte-level BPE tokenizer, for tests, benchmarks and demos.");
+  command.app
+      ->add_option("--arch", args->arch,
+                   "architecture flavour: qwen3 (q/k norms), qwen2 (q/k/v "
+                   "biases) or llama")
+      ->check(CLI::IsMember({"qwen3", "qwen2", "llama"}))
+      ->capture_default_str();
+  std::string preset_help = fmt::format(
+      "model shape: {}",
+      fmt::join(model::MakeModelPresetNames(), ", "));
+  command.app->add_option("--preset", args->preset, preset_help)
+      ->required()
+      ->check(CLI::IsMember(model::MakeModelPresetNames()));
+  command.app->add_option("--out", args->out, "output directory")->required();
+  command.app
+      ->add_option("--seed", args->seed,
+                   "random seed; the same seed writes the same bytes")
+      ->capture_default_str();
+  command.app
+      ->add_option("--dtype", args->dtype, "weight dtype: bf16, f16 or f32")
+      ->check(CLI::IsMember({"bf16", "f16", "f32"}))
+      ->capture_default_str();
+  command.app->add_flag("--force", args->force,
+                        "write into an existing non-empty directory "
+                        "(overwrites the model files there)");
+  command.app->add_option("--shard-size-mib", args->shard_mib,
+                          "split the weights into shards of at most this many "
+                          "MiB plus model.safetensors.index.json (0: one "
+                          "file)")
+      ->capture_default_str();
+
+  command.run = [args]() -> int {
+    model::MakeModelOptions options;
+    options.preset = args->preset;
+    options.arch = *model::ParseArchitecture(args->arch);
+    options.out_dir = args->out;
+    options.seed = args->seed;
+    options.dtype = *ParseDType(args->dtype);
+    options.force = args->force;
+    options.max_shard_bytes = args->shard_mib << 20;
+    auto progress =
+        std::make_shared<ProgressLine>(::isatty(::fileno(stderr)) != 0);
+    options.progress = [progress](uint64_t done, uint64_t total) {
+      progress->Update(done, total);
+    };
+    auto start = std::chrono::steady_clock::now();
+    auto result = model::MakeModel(options);
+    progress->End();
+    if (!result.ok()) {
+      fmt::print(stderr, "error: {}\n", result.status().message());
+      return 1;
+    }
+    // Read back what was written: a make-model that writes a checkpoint
+    // Tessera cannot load is a bug worth failing on loudly.
+    auto checkpoint = model::Checkpoint::Open(options.out_dir);
+    Status valid = checkpoint.ok() ? (*checkpoint)->Validate()
+                                   : checkpoint.status();
+    if (!valid.ok()) {
+      fmt::print(stderr, "error: the written checkpoint does not load: {}\n",
+                 valid.message());
+      return 1;
+    }
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    fmt::print("wrote {} ({} {} {}, {:.1f}M parameters, {:.1f} MiB of "
+               "weights, seed {}) in {:.1f} s\n",
+               options.out_dir,
+               model::ArchitectureClassName(options.arch), args->preset,
+               args->dtype, result->num_parameters / 1e6,
+               result->weight_bytes / 1048576.0, args->seed, seconds);
+    return 0;
+  };
+  return command;
+}
+
+}  // namespace tessera::cli
