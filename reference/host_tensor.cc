@@ -55,11 +55,16 @@ void HostTensor::Store(int64_t element_offset, double value) const {
 
 int64_t HostTensor::LoadInt(int64_t element_offset) const {
   switch (dtype) {
-    case TSR_DTYPE_I32: return static_cast<const int32_t*>(data)[element_offset];
-    case TSR_DTYPE_I64: return static_cast<const int64_t*>(data)[element_offset];
-    case TSR_DTYPE_U8: return static_cast<const uint8_t*>(data)[element_offset];
-    case TSR_DTYPE_I8: return static_cast<const int8_t*>(data)[element_offset];
-    default: return static_cast<int64_t>(Load(element_offset));
+    case TSR_DTYPE_I32:
+      return static_cast<const int32_t*>(data)[element_offset];
+    case TSR_DTYPE_I64:
+      return static_cast<const int64_t*>(data)[element_offset];
+    case TSR_DTYPE_U8:
+      return static_cast<const uint8_t*>(data)[element_offset];
+    case TSR_DTYPE_I8:
+      return static_cast<const int8_t*>(data)[element_offset];
+    default:
+      return static_cast<int64_t>(Load(element_offset));
   }
 }
 
@@ -77,7 +82,9 @@ void HostTensor::StoreInt(int64_t element_offset, int64_t value) const {
     case TSR_DTYPE_I8:
       static_cast<int8_t*>(data)[element_offset] = static_cast<int8_t>(value);
       break;
-    default: Store(element_offset, static_cast<double>(value)); break;
+    default:
+      Store(element_offset, static_cast<double>(value));
+      break;
   }
 }
 

@@ -8,12 +8,19 @@
 namespace tessera::reference {
 namespace {
 
-constexpr std::array<tsr_op_id, 13> kAllOps = {
-    TSR_OP_EMBEDDING, TSR_OP_RMS_NORM,        TSR_OP_ADD_RMS_NORM,
-    TSR_OP_LINEAR,    TSR_OP_ROPE,            TSR_OP_KV_STORE,
-    TSR_OP_PAGED_ATTENTION, TSR_OP_SILU_AND_MUL, TSR_OP_ADD,
-    TSR_OP_CAST,      TSR_OP_ARGMAX,          TSR_OP_SAMPLE,
-    TSR_OP_LOGPROBS};
+constexpr std::array<tsr_op_id, 13> kAllOps = {TSR_OP_EMBEDDING,
+                                               TSR_OP_RMS_NORM,
+                                               TSR_OP_ADD_RMS_NORM,
+                                               TSR_OP_LINEAR,
+                                               TSR_OP_ROPE,
+                                               TSR_OP_KV_STORE,
+                                               TSR_OP_PAGED_ATTENTION,
+                                               TSR_OP_SILU_AND_MUL,
+                                               TSR_OP_ADD,
+                                               TSR_OP_CAST,
+                                               TSR_OP_ARGMAX,
+                                               TSR_OP_SAMPLE,
+                                               TSR_OP_LOGPROBS};
 
 constexpr DType F32 = TSR_DTYPE_F32;
 constexpr DType F16 = TSR_DTYPE_F16;
@@ -36,20 +43,34 @@ std::vector<std::vector<DType>> Uniform(std::initializer_list<int> pattern) {
 
 std::string_view OpName(tsr_op_id op) {
   switch (op) {
-    case TSR_OP_EMBEDDING: return "embedding";
-    case TSR_OP_RMS_NORM: return "rms_norm";
-    case TSR_OP_ADD_RMS_NORM: return "add_rms_norm";
-    case TSR_OP_LINEAR: return "linear";
-    case TSR_OP_ROPE: return "rope";
-    case TSR_OP_KV_STORE: return "kv_store";
-    case TSR_OP_PAGED_ATTENTION: return "paged_attention";
-    case TSR_OP_SILU_AND_MUL: return "silu_and_mul";
-    case TSR_OP_ADD: return "add";
-    case TSR_OP_CAST: return "cast";
-    case TSR_OP_ARGMAX: return "argmax";
-    case TSR_OP_SAMPLE: return "sample";
-    case TSR_OP_LOGPROBS: return "logprobs";
-    default: return "";
+    case TSR_OP_EMBEDDING:
+      return "embedding";
+    case TSR_OP_RMS_NORM:
+      return "rms_norm";
+    case TSR_OP_ADD_RMS_NORM:
+      return "add_rms_norm";
+    case TSR_OP_LINEAR:
+      return "linear";
+    case TSR_OP_ROPE:
+      return "rope";
+    case TSR_OP_KV_STORE:
+      return "kv_store";
+    case TSR_OP_PAGED_ATTENTION:
+      return "paged_attention";
+    case TSR_OP_SILU_AND_MUL:
+      return "silu_and_mul";
+    case TSR_OP_ADD:
+      return "add";
+    case TSR_OP_CAST:
+      return "cast";
+    case TSR_OP_ARGMAX:
+      return "argmax";
+    case TSR_OP_SAMPLE:
+      return "sample";
+    case TSR_OP_LOGPROBS:
+      return "logprobs";
+    default:
+      return "";
   }
 }
 
@@ -59,13 +80,22 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
                                   int num_outputs) {
   std::vector<std::string> in, out;
   switch (op) {
-    case TSR_OP_EMBEDDING: in = {"ids", "table"}; out = {"y"}; break;
-    case TSR_OP_RMS_NORM: in = {"x", "w"}; out = {"y"}; break;
+    case TSR_OP_EMBEDDING:
+      in = {"ids", "table"};
+      out = {"y"};
+      break;
+    case TSR_OP_RMS_NORM:
+      in = {"x", "w"};
+      out = {"y"};
+      break;
     case TSR_OP_ADD_RMS_NORM:
       in = {"x", "residual", "w"};
       out = {"y", "residual_out"};
       break;
-    case TSR_OP_LINEAR: in = {"x", "w", "bias"}; out = {"y"}; break;
+    case TSR_OP_LINEAR:
+      in = {"x", "w", "bias"};
+      out = {"y"};
+      break;
     case TSR_OP_ROPE:
       in = {"positions", "inv_freq", "q", "k"};
       out = {"q_out", "k_out"};
@@ -75,14 +105,26 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
       out = {"k_cache", "v_cache"};
       break;
     case TSR_OP_PAGED_ATTENTION:
-      in = {"q", "k_cache", "v_cache", "block_table", "seq_lens",
-            "query_start"};
+      in = {"q",           "k_cache",  "v_cache",
+            "block_table", "seq_lens", "query_start"};
       out = {"o"};
       break;
-    case TSR_OP_SILU_AND_MUL: in = {"x"}; out = {"y"}; break;
-    case TSR_OP_ADD: in = {"a", "b"}; out = {"y"}; break;
-    case TSR_OP_CAST: in = {"x"}; out = {"y"}; break;
-    case TSR_OP_ARGMAX: in = {"logits"}; out = {"ids"}; break;
+    case TSR_OP_SILU_AND_MUL:
+      in = {"x"};
+      out = {"y"};
+      break;
+    case TSR_OP_ADD:
+      in = {"a", "b"};
+      out = {"y"};
+      break;
+    case TSR_OP_CAST:
+      in = {"x"};
+      out = {"y"};
+      break;
+    case TSR_OP_ARGMAX:
+      in = {"logits"};
+      out = {"ids"};
+      break;
     case TSR_OP_SAMPLE:
       in = {"logits", "temperature", "top_k", "top_p", "min_p", "uniform"};
       out = {"ids"};
@@ -91,12 +133,13 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
       in = {"logits", "ids"};
       out = {"logprob", "top_ids", "top_logprobs"};
       break;
-    default: break;
+    default:
+      break;
   }
   std::vector<std::string> names;
   for (int i = 0; i < num_inputs; ++i) {
-    names.push_back(i < static_cast<int>(in.size()) ? in[i]
-                                                     : fmt::format("input {}", i));
+    names.push_back(
+        i < static_cast<int>(in.size()) ? in[i] : fmt::format("input {}", i));
   }
   for (int i = 0; i < num_outputs; ++i) {
     names.push_back(i < static_cast<int>(out.size())
@@ -109,28 +152,39 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
 StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args) {
   auto want = [&](int in, int out) -> StatusOr<ArgSplit> {
     if (num_args == static_cast<uint32_t>(in + out)) return ArgSplit{in, out};
-    return InvalidArgumentError(fmt::format(
-        "{} takes {} arguments ({} inputs, {} outputs), not {}", OpName(op),
-        in + out, in, out, num_args));
+    return InvalidArgumentError(
+        fmt::format("{} takes {} arguments ({} inputs, {} outputs), not {}",
+                    OpName(op), in + out, in, out, num_args));
   };
   switch (op) {
-    case TSR_OP_EMBEDDING: return want(2, 1);
-    case TSR_OP_RMS_NORM: return want(2, 1);
-    case TSR_OP_ADD_RMS_NORM: return want(3, 2);
+    case TSR_OP_EMBEDDING:
+      return want(2, 1);
+    case TSR_OP_RMS_NORM:
+      return want(2, 1);
+    case TSR_OP_ADD_RMS_NORM:
+      return want(3, 2);
     case TSR_OP_LINEAR:
       if (num_args == 3) return ArgSplit{2, 1};
       if (num_args == 4) return ArgSplit{3, 1};
       return InvalidArgumentError(fmt::format(
           "linear takes 3 arguments (x, w, y) or 4 (x, w, bias, y), not {}",
           num_args));
-    case TSR_OP_ROPE: return want(4, 2);
-    case TSR_OP_KV_STORE: return want(3, 2);
-    case TSR_OP_PAGED_ATTENTION: return want(6, 1);
-    case TSR_OP_SILU_AND_MUL: return want(1, 1);
-    case TSR_OP_ADD: return want(2, 1);
-    case TSR_OP_CAST: return want(1, 1);
-    case TSR_OP_ARGMAX: return want(1, 1);
-    case TSR_OP_SAMPLE: return want(6, 1);
+    case TSR_OP_ROPE:
+      return want(4, 2);
+    case TSR_OP_KV_STORE:
+      return want(3, 2);
+    case TSR_OP_PAGED_ATTENTION:
+      return want(6, 1);
+    case TSR_OP_SILU_AND_MUL:
+      return want(1, 1);
+    case TSR_OP_ADD:
+      return want(2, 1);
+    case TSR_OP_CAST:
+      return want(1, 1);
+    case TSR_OP_ARGMAX:
+      return want(1, 1);
+    case TSR_OP_SAMPLE:
+      return want(6, 1);
     case TSR_OP_LOGPROBS:
       if (num_args == 3) return ArgSplit{2, 1};
       if (num_args == 5) return ArgSplit{2, 3};
@@ -139,16 +193,19 @@ StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args) {
           "top_ids, top_logprobs), not {}",
           num_args));
     default:
-      return NotFoundError(fmt::format(
-          "op id {} is not a v1 op (v1 ids are 1..13)", op));
+      return NotFoundError(
+          fmt::format("op id {} is not a v1 op (v1 ids are 1..13)", op));
   }
 }
 
 std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op) {
   switch (op) {
-    case TSR_OP_EMBEDDING: return Uniform({0, 1, 1});
-    case TSR_OP_RMS_NORM: return Uniform({1, 1, 1});
-    case TSR_OP_ADD_RMS_NORM: return Uniform({1, 1, 1, 1, 1});
+    case TSR_OP_EMBEDDING:
+      return Uniform({0, 1, 1});
+    case TSR_OP_RMS_NORM:
+      return Uniform({1, 1, 1});
+    case TSR_OP_ADD_RMS_NORM:
+      return Uniform({1, 1, 1, 1, 1});
     case TSR_OP_LINEAR: {
       std::vector<std::vector<DType>> out;
       for (DType a : {F32, BF16}) {
@@ -159,11 +216,16 @@ std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op) {
       }
       return out;
     }
-    case TSR_OP_ROPE: return Uniform({0, 2, 1, 1, 1, 1});
-    case TSR_OP_KV_STORE: return Uniform({1, 1, 0, 1, 1});
-    case TSR_OP_PAGED_ATTENTION: return Uniform({1, 1, 1, 0, 0, 0, 1});
-    case TSR_OP_SILU_AND_MUL: return Uniform({1, 1});
-    case TSR_OP_ADD: return Uniform({1, 1, 1});
+    case TSR_OP_ROPE:
+      return Uniform({0, 2, 1, 1, 1, 1});
+    case TSR_OP_KV_STORE:
+      return Uniform({1, 1, 0, 1, 1});
+    case TSR_OP_PAGED_ATTENTION:
+      return Uniform({1, 1, 1, 0, 0, 0, 1});
+    case TSR_OP_SILU_AND_MUL:
+      return Uniform({1, 1});
+    case TSR_OP_ADD:
+      return Uniform({1, 1, 1});
     case TSR_OP_CAST: {
       std::vector<std::vector<DType>> out;
       for (DType x : kFloatTypes) {
@@ -171,10 +233,14 @@ std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op) {
       }
       return out;
     }
-    case TSR_OP_ARGMAX: return {{F32, I32}, {BF16, I32}};
-    case TSR_OP_SAMPLE: return {{F32, F32, I32, F32, F32, F32, I32}};
-    case TSR_OP_LOGPROBS: return {{F32, I32, F32}, {F32, I32, F32, I32, F32}};
-    default: return {};
+    case TSR_OP_ARGMAX:
+      return {{F32, I32}, {BF16, I32}};
+    case TSR_OP_SAMPLE:
+      return {{F32, F32, I32, F32, F32, F32, I32}};
+    case TSR_OP_LOGPROBS:
+      return {{F32, I32, F32}, {F32, I32, F32, I32, F32}};
+    default:
+      return {};
   }
 }
 
@@ -186,9 +252,9 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
         op >= TSR_OP_FUSED_BASE ? "; fused ops have no spec in ABI 1.0" : ""));
   }
   if (version != kOpVersion) {
-    return NotFoundError(fmt::format(
-        "{} version {} is unknown; ABI 1.0 defines version {} only",
-        OpName(op), version, kOpVersion));
+    return NotFoundError(
+        fmt::format("{} version {} is unknown; ABI 1.0 defines version {} only",
+                    OpName(op), version, kOpVersion));
   }
   TSR_ASSIGN_OR_RETURN(ArgSplit split,
                        SplitArgs(op, static_cast<uint32_t>(dtypes.size())));
@@ -215,9 +281,9 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
 
 Status ValidateSignature(const tsr_op_signature& signature) {
   if (signature.num_args > TSR_MAX_OP_ARGS) {
-    return InvalidArgumentError(fmt::format(
-        "signature has num_args {} > TSR_MAX_OP_ARGS ({})", signature.num_args,
-        TSR_MAX_OP_ARGS));
+    return InvalidArgumentError(
+        fmt::format("signature has num_args {} > TSR_MAX_OP_ARGS ({})",
+                    signature.num_args, TSR_MAX_OP_ARGS));
   }
   return ValidateSignature(
       signature.op, signature.version,
@@ -229,17 +295,22 @@ std::string SignatureTag(tsr_op_id op, std::span<const DType> dtypes) {
     return i < dtypes.size() ? std::string(DTypeName(dtypes[i])) : "?";
   };
   switch (op) {
-    case TSR_OP_EMBEDDING: return name(1);
-    case TSR_OP_ROPE: return name(2);
+    case TSR_OP_EMBEDDING:
+      return name(1);
+    case TSR_OP_ROPE:
+      return name(2);
     case TSR_OP_LINEAR: {
       std::string tag = name(0);
       if (dtypes.size() > 1 && dtypes[1] != dtypes[0]) tag += "_w" + name(1);
       if (dtypes.size() == 4) tag += "_bias";
       return tag;
     }
-    case TSR_OP_CAST: return name(0) + "_to_" + name(1);
-    case TSR_OP_LOGPROBS: return dtypes.size() == 5 ? "f32_top" : "f32";
-    default: return name(0);
+    case TSR_OP_CAST:
+      return name(0) + "_to_" + name(1);
+    case TSR_OP_LOGPROBS:
+      return dtypes.size() == 5 ? "f32_top" : "f32";
+    default:
+      return name(0);
   }
 }
 

@@ -14,13 +14,17 @@ TEST(OpContractsTest, NamesAndIds) {
 
 TEST(OpContractsTest, LinearSignatures) {
   const DType f32 = TSR_DTYPE_F32, bf16 = TSR_DTYPE_BF16, f16 = TSR_DTYPE_F16;
-  EXPECT_TRUE(ValidateSignature(TSR_OP_LINEAR, 1, std::vector{bf16, f16, bf16}).ok());
-  EXPECT_TRUE(ValidateSignature(TSR_OP_LINEAR, 1, std::vector{f32, f32, f32, f32}).ok());
+  EXPECT_TRUE(
+      ValidateSignature(TSR_OP_LINEAR, 1, std::vector{bf16, f16, bf16}).ok());
+  EXPECT_TRUE(
+      ValidateSignature(TSR_OP_LINEAR, 1, std::vector{f32, f32, f32, f32})
+          .ok());
   // F16 activations are not in the contract; W must equal A or be F16.
   Status s = ValidateSignature(TSR_OP_LINEAR, 1, std::vector{f16, f16, f16});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("allows"), std::string::npos) << s.message();
-  EXPECT_FALSE(ValidateSignature(TSR_OP_LINEAR, 1, std::vector{f32, bf16, f32}).ok());
+  EXPECT_FALSE(
+      ValidateSignature(TSR_OP_LINEAR, 1, std::vector{f32, bf16, f32}).ok());
   EXPECT_FALSE(ValidateSignature(TSR_OP_LINEAR, 1, std::vector{f32, f32}).ok());
 }
 
@@ -28,7 +32,8 @@ TEST(OpContractsTest, UnknownOpAndVersion) {
   std::vector<DType> sig = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_F32};
   EXPECT_EQ(ValidateSignature(0, 1, sig).code(), StatusCode::kNotFound);
   EXPECT_EQ(ValidateSignature(1000, 1, sig).code(), StatusCode::kNotFound);
-  EXPECT_EQ(ValidateSignature(TSR_OP_ADD, 2, sig).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ValidateSignature(TSR_OP_ADD, 2, sig).code(),
+            StatusCode::kNotFound);
   EXPECT_TRUE(ValidateSignature(TSR_OP_ADD, 1, sig).ok());
 }
 
@@ -52,13 +57,16 @@ TEST(OpContractsTest, EveryAllowedSignatureValidates) {
 }
 
 TEST(OpContractsTest, Tags) {
-  EXPECT_EQ(SignatureTag(TSR_OP_LINEAR, std::vector<DType>{TSR_DTYPE_BF16, TSR_DTYPE_F16,
-                                                    TSR_DTYPE_BF16, TSR_DTYPE_BF16}),
+  EXPECT_EQ(SignatureTag(TSR_OP_LINEAR,
+                         std::vector<DType>{TSR_DTYPE_BF16, TSR_DTYPE_F16,
+                                            TSR_DTYPE_BF16, TSR_DTYPE_BF16}),
             "bf16_wf16_bias");
-  EXPECT_EQ(SignatureTag(TSR_OP_CAST, std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_F16}),
+  EXPECT_EQ(SignatureTag(TSR_OP_CAST,
+                         std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_F16}),
             "f32_to_f16");
   EXPECT_EQ(SignatureTag(TSR_OP_EMBEDDING,
-                         std::vector<DType>{TSR_DTYPE_I32, TSR_DTYPE_BF16, TSR_DTYPE_BF16}),
+                         std::vector<DType>{TSR_DTYPE_I32, TSR_DTYPE_BF16,
+                                            TSR_DTYPE_BF16}),
             "bf16");
 }
 

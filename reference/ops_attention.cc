@@ -35,8 +35,8 @@ Status KvStore(const OpCall& call) {
     int64_t slot = slots.LoadInt(t * slots.strides[0]);
     if (slot != -1 && (slot < 0 || slot >= num_slots)) {
       return InvalidArgumentError(fmt::format(
-          "kv_store: slots[{}] = {} is outside [0, {}) and not -1 (padding)",
-          t, slot, num_slots));
+          "kv_store: slots[{}] = {} is outside [0, {}) and not -1 (padding)", t,
+          slot, num_slots));
     }
   }
   for (int64_t t = 0; t < tokens; ++t) {
@@ -105,12 +105,12 @@ Status PagedAttention(const OpCall& call) {
   TSR_ASSIGN_OR_RETURN(
       auto params,
       ReadParams<tsr_paged_attention_params>(
-          call, offsetof(tsr_paged_attention_params, logit_softcap) +
-                    sizeof(float)));
+          call,
+          offsetof(tsr_paged_attention_params, logit_softcap) + sizeof(float)));
   if (params.page_size < 1) {
-    return InvalidArgumentError(fmt::format(
-        "paged_attention: params.page_size is {}; it must be >= 1",
-        params.page_size));
+    return InvalidArgumentError(
+        fmt::format("paged_attention: params.page_size is {}; it must be >= 1",
+                    params.page_size));
   }
   if (params.sliding_window < 0) {
     return InvalidArgumentError(fmt::format(
@@ -160,9 +160,9 @@ Status PagedAttention(const OpCall& call) {
     const SeqLayout& s = seqs[b];
     slot_of.assign(s.context, 0);
     for (int64_t pos = 0; pos < s.context; ++pos) {
-      int64_t page = block_table.LoadInt(b * block_table.strides[0] +
-                                         (pos / page_size) *
-                                             block_table.strides[1]);
+      int64_t page =
+          block_table.LoadInt(b * block_table.strides[0] +
+                              (pos / page_size) * block_table.strides[1]);
       slot_of[pos] = page * page_size + pos % page_size;
     }
     for (int64_t j = 0; j < s.num_new; ++j) {
@@ -175,8 +175,8 @@ Status PagedAttention(const OpCall& call) {
       for (int64_t h = 0; h < q_heads; ++h) {
         const int64_t kvh = h / group;
         for (int64_t d = 0; d < dim; ++d) {
-          qv[d] = q.Load(row * q.strides[0] + h * q.strides[1] +
-                         d * q.strides[2]);
+          qv[d] =
+              q.Load(row * q.strides[0] + h * q.strides[1] + d * q.strides[2]);
         }
         scores.assign(pos - first + 1, 0.0);
         double max_score = -INFINITY;

@@ -49,8 +49,8 @@ Status SiluAndMul(const OpCall& call) {
   std::vector<int64_t> want = x.shape;
   const int64_t inter = x.shape.back() / 2;
   want.back() = inter;
-  TSR_RETURN_IF_ERROR(
-      ExpectShape(call, y, "y", want, "the shape of x with the last dim halved"));
+  TSR_RETURN_IF_ERROR(ExpectShape(call, y, "y", want,
+                                  "the shape of x with the last dim halved"));
   if (!call.execute) return OkStatus();
 
   std::vector<int64_t> x_rows = RowOffsets(x), y_rows = RowOffsets(y);

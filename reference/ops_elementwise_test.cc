@@ -10,7 +10,8 @@ TEST(EmbeddingTest, GathersRows) {
   auto ids = I32({3}, {2, 0, 2});
   auto table = F32({3, 2}, {1, 2, 3, 4, 5, 6});
   OwnedTensor y(TSR_DTYPE_F32, {3, 2});
-  ASSERT_TRUE(RunOp(TSR_OP_EMBEDDING, {ids.view(), table.view()}, {y.view()}).ok());
+  ASSERT_TRUE(
+      RunOp(TSR_OP_EMBEDDING, {ids.view(), table.view()}, {y.view()}).ok());
   EXPECT_THAT(y, ValuesNear(std::vector<double>{5, 6, 1, 2, 5, 6}));
 }
 
@@ -66,14 +67,14 @@ TEST(CastTest, RoundsToNearestEven) {
   ASSERT_TRUE(RunOp(TSR_OP_CAST, {x.view()}, {to_bf16.view()}).ok());
   ASSERT_TRUE(RunOp(TSR_OP_CAST, {x.view()}, {to_f16.view()}).ok());
   std::vector<double> bf = to_bf16.Values();
-  EXPECT_EQ(bf[0], 1.0);                // tie -> even
-  EXPECT_EQ(bf[1], 1.0 + 4.0 / 256);    // tie -> even (up)
-  EXPECT_EQ(bf[2], 70144);              // 70000 in bf16
+  EXPECT_EQ(bf[0], 1.0);              // tie -> even
+  EXPECT_EQ(bf[1], 1.0 + 4.0 / 256);  // tie -> even (up)
+  EXPECT_EQ(bf[2], 70144);            // 70000 in bf16
   EXPECT_EQ(bf[3], -2.5);
   std::vector<double> h = to_f16.Values();
-  EXPECT_EQ(h[0], 1.0 + 1.0 / 256);     // exact in f16
-  EXPECT_TRUE(std::isinf(h[2]));        // overflow
-  EXPECT_EQ(h[4], 0.0);                 // below half the smallest subnormal
+  EXPECT_EQ(h[0], 1.0 + 1.0 / 256);  // exact in f16
+  EXPECT_TRUE(std::isinf(h[2]));     // overflow
+  EXPECT_EQ(h[4], 0.0);              // below half the smallest subnormal
   // And back: f16 -> f32 is exact.
   OwnedTensor back(TSR_DTYPE_F32, {5});
   ASSERT_TRUE(RunOp(TSR_OP_CAST, {to_f16.view()}, {back.view()}).ok());

@@ -49,8 +49,8 @@ Status Sample(const OpCall& call);
 Status Logprobs(const OpCall& call);
 
 // "rms_norm: w has rank 2, expected 1 ([H])".
-Status ExpectRank(const OpCall& call, const HostTensor& t, std::string_view what,
-                  int rank, std::string_view layout);
+Status ExpectRank(const OpCall& call, const HostTensor& t,
+                  std::string_view what, int rank, std::string_view layout);
 // Shape equality, with the expected shape explained by `why`.
 Status ExpectShape(const OpCall& call, const HostTensor& t,
                    std::string_view what, std::span<const int64_t> want,
@@ -64,9 +64,8 @@ Status ExpectShape(const OpCall& call, const HostTensor& t,
 template <typename P>
 StatusOr<P> ReadParams(const OpCall& call, size_t needed) {
   if (call.params == nullptr) {
-    return InvalidArgumentError(
-        fmt::format("{}: params is NULL; this op needs its params struct",
-                    call.op_name));
+    return InvalidArgumentError(fmt::format(
+        "{}: params is NULL; this op needs its params struct", call.op_name));
   }
   P p{};
   uint32_t size = *static_cast<const uint32_t*>(call.params);

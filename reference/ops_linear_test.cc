@@ -20,7 +20,8 @@ TEST(LinearTest, HandComputedWithBias) {
 TEST(LinearTest, TransposedActivationsAndF16Weights) {
   std::vector<float> xt = {1, 4, 2, 5, 3, 6};  // x^T stored [3, 2]
   HostTensor x{xt.data(), TSR_DTYPE_F32, {2, 3}, {1, 2}};
-  auto w = OwnedTensor::FromValues(TSR_DTYPE_F16, {2, 3}, {1, 0, -1, 0.5, 0.5, 0.5});
+  auto w =
+      OwnedTensor::FromValues(TSR_DTYPE_F16, {2, 3}, {1, 0, -1, 0.5, 0.5, 0.5});
   OwnedTensor y(TSR_DTYPE_F32, {2, 2});
   ASSERT_TRUE(RunOp(TSR_OP_LINEAR, {x, w.view()}, {y.view()}).ok());
   EXPECT_THAT(y, ValuesNear(std::vector<double>{-2, 3, -2, 7.5}));

@@ -15,15 +15,15 @@ constexpr size_t kRmsNormParamsSize =
 StatusOr<int64_t> CheckNormInputs(const OpCall& call, const HostTensor& x,
                                   const HostTensor& w) {
   if (x.ndim() < 1) {
-    return InvalidArgumentError(fmt::format(
-        "{}: x is a scalar; it needs at least one dim ([.., H])",
-        call.op_name));
+    return InvalidArgumentError(
+        fmt::format("{}: x is a scalar; it needs at least one dim ([.., H])",
+                    call.op_name));
   }
   int64_t hidden = x.shape.back();
   if (hidden < 1) {
-    return InvalidArgumentError(fmt::format(
-        "{}: x has shape {}; the normalised dim H must be >= 1", call.op_name,
-        ShapeString(x.shape)));
+    return InvalidArgumentError(
+        fmt::format("{}: x has shape {}; the normalised dim H must be >= 1",
+                    call.op_name, ShapeString(x.shape)));
   }
   TSR_RETURN_IF_ERROR(
       ExpectShape(call, w, "w", {hidden}, "[H], H the last dim of x"));
@@ -52,8 +52,8 @@ Status RmsNorm(const OpCall& call) {
   const HostTensor& y = call.out[0];
   TSR_ASSIGN_OR_RETURN(int64_t hidden, CheckNormInputs(call, x, w));
   TSR_RETURN_IF_ERROR(ExpectShape(call, y, "y", x.shape, "the shape of x"));
-  TSR_ASSIGN_OR_RETURN(auto params,
-                       ReadParams<tsr_rms_norm_params>(call, kRmsNormParamsSize));
+  TSR_ASSIGN_OR_RETURN(
+      auto params, ReadParams<tsr_rms_norm_params>(call, kRmsNormParamsSize));
   if (!call.execute) return OkStatus();
 
   std::vector<int64_t> x_rows = RowOffsets(x), y_rows = RowOffsets(y);
@@ -81,8 +81,8 @@ Status AddRmsNorm(const OpCall& call) {
   TSR_RETURN_IF_ERROR(ExpectShape(call, y, "y", x.shape, "the shape of x"));
   TSR_RETURN_IF_ERROR(ExpectShape(call, residual_out, "residual_out", x.shape,
                                   "the shape of x"));
-  TSR_ASSIGN_OR_RETURN(auto params,
-                       ReadParams<tsr_rms_norm_params>(call, kRmsNormParamsSize));
+  TSR_ASSIGN_OR_RETURN(
+      auto params, ReadParams<tsr_rms_norm_params>(call, kRmsNormParamsSize));
   if (!call.execute) return OkStatus();
 
   std::vector<int64_t> x_rows = RowOffsets(x), r_rows = RowOffsets(residual),

@@ -12,7 +12,8 @@ TEST(RmsNormTest, HandComputed) {
   auto x = F32({1, 2}, {3, 4});
   auto w = F32({2}, {1, 2});
   OwnedTensor y(TSR_DTYPE_F32, {1, 2});
-  ASSERT_TRUE(RunOp(TSR_OP_RMS_NORM, {x.view(), w.view()}, {y.view()}, &kNoEps).ok());
+  ASSERT_TRUE(
+      RunOp(TSR_OP_RMS_NORM, {x.view(), w.view()}, {y.view()}, &kNoEps).ok());
   double rms = std::sqrt(12.5);
   EXPECT_THAT(y, ValuesNear(std::vector<double>{3 / rms, 8 / rms}));
 }
@@ -39,18 +40,21 @@ TEST(RmsNormTest, ValidationErrors) {
   OwnedTensor y(TSR_DTYPE_F32, {2, 3});
   Status s = RunOp(TSR_OP_RMS_NORM, {x.view(), w.view()}, {y.view()}, &kNoEps);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("w has shape [4], expected [3]"), std::string::npos)
+  EXPECT_NE(s.message().find("w has shape [4], expected [3]"),
+            std::string::npos)
       << s.message();
   auto w3 = F32({3}, {1, 1, 1});
   EXPECT_FALSE(RunOp(TSR_OP_RMS_NORM, {x.view(), w3.view()}, {y.view()}).ok())
       << "params are required";
   OwnedTensor y_bf16(TSR_DTYPE_BF16, {2, 3});
   EXPECT_FALSE(
-      RunOp(TSR_OP_RMS_NORM, {x.view(), w3.view()}, {y_bf16.view()}, &kNoEps).ok());
+      RunOp(TSR_OP_RMS_NORM, {x.view(), w3.view()}, {y_bf16.view()}, &kNoEps)
+          .ok());
   // y overlapping x without being an exact alias.
   HostTensor shifted = x.view();
   shifted.shape = {1, 3};
-  EXPECT_FALSE(RunOp(TSR_OP_RMS_NORM, {x.view(), w3.view()}, {shifted}, &kNoEps).ok());
+  EXPECT_FALSE(
+      RunOp(TSR_OP_RMS_NORM, {x.view(), w3.view()}, {shifted}, &kNoEps).ok());
 }
 
 TEST(AddRmsNormTest, HandComputed) {

@@ -64,24 +64,26 @@ Status Rope(const OpCall& call) {
         "head dim D = {}",
         inv_freq.shape[0], rotary, dim));
   }
-  TSR_RETURN_IF_ERROR(ExpectShape(call, q_out, "q_out", q.shape, "the shape of q"));
-  TSR_RETURN_IF_ERROR(ExpectShape(call, k_out, "k_out", k.shape, "the shape of k"));
-  TSR_ASSIGN_OR_RETURN(
-      auto params, ReadParams<tsr_rope_params>(
-                       call, offsetof(tsr_rope_params, style) +
-                                 sizeof(tsr_rope_style)));
+  TSR_RETURN_IF_ERROR(
+      ExpectShape(call, q_out, "q_out", q.shape, "the shape of q"));
+  TSR_RETURN_IF_ERROR(
+      ExpectShape(call, k_out, "k_out", k.shape, "the shape of k"));
+  TSR_ASSIGN_OR_RETURN(auto params, ReadParams<tsr_rope_params>(
+                                        call, offsetof(tsr_rope_params, style) +
+                                                  sizeof(tsr_rope_style)));
   if (params.style != TSR_ROPE_NEOX && params.style != TSR_ROPE_INTERLEAVED) {
-    return InvalidArgumentError(fmt::format(
-        "rope: params.style is {}; expected TSR_ROPE_NEOX (0) or "
-        "TSR_ROPE_INTERLEAVED (1)",
-        params.style));
+    return InvalidArgumentError(
+        fmt::format("rope: params.style is {}; expected TSR_ROPE_NEOX (0) or "
+                    "TSR_ROPE_INTERLEAVED (1)",
+                    params.style));
   }
   if (!call.execute) return OkStatus();
 
   const int64_t half = rotary / 2;
   std::vector<double> cos_v(half), sin_v(half);
   for (int64_t t = 0; t < tokens; ++t) {
-    double pos = static_cast<double>(positions.LoadInt(t * positions.strides[0]));
+    double pos =
+        static_cast<double>(positions.LoadInt(t * positions.strides[0]));
     for (int64_t i = 0; i < half; ++i) {
       double angle = pos * inv_freq.Load(i * inv_freq.strides[0]);
       cos_v[i] = std::cos(angle);

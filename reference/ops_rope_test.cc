@@ -6,7 +6,8 @@ namespace tessera::reference {
 namespace {
 
 const tsr_rope_params kNeox{sizeof(tsr_rope_params), TSR_ROPE_NEOX};
-const tsr_rope_params kInterleaved{sizeof(tsr_rope_params), TSR_ROPE_INTERLEAVED};
+const tsr_rope_params kInterleaved{sizeof(tsr_rope_params),
+                                   TSR_ROPE_INTERLEAVED};
 
 // One token at position 1, inv_freq (1, 0.5): angles 1 and 0.5.
 struct RopeCase {
@@ -48,10 +49,11 @@ TEST(RopeTest, InterleavedPairsAdjacentDims) {
 TEST(RopeTest, PartialRotaryPassesTheRestThroughInPlace) {
   RopeCase c;
   c.inv_freq = F32({1}, {1});  // R = 2 of D = 4
-  ASSERT_TRUE(RunOp(TSR_OP_ROPE,
-                    {c.positions.view(), c.inv_freq.view(), c.q.view(), c.k.view()},
-                    {c.q.view(), c.k.view()}, &kNeox)
-                  .ok());
+  ASSERT_TRUE(
+      RunOp(TSR_OP_ROPE,
+            {c.positions.view(), c.inv_freq.view(), c.q.view(), c.k.view()},
+            {c.q.view(), c.k.view()}, &kNeox)
+          .ok());
   const double c1 = std::cos(1.0), s1 = std::sin(1.0);
   EXPECT_THAT(c.q, ValuesNear(std::vector<double>{1 * c1 - 2 * s1,
                                                   2 * c1 + 1 * s1, 3, 4}));
@@ -63,7 +65,8 @@ TEST(RopeTest, PositionZeroIsIdentityAndGqaShapes) {
   auto q = F32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
   auto k = F32({2, 1, 2}, {9, 10, 11, 12});
   OwnedTensor q_out(TSR_DTYPE_F32, {2, 2, 2}), k_out(TSR_DTYPE_F32, {2, 1, 2});
-  ASSERT_TRUE(RunOp(TSR_OP_ROPE, {positions.view(), inv_freq.view(), q.view(), k.view()},
+  ASSERT_TRUE(RunOp(TSR_OP_ROPE,
+                    {positions.view(), inv_freq.view(), q.view(), k.view()},
                     {q_out.view(), k_out.view()}, &kNeox)
                   .ok());
   EXPECT_THAT(q_out, ValuesNear(q.Values()));

@@ -22,9 +22,9 @@ std::vector<double> LoadRow(const HostTensor& t, int64_t row) {
 StatusOr<int64_t> CheckLogits(const OpCall& call, const HostTensor& logits) {
   TSR_RETURN_IF_ERROR(ExpectRank(call, logits, "logits", 2, "[B, V]"));
   if (logits.shape[1] < 1) {
-    return InvalidArgumentError(fmt::format(
-        "{}: logits has shape {}; the vocabulary V must be >= 1", call.op_name,
-        ShapeString(logits.shape)));
+    return InvalidArgumentError(
+        fmt::format("{}: logits has shape {}; the vocabulary V must be >= 1",
+                    call.op_name, ShapeString(logits.shape)));
   }
   return logits.shape[0];
 }
@@ -49,10 +49,11 @@ Status Argmax(const OpCall& call) {
 Status Sample(const OpCall& call) {
   const HostTensor& logits = call.in[0];
   TSR_ASSIGN_OR_RETURN(int64_t batch, CheckLogits(call, logits));
-  static constexpr const char* kNames[] = {"", "temperature", "top_k", "top_p",
-                                           "min_p", "uniform"};
+  static constexpr const char* kNames[] = {"",      "temperature", "top_k",
+                                           "top_p", "min_p",       "uniform"};
   for (int i = 1; i <= 5; ++i) {
-    TSR_RETURN_IF_ERROR(ExpectShape(call, call.in[i], kNames[i], {batch}, "[B]"));
+    TSR_RETURN_IF_ERROR(
+        ExpectShape(call, call.in[i], kNames[i], {batch}, "[B]"));
   }
   const HostTensor& ids = call.out[0];
   TSR_RETURN_IF_ERROR(ExpectShape(call, ids, "ids", {batch}, "[B]"));

@@ -49,24 +49,24 @@ TEST(LogprobsTest, LogSoftmaxAndTopK) {
   ASSERT_TRUE(RunOp(TSR_OP_LOGPROBS, {logits.view(), ids.view()},
                     {logprob.view(), top_ids.view(), top_lp.view()})
                   .ok());
-  EXPECT_THAT(logprob, ValuesNear(std::vector<double>{std::log(0.25),
-                                                      std::log(0.5)}));
+  EXPECT_THAT(logprob,
+              ValuesNear(std::vector<double>{std::log(0.25), std::log(0.5)}));
   EXPECT_EQ(top_ids.Values(), (std::vector<double>{1, 0, 0, 1}));
-  EXPECT_THAT(top_lp, ValuesNear(std::vector<double>{
-                          std::log(0.75), std::log(0.25), std::log(0.5),
-                          std::log(0.5)}));
+  EXPECT_THAT(top_lp,
+              ValuesNear(std::vector<double>{std::log(0.75), std::log(0.25),
+                                             std::log(0.5), std::log(0.5)}));
   // Without top-K (one output), and with K = 0.
-  ASSERT_TRUE(RunOp(TSR_OP_LOGPROBS, {logits.view(), ids.view()},
-                    {logprob.view()})
-                  .ok());
+  ASSERT_TRUE(
+      RunOp(TSR_OP_LOGPROBS, {logits.view(), ids.view()}, {logprob.view()})
+          .ok());
   OwnedTensor none_ids(TSR_DTYPE_I32, {2, 0}), none_lp(TSR_DTYPE_F32, {2, 0});
   ASSERT_TRUE(RunOp(TSR_OP_LOGPROBS, {logits.view(), ids.view()},
                     {logprob.view(), none_ids.view(), none_lp.view()})
                   .ok());
   auto bad_ids = I32({2}, {0, 2});
-  EXPECT_FALSE(RunOp(TSR_OP_LOGPROBS, {logits.view(), bad_ids.view()},
-                     {logprob.view()})
-                   .ok());
+  EXPECT_FALSE(
+      RunOp(TSR_OP_LOGPROBS, {logits.view(), bad_ids.view()}, {logprob.view()})
+          .ok());
 }
 
 }  // namespace

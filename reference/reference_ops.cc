@@ -12,13 +12,12 @@
 namespace tessera::reference {
 namespace internal {
 
-Status ExpectRank(const OpCall& call, const HostTensor& t, std::string_view what,
-                  int rank, std::string_view layout) {
+Status ExpectRank(const OpCall& call, const HostTensor& t,
+                  std::string_view what, int rank, std::string_view layout) {
   if (t.ndim() == rank) return OkStatus();
-  return InvalidArgumentError(
-      fmt::format("{}: {} has rank {} (shape {}), expected rank {} ({})",
-                  call.op_name, what, t.ndim(), ShapeString(t.shape), rank,
-                  layout));
+  return InvalidArgumentError(fmt::format(
+      "{}: {} has rank {} (shape {}), expected rank {} ({})", call.op_name,
+      what, t.ndim(), ShapeString(t.shape), rank, layout));
 }
 
 Status ExpectShape(const OpCall& call, const HostTensor& t,
@@ -28,10 +27,9 @@ Status ExpectShape(const OpCall& call, const HostTensor& t,
       std::equal(want.begin(), want.end(), t.shape.begin())) {
     return OkStatus();
   }
-  return InvalidArgumentError(fmt::format("{}: {} has shape {}, expected {} ({})",
-                                          call.op_name, what,
-                                          ShapeString(t.shape),
-                                          ShapeString(want), why));
+  return InvalidArgumentError(
+      fmt::format("{}: {} has shape {}, expected {} ({})", call.op_name, what,
+                  ShapeString(t.shape), ShapeString(want), why));
 }
 
 Status ExpectShape(const OpCall& call, const HostTensor& t,
@@ -75,34 +73,48 @@ const OpEntry* FindOp(tsr_op_id op) {
   static const OpEntry kSample{internal::Sample, {}};
   static const OpEntry kLogprobs{internal::Logprobs, {}};
   switch (op) {
-    case TSR_OP_EMBEDDING: return &kEmbedding;
-    case TSR_OP_RMS_NORM: return &kRmsNorm;
-    case TSR_OP_ADD_RMS_NORM: return &kAddRmsNorm;
-    case TSR_OP_LINEAR: return &kLinear;
-    case TSR_OP_ROPE: return &kRope;
-    case TSR_OP_KV_STORE: return &kKvStore;
-    case TSR_OP_PAGED_ATTENTION: return &kPagedAttention;
-    case TSR_OP_SILU_AND_MUL: return &kSiluAndMul;
-    case TSR_OP_ADD: return &kAdd;
-    case TSR_OP_CAST: return &kCast;
-    case TSR_OP_ARGMAX: return &kArgmax;
-    case TSR_OP_SAMPLE: return &kSample;
-    case TSR_OP_LOGPROBS: return &kLogprobs;
-    default: return nullptr;
+    case TSR_OP_EMBEDDING:
+      return &kEmbedding;
+    case TSR_OP_RMS_NORM:
+      return &kRmsNorm;
+    case TSR_OP_ADD_RMS_NORM:
+      return &kAddRmsNorm;
+    case TSR_OP_LINEAR:
+      return &kLinear;
+    case TSR_OP_ROPE:
+      return &kRope;
+    case TSR_OP_KV_STORE:
+      return &kKvStore;
+    case TSR_OP_PAGED_ATTENTION:
+      return &kPagedAttention;
+    case TSR_OP_SILU_AND_MUL:
+      return &kSiluAndMul;
+    case TSR_OP_ADD:
+      return &kAdd;
+    case TSR_OP_CAST:
+      return &kCast;
+    case TSR_OP_ARGMAX:
+      return &kArgmax;
+    case TSR_OP_SAMPLE:
+      return &kSample;
+    case TSR_OP_LOGPROBS:
+      return &kLogprobs;
+    default:
+      return nullptr;
   }
 }
 
 Status CheckTensor(std::string_view op_name, const std::string& what,
                    const HostTensor& t, bool is_output) {
   if (t.ndim() > TSR_MAX_DIMS) {
-    return InvalidArgumentError(fmt::format(
-        "{}: {} has {} dims, more than TSR_MAX_DIMS ({})", op_name, what,
-        t.ndim(), TSR_MAX_DIMS));
+    return InvalidArgumentError(
+        fmt::format("{}: {} has {} dims, more than TSR_MAX_DIMS ({})", op_name,
+                    what, t.ndim(), TSR_MAX_DIMS));
   }
   if (t.strides.size() != t.shape.size()) {
-    return InvalidArgumentError(fmt::format(
-        "{}: {} has {} strides for {} dims", op_name, what, t.strides.size(),
-        t.shape.size()));
+    return InvalidArgumentError(fmt::format("{}: {} has {} strides for {} dims",
+                                            op_name, what, t.strides.size(),
+                                            t.shape.size()));
   }
   for (int d = 0; d < t.ndim(); ++d) {
     if (t.shape[d] < 0 || t.strides[d] < 0) {
@@ -173,9 +185,9 @@ Status CheckAliasing(tsr_op_id op, const OpEntry& entry,
   for (int o = 0; o < static_cast<int>(outputs.size()); ++o) {
     for (int i = 0; i < num_inputs; ++i) {
       if (!ElementsOverlap(outputs[o], inputs[i])) continue;
-      bool allowed = std::find(entry.exact_aliases.begin(),
-                               entry.exact_aliases.end(),
-                               std::make_pair(o, i)) != entry.exact_aliases.end();
+      bool allowed =
+          std::find(entry.exact_aliases.begin(), entry.exact_aliases.end(),
+                    std::make_pair(o, i)) != entry.exact_aliases.end();
       if (allowed && ExactAlias(outputs[o], inputs[i])) continue;
       return InvalidArgumentError(fmt::format(
           "{}: output {} overlaps input {}{}", OpName(op),
@@ -187,9 +199,9 @@ Status CheckAliasing(tsr_op_id op, const OpEntry& entry,
     }
     for (int p = 0; p < o; ++p) {
       if (ElementsOverlap(outputs[o], outputs[p])) {
-        return InvalidArgumentError(fmt::format(
-            "{}: outputs {} and {} overlap", OpName(op),
-            names[num_inputs + p], names[num_inputs + o]));
+        return InvalidArgumentError(
+            fmt::format("{}: outputs {} and {} overlap", OpName(op),
+                        names[num_inputs + p], names[num_inputs + o]));
       }
     }
   }

@@ -41,16 +41,18 @@ inline uint16_t F32ToBf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// Branch-free (vectorisable): scaling the shifted bits by 2^112 rebiases
-// the exponent and turns f16 subnormals into f32 normals exactly; inf/NaN
-// keep their payload (NaN made quiet).
+// Branch-free so loops of it vectorise: rebias the exponent; inf/NaN get
+// the all-ones exponent; subnormals are rebuilt as (normal - 2^-14), which
+// is exact and never touches f32 denormals (slow on x86).
 inline float F16ToF32(uint16_t h) {
-  const uint32_t em = h & 0x7fffu;
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const float magnitude = BitsFloat(em << 13) * 0x1p112f;
-  uint32_t bits = FloatBits(magnitude);
-  if (em >= 0x7c00u) bits = (em << 13) | 0x7f800000u | (em > 0x7c00u ? 0x400000u : 0u);
-  return BitsFloat(bits | sign);
+  uint32_t u = uint32_t{h & 0x7fffu} << 13;
+  const uint32_t exp = u & 0x0f800000u;
+  u += 0x38000000u;                                                     // bias 15 -> 127
+  u += (0u - static_cast<uint32_t>(exp == 0x0f800000u)) & 0x38000000u;  // inf / NaN
+  const uint32_t subnormal = FloatBits(BitsFloat(u + 0x00800000u) - BitsFloat(0x38800000u));
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(exp == 0);
+  u = (subnormal & is_subnormal) | (u & ~is_subnormal);
+  return BitsFloat(u | (uint32_t{h & 0x8000u} << 16));
 }
 
 inline uint16_t F32ToF16(float f) {

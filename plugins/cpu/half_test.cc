@@ -24,7 +24,9 @@ TEST(HalfTest, EverySixteenBitPatternWidensLikeTheHost) {
       EXPECT_EQ(FloatBits(mine), FloatBits(host)) << std::hex << h;
     }
     const float b_mine = Bf16ToF32(bits), b_host = tessera::Bf16ToFloat(bits);
-    if (!std::isnan(b_host)) EXPECT_EQ(FloatBits(b_mine), FloatBits(b_host)) << std::hex << h;
+    if (!std::isnan(b_host)) {
+      EXPECT_EQ(FloatBits(b_mine), FloatBits(b_host)) << std::hex << h;
+    }
   }
 }
 

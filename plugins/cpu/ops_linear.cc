@@ -8,6 +8,7 @@
 // meeting all 16 rows of the panel while it sits in L1. On x86-64 the micro-kernel
 // is also compiled for x86-64-v3 (AVX2+FMA) and picked at load time.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "ops.h"
@@ -86,6 +87,19 @@ __attribute__((always_inline)) inline void Kernel1x4(const float* x0, const floa
   }
 }
 
+// dst[i] = src[i] as f32, vectorised (and cloned for x86-64-v3).
+TSR_CPU_CLONES
+void RowToF32(const F16* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = ToF32(src[i]);
+}
+TSR_CPU_CLONES
+void RowToF32(const Bf16* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = ToF32(src[i]);
+}
+void RowToF32(const float* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
 // out[t * kPanel + j] = dot(xb[t], w[j]) for t < tb, j < 4 * groups: each
 // pair of x rows stays in L1 while it meets every weight row of the panel.
 TSR_CPU_CLONES
@@ -134,7 +148,11 @@ Status LinearImpl(const OpCall& call, ExecContext& ctx) {
       for (int64_t t = begin; t < end; ++t) {
         const A* xr = x.as<A>() + (t0 + t) * x.stride(0);
         float* dst = xb.data() + t * k;
-        for (int64_t i = 0; i < k; ++i) dst[i] = ToF32(xr[i * x.stride(1)]);
+        if (x.stride(1) == 1) {
+          RowToF32(xr, dst, k);
+        } else {
+          for (int64_t i = 0; i < k; ++i) dst[i] = ToF32(xr[i * x.stride(1)]);
+        }
       }
     });
     // Work items are (panel, row part): rows are split too when there are
@@ -161,9 +179,7 @@ Status LinearImpl(const OpCall& call, ExecContext& ctx) {
             rows[j] = wr;
           } else {
             float* dst = wconv.data() + j * k;
-            if (j < nb) {
-              for (int64_t i = 0; i < k; ++i) dst[i] = ToF32(wr[i]);
-            }
+            if (j < nb) RowToF32(wr, dst, k);
             rows[j] = j < nb ? dst : wconv.data() + (nb - 1) * k;
           }
         }

@@ -26,7 +26,8 @@ Command AddPluginCheckCommand(CLI::App& root) {
       "paths, streams and events, every op it lists against the reference.\n"
       "Exit code: 0 all passed, 1 a check failed, 77 the plugin's hardware is "
       "absent (probe() returned 0).");
-  command.app->add_option("plugin", args->path, "path of the plugin shared library")
+  command.app
+      ->add_option("plugin", args->path, "path of the plugin shared library")
       ->required();
   command.app->add_flag("--json", args->json,
                         "print one JSON object instead of one line per check");
@@ -36,8 +37,9 @@ Command AddPluginCheckCommand(CLI::App& root) {
   command.app->add_option("--options", args->options,
                           "init options for the plugin, key=value,... "
                           "(e.g. threads=4,devices=2)");
-  command.app->add_option("--timeout", args->timeout_s,
-                          "seconds one check may run before it counts as hung")
+  command.app
+      ->add_option("--timeout", args->timeout_s,
+                   "seconds one check may run before it counts as hung")
       ->capture_default_str();
   command.app->add_flag("--no-fork", args->no_fork,
                         "run checks in this process (for a debugger; a crash "

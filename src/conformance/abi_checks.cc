@@ -11,10 +11,9 @@
 namespace tessera::conformance {
 namespace {
 
-constexpr uint64_t kKnownCaps = TSR_CAP_PINNED_HOST |
-                                TSR_CAP_HOST_VISIBLE_DEVICE_MEM |
-                                TSR_CAP_GRAPHS | TSR_CAP_COLLECTIVES |
-                                TSR_CAP_FUSED_OPS;
+constexpr uint64_t kKnownCaps =
+    TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_GRAPHS |
+    TSR_CAP_COLLECTIVES | TSR_CAP_FUSED_OPS;
 
 bool ValidName(const char* name) {
   if (name == nullptr || name[0] == '\0') return false;
@@ -80,9 +79,9 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
       return Fail("manifest.requirements is NULL (use \"\" for none)");
     }
     if (m.abi_major != api.abi_major || m.abi_minor != api.abi_minor) {
-      return Fail(fmt::format(
-          "the manifest says ABI {}.{} but the table says {}.{}", m.abi_major,
-          m.abi_minor, api.abi_major, api.abi_minor));
+      return Fail(
+          fmt::format("the manifest says ABI {}.{} but the table says {}.{}",
+                      m.abi_major, m.abi_minor, api.abi_major, api.abi_minor));
     }
     if (m.min_host_abi_minor > TSR_PLUGIN_ABI_MINOR) {
       return Fail(fmt::format(
@@ -95,13 +94,15 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
           "manifest.min_host_abi_minor {} is above the plugin's own minor {}",
           m.min_host_abi_minor, m.abi_minor));
     }
-    if (api.abi_minor <= TSR_PLUGIN_ABI_MINOR && (m.capabilities & ~kKnownCaps)) {
+    if (api.abi_minor <= TSR_PLUGIN_ABI_MINOR &&
+        (m.capabilities & ~kKnownCaps)) {
       return Fail(fmt::format(
           "manifest.capabilities has unknown bits {:#x} for ABI {}.{}",
           m.capabilities & ~kKnownCaps, api.abi_major, api.abi_minor));
     }
     return Pass(fmt::format("{} {} (ABI {}.{}, capabilities {:#x})", m.name,
-                            m.version, m.abi_major, m.abi_minor, m.capabilities));
+                            m.version, m.abi_major, m.abi_minor,
+                            m.capabilities));
   });
 
   ctx.Run("abi.sub_tables", [&]() -> Outcome {
@@ -125,8 +126,9 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
       }
       if (!c.comm_init_all || !c.comm_destroy || !c.all_reduce ||
           !c.all_gather || !c.broadcast || !c.send || !c.recv) {
-        return Fail("the comm table has a NULL entry; all are required when "
-                    "it is present");
+        return Fail(
+            "the comm table has a NULL entry; all are required when "
+            "it is present");
       }
     }
     if (api.graph != nullptr) {
@@ -136,8 +138,9 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
                                 g.struct_size, sizeof(tsr_graph_api)));
       }
       if (!g.begin_capture || !g.end_capture || !g.launch || !g.destroy) {
-        return Fail("the graph table has a NULL entry; all are required when "
-                    "it is present");
+        return Fail(
+            "the graph table has a NULL entry; all are required when "
+            "it is present");
       }
     }
     return Pass();
@@ -190,7 +193,8 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
     // A newer host passes a bigger tsr_init_args (unknown trailing fields,
     // zero here): the plugin reads what it knows and initialises.
     std::vector<tsr_option> opts;
-    for (const auto& [k, v] : env.options()) opts.push_back({k.c_str(), v.c_str()});
+    for (const auto& [k, v] : env.options())
+      opts.push_back({k.c_str(), v.c_str()});
     struct Padded {
       tsr_init_args args;
       unsigned char tail[64];
@@ -248,7 +252,8 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
       KIT_CHECK_CALL(env, api.stream_destroy(stream), "stream_destroy");
       KIT_CHECK_CALL(env, api.buffer_free(buffer), "buffer_free");
       guard.active = false;
-      KIT_CHECK_CALL(env, api.shutdown(), fmt::format("shutdown (round {})", round));
+      KIT_CHECK_CALL(env, api.shutdown(),
+                     fmt::format("shutdown (round {})", round));
     }
     return Pass();
   });
@@ -262,14 +267,15 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
     }
     std::string message = env.LastError();
     if (s != TSR_ERR_INVALID_ARGUMENT) {
-      return Fail(fmt::format("init with an unknown option returned {}; "
-                              "expected TSR_ERR_INVALID_ARGUMENT ({})",
-                              TsrStatusName(s), message));
+      return Fail(
+          fmt::format("init with an unknown option returned {}; "
+                      "expected TSR_ERR_INVALID_ARGUMENT ({})",
+                      TsrStatusName(s), message));
     }
     if (message.find(key) == std::string::npos) {
-      return Fail(fmt::format(
-          "the init error does not name the unknown key {}: \"{}\"", key,
-          message));
+      return Fail(
+          fmt::format("the init error does not name the unknown key {}: \"{}\"",
+                      key, message));
     }
     // The failed init must leave the plugin able to init again.
     KIT_CHECK_CALL(env, env.RawInit(), "init after a rejected init");
@@ -293,8 +299,8 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
     std::vector<Case> cases = {{{0}, 1, 0}, {{0, 1 << 20}, 1, 0}};
     if (all >= 2) cases.push_back({{all - 1, 0}, 2, all - 1});
     for (const Case& c : cases) {
-      std::string what = fmt::format("init(visible_devices [{}])",
-                                     fmt::join(c.visible, ", "));
+      std::string what =
+          fmt::format("init(visible_devices [{}])", fmt::join(c.visible, ", "));
       KIT_CHECK_CALL(env, env.RawInit({}, &c.visible), what);
       ShutdownGuard guard{env};
       int32_t count = -1;
@@ -307,9 +313,9 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
       p.struct_size = sizeof(p);
       KIT_CHECK_CALL(env, api.device_properties(0, &p), "device_properties(0)");
       if (p.physical_index != c.want_physical0) {
-        return Fail(fmt::format(
-            "after {} device 0 has physical_index {}, expected {}", what,
-            p.physical_index, c.want_physical0));
+        return Fail(
+            fmt::format("after {} device 0 has physical_index {}, expected {}",
+                        what, p.physical_index, c.want_physical0));
       }
     }
     return Pass(fmt::format("{} physical device(s)", all));

@@ -6,9 +6,12 @@ namespace tessera::conformance {
 
 std::string_view CheckStatusName(CheckStatus status) {
   switch (status) {
-    case CheckStatus::kPass: return "PASS";
-    case CheckStatus::kFail: return "FAIL";
-    case CheckStatus::kSkip: return "SKIP";
+    case CheckStatus::kPass:
+      return "PASS";
+    case CheckStatus::kFail:
+      return "FAIL";
+    case CheckStatus::kSkip:
+      return "SKIP";
   }
   return "FAIL";
 }

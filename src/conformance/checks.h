@@ -20,14 +20,15 @@
 
 namespace tessera::conformance {
 
-void AbiChecks(CheckContext& ctx, PluginEnv& env);         // abi_checks.cc
-void DeviceChecks(CheckContext& ctx, PluginEnv& env);      // device_checks.cc
-void ErrorChecks(CheckContext& ctx, PluginEnv& env);       // error_checks.cc
-void MemoryChecks(CheckContext& ctx, PluginEnv& env);      // memory_checks.cc
-void CopyChecks(CheckContext& ctx, PluginEnv& env);        // copy_checks.cc
-void StreamChecks(CheckContext& ctx, PluginEnv& env);      // stream_checks.cc
-void OpChecks(CheckContext& ctx, PluginEnv& env);          // op_checks.cc
-void CollectiveChecks(CheckContext& ctx, PluginEnv& env);  // collective_checks.cc
+void AbiChecks(CheckContext& ctx, PluginEnv& env);     // abi_checks.cc
+void DeviceChecks(CheckContext& ctx, PluginEnv& env);  // device_checks.cc
+void ErrorChecks(CheckContext& ctx, PluginEnv& env);   // error_checks.cc
+void MemoryChecks(CheckContext& ctx, PluginEnv& env);  // memory_checks.cc
+void CopyChecks(CheckContext& ctx, PluginEnv& env);    // copy_checks.cc
+void StreamChecks(CheckContext& ctx, PluginEnv& env);  // stream_checks.cc
+void OpChecks(CheckContext& ctx, PluginEnv& env);      // op_checks.cc
+void CollectiveChecks(CheckContext& ctx,
+                      PluginEnv& env);  // collective_checks.cc
 
 // All groups in order, bound to `env` (which must outlive the run).
 std::vector<GroupSpec> PluginCheckGroups(PluginEnv* env);

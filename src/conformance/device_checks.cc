@@ -10,7 +10,9 @@
 namespace tessera::conformance {
 namespace {
 
-bool Terminated(const char* s, size_t n) { return std::memchr(s, '\0', n) != nullptr; }
+bool Terminated(const char* s, size_t n) {
+  return std::memchr(s, '\0', n) != nullptr;
+}
 
 }  // namespace
 
@@ -22,7 +24,8 @@ void DeviceChecks(CheckContext& ctx, PluginEnv& env) {
     int32_t again = -1;
     KIT_CHECK_CALL(env, api.device_count(&again), "device_count");
     if (again != count) {
-      return Fail(fmt::format("device_count returned {} then {}", count, again));
+      return Fail(
+          fmt::format("device_count returned {} then {}", count, again));
     }
     return Pass(fmt::format("{} device(s)", count));
   });
@@ -50,8 +53,8 @@ void DeviceChecks(CheckContext& ctx, PluginEnv& env) {
                                 p.memory_free, p.memory_total));
       }
       if (p.alignment == 0 || (p.alignment & (p.alignment - 1)) != 0) {
-        return Fail(fmt::format("alignment {} is not a power of two",
-                                p.alignment));
+        return Fail(
+            fmt::format("alignment {} is not a power of two", p.alignment));
       }
       if (p.compute_units == 0) return Fail("compute_units is 0");
       if ((p.dtype_mask & (uint64_t{1} << TSR_DTYPE_F32)) == 0) {
@@ -77,12 +80,14 @@ void DeviceChecks(CheckContext& ctx, PluginEnv& env) {
                    "device_properties with a newer host's bigger struct_size");
     for (unsigned char c : big.tail) {
       if (c != 0xa5) {
-        return Fail("device_properties wrote past sizeof(tsr_device_properties) when a "
-                    "newer host passed a bigger struct; write min(struct_size, sizeof) "
-                    "bytes");
+        return Fail(
+            "device_properties wrote past sizeof(tsr_device_properties) when a "
+            "newer host passed a bigger struct; write min(struct_size, sizeof) "
+            "bytes");
       }
     }
-    if (!Terminated(big.props.name, sizeof(big.props.name)) || big.props.name[0] == '\0') {
+    if (!Terminated(big.props.name, sizeof(big.props.name)) ||
+        big.props.name[0] == '\0') {
       return Fail("name was not filled in for a bigger struct_size");
     }
     tsr_device_properties p;
@@ -91,8 +96,8 @@ void DeviceChecks(CheckContext& ctx, PluginEnv& env) {
     p.struct_size = short_size;
     tsr_status s = api.device_properties(0, &p);
     if (s != TSR_OK) {
-      KIT_EXPECT_ERROR(env, "device_properties with a struct shorter than v1.0", s,
-                       TSR_ERR_INVALID_ARGUMENT);
+      KIT_EXPECT_ERROR(env, "device_properties with a struct shorter than v1.0",
+                       s, TSR_ERR_INVALID_ARGUMENT);
     }
     const auto* bytes = reinterpret_cast<const unsigned char*>(&p);
     for (size_t i = short_size; i < sizeof(p); ++i) {

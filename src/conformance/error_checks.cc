@@ -15,13 +15,17 @@ namespace tessera::conformance {
 namespace {
 
 enum class BadKind { kNull, kFreed, kBogus };
-constexpr BadKind kAllKinds[] = {BadKind::kNull, BadKind::kFreed, BadKind::kBogus};
+constexpr BadKind kAllKinds[] = {BadKind::kNull, BadKind::kFreed,
+                                 BadKind::kBogus};
 
 const char* KindName(BadKind k) {
   switch (k) {
-    case BadKind::kNull: return "null_handle";
-    case BadKind::kFreed: return "freed_handle";
-    case BadKind::kBogus: return "bogus_handle";
+    case BadKind::kNull:
+      return "null_handle";
+    case BadKind::kFreed:
+      return "freed_handle";
+    case BadKind::kBogus:
+      return "bogus_handle";
   }
   return "";
 }
@@ -51,17 +55,22 @@ Outcome ExpectBadHandle(const PluginEnv& env, BadKind kind,
                         const std::string& what) {
   H handle{};
   switch (kind) {
-    case BadKind::kNull: handle = nullptr; break;
-    case BadKind::kBogus: handle = Bogus<H>(); break;
+    case BadKind::kNull:
+      handle = nullptr;
+      break;
+    case BadKind::kBogus:
+      handle = Bogus<H>();
+      break;
     case BadKind::kFreed: {
       KIT_ASSIGN_OR_FAIL(handle, make_and_free());
       break;
     }
   }
-  std::string label = fmt::format("{} with a {} handle", what,
-                                  kind == BadKind::kNull    ? "NULL"
-                                  : kind == BadKind::kFreed ? "freed"
-                                                            : "made-up (0x1234)");
+  std::string label =
+      fmt::format("{} with a {} handle", what,
+                  kind == BadKind::kNull    ? "NULL"
+                  : kind == BadKind::kFreed ? "freed"
+                                            : "made-up (0x1234)");
   CallResult r = call(handle);
   const char* message = r.message_null ? nullptr : r.message.c_str();
   std::string msg =
@@ -96,15 +105,18 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
        [&] { return api.buffer_alloc(0, TSR_MEM_DEVICE, 64, 0, nullptr); }},
       {"stream_create", [&] { return api.stream_create(0, nullptr); }},
       {"event_create", [&] { return api.event_create(0, nullptr); }},
-      {"list_ops_array", [&] {
+      {"list_ops_array",
+       [&] {
          size_t n;
          return api.list_ops(nullptr, &n);
        }},
-      {"list_ops_count", [&] {
+      {"list_ops_count",
+       [&] {
          const tsr_op_signature* p;
          return api.list_ops(&p, nullptr);
        }},
-      {"resolve_op_signature", [&] {
+      {"resolve_op_signature",
+       [&] {
          tsr_kernel k;
          return api.resolve_op(0, nullptr, &k);
        }},
@@ -116,14 +128,15 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
   }
   for (const NullOut& n : null_outs) {
     ctx.Run(fmt::format("errors.null_out.{}", n.name), [&]() -> Outcome {
-      KIT_EXPECT_ERROR(env, fmt::format("{} with a NULL pointer", n.name), n.call(),
-                       TSR_ERR_INVALID_ARGUMENT);
+      KIT_EXPECT_ERROR(env, fmt::format("{} with a NULL pointer", n.name),
+                       n.call(), TSR_ERR_INVALID_ARGUMENT);
       return Pass();
     });
   }
   ctx.Run("errors.null_out.buffer_info", [&]() -> Outcome {
     KIT_ASSIGN_OR_FAIL(Buffer b, env.Alloc(0, 64));
-    KIT_EXPECT_ERROR(env, "buffer_info with a NULL info", api.buffer_info(b.get(), nullptr),
+    KIT_EXPECT_ERROR(env, "buffer_info with a NULL info",
+                     api.buffer_info(b.get(), nullptr),
                      TSR_ERR_INVALID_ARGUMENT);
     return Pass();
   });
@@ -141,7 +154,8 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
   // --- invalid handles ----------------------------------------------------
   auto freed_buffer = [&]() -> StatusOr<tsr_buffer> {
     tsr_buffer b = nullptr;
-    TSR_RETURN_IF_ERROR(env.Check(api.buffer_alloc(0, TSR_MEM_DEVICE, 64, 0, &b), "buffer_alloc"));
+    TSR_RETURN_IF_ERROR(env.Check(
+        api.buffer_alloc(0, TSR_MEM_DEVICE, 64, 0, &b), "buffer_alloc"));
     TSR_RETURN_IF_ERROR(env.Check(api.buffer_free(b), "buffer_free"));
     return b;
   };
@@ -161,44 +175,54 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
 
   using BufferCall = std::function<CallResult(tsr_buffer)>;
   std::vector<std::pair<std::string, BufferCall>> buffer_calls = {
-      {"buffer_free", [&](tsr_buffer b) { return Capture(env, api.buffer_free(b)); }},
-      {"buffer_info", [&](tsr_buffer b) {
+      {"buffer_free",
+       [&](tsr_buffer b) { return Capture(env, api.buffer_free(b)); }},
+      {"buffer_info",
+       [&](tsr_buffer b) {
          tsr_buffer_info info{};
          info.struct_size = sizeof(info);
          return Capture(env, api.buffer_info(b, &info));
        }},
-      {"copy_host_to_device", [&](tsr_buffer b) {
+      {"copy_host_to_device",
+       [&](tsr_buffer b) {
          return Capture(env, api.copy_host_to_device(nullptr, b, 0, host, 16));
        }},
-      {"copy_device_to_host", [&](tsr_buffer b) {
+      {"copy_device_to_host",
+       [&](tsr_buffer b) {
          return Capture(env, api.copy_device_to_host(nullptr, host, b, 0, 16));
        }},
-      {"memset", [&](tsr_buffer b) {
+      {"memset",
+       [&](tsr_buffer b) {
          return Capture(env, api.memset(nullptr, b, 0, 1, 16));
        }},
   };
   for (const auto& [entry, call] : buffer_calls) {
     for (BadKind kind : kAllKinds) {
-      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)), [&]() -> Outcome {
-        return ExpectBadHandle<tsr_buffer>(env, kind, freed_buffer, call, entry);
-      });
+      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)),
+              [&]() -> Outcome {
+                return ExpectBadHandle<tsr_buffer>(env, kind, freed_buffer,
+                                                   call, entry);
+              });
     }
   }
   for (bool bad_dst : {true, false}) {
     for (BadKind kind : kAllKinds) {
-      std::string entry = bad_dst ? "copy_device_to_device_dst" : "copy_device_to_device_src";
-      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)), [&]() -> Outcome {
-        KIT_ASSIGN_OR_FAIL(Buffer good, env.Alloc(0, 64));
-        return ExpectBadHandle<tsr_buffer>(
-            env, kind, freed_buffer,
-            [&](tsr_buffer b) {
-              return Capture(
-                  env, bad_dst
-                           ? api.copy_device_to_device(nullptr, b, 0, good.get(), 0, 16)
-                           : api.copy_device_to_device(nullptr, good.get(), 0, b, 0, 16));
-            },
-            entry);
-      });
+      std::string entry =
+          bad_dst ? "copy_device_to_device_dst" : "copy_device_to_device_src";
+      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)),
+              [&]() -> Outcome {
+                KIT_ASSIGN_OR_FAIL(Buffer good, env.Alloc(0, 64));
+                return ExpectBadHandle<tsr_buffer>(
+                    env, kind, freed_buffer,
+                    [&](tsr_buffer b) {
+                      return Capture(
+                          env, bad_dst ? api.copy_device_to_device(
+                                             nullptr, b, 0, good.get(), 0, 16)
+                                       : api.copy_device_to_device(
+                                             nullptr, good.get(), 0, b, 0, 16));
+                    },
+                    entry);
+              });
     }
   }
 
@@ -209,13 +233,15 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
       {"stream_destroy",
        [&](tsr_stream s) { return Capture(env, api.stream_destroy(s)); }, true},
       {"stream_synchronize",
-       [&](tsr_stream s) { return Capture(env, api.stream_synchronize(s)); }, true},
-      {"stream_query", [&](tsr_stream s) { return Capture(env, api.stream_query(s)); },
+       [&](tsr_stream s) { return Capture(env, api.stream_synchronize(s)); },
        true},
+      {"stream_query",
+       [&](tsr_stream s) { return Capture(env, api.stream_query(s)); }, true},
       {"event_record_stream",
        [&](tsr_stream s) -> CallResult {
          tsr_event e = nullptr;
-         if (api.event_create(0, &e) != TSR_OK) return {TSR_OK, "event_create failed", false};
+         if (api.event_create(0, &e) != TSR_OK)
+           return {TSR_OK, "event_create failed", false};
          CallResult r = Capture(env, api.event_record(e, s));
          api.event_destroy(e);
          return r;
@@ -224,7 +250,8 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
       {"stream_wait_event_stream",
        [&](tsr_stream s) -> CallResult {
          tsr_event e = nullptr;
-         if (api.event_create(0, &e) != TSR_OK) return {TSR_OK, "event_create failed", false};
+         if (api.event_create(0, &e) != TSR_OK)
+           return {TSR_OK, "event_create failed", false};
          CallResult r = Capture(env, api.stream_wait_event(s, e));
          api.event_destroy(e);
          return r;
@@ -247,7 +274,8 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
          if (api.buffer_alloc(0, TSR_MEM_DEVICE, 64, 0, &b) != TSR_OK) {
            return {TSR_OK, "buffer_alloc failed", false};
          }
-         CallResult r = Capture(env, api.copy_host_to_device(s, b, 0, host, 16));
+         CallResult r =
+             Capture(env, api.copy_host_to_device(s, b, 0, host, 16));
          api.buffer_free(b);
          return r;
        },
@@ -256,22 +284,27 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
   for (const auto& [entry, call, null_is_error] : stream_calls) {
     for (BadKind kind : kAllKinds) {
       if (kind == BadKind::kNull && !null_is_error) continue;
-      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)), [&]() -> Outcome {
-        return ExpectBadHandle<tsr_stream>(env, kind, freed_stream, call, entry);
-      });
+      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)),
+              [&]() -> Outcome {
+                return ExpectBadHandle<tsr_stream>(env, kind, freed_stream,
+                                                   call, entry);
+              });
     }
   }
 
   using EventCall = std::function<CallResult(tsr_event)>;
   std::vector<std::pair<std::string, EventCall>> event_calls = {
-      {"event_destroy", [&](tsr_event e) { return Capture(env, api.event_destroy(e)); }},
+      {"event_destroy",
+       [&](tsr_event e) { return Capture(env, api.event_destroy(e)); }},
       {"event_synchronize",
        [&](tsr_event e) { return Capture(env, api.event_synchronize(e)); }},
-      {"event_query", [&](tsr_event e) { return Capture(env, api.event_query(e)); }},
+      {"event_query",
+       [&](tsr_event e) { return Capture(env, api.event_query(e)); }},
       {"event_record_event",
        [&](tsr_event e) -> CallResult {
          tsr_stream s = nullptr;
-         if (api.stream_create(0, &s) != TSR_OK) return {TSR_OK, "stream_create failed", false};
+         if (api.stream_create(0, &s) != TSR_OK)
+           return {TSR_OK, "stream_create failed", false};
          CallResult r = Capture(env, api.event_record(e, s));
          api.stream_destroy(s);
          return r;
@@ -279,7 +312,8 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
       {"stream_wait_event_event",
        [&](tsr_event e) -> CallResult {
          tsr_stream s = nullptr;
-         if (api.stream_create(0, &s) != TSR_OK) return {TSR_OK, "stream_create failed", false};
+         if (api.stream_create(0, &s) != TSR_OK)
+           return {TSR_OK, "stream_create failed", false};
          CallResult r = Capture(env, api.stream_wait_event(s, e));
          api.stream_synchronize(s);
          api.stream_destroy(s);
@@ -288,9 +322,11 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
   };
   for (const auto& [entry, call] : event_calls) {
     for (BadKind kind : kAllKinds) {
-      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)), [&]() -> Outcome {
-        return ExpectBadHandle<tsr_event>(env, kind, freed_event, call, entry);
-      });
+      ctx.Run(fmt::format("errors.{}.{}", entry, KindName(kind)),
+              [&]() -> Outcome {
+                return ExpectBadHandle<tsr_event>(env, kind, freed_event, call,
+                                                  entry);
+              });
     }
   }
 
@@ -298,7 +334,8 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
   ctx.Run("errors.alloc.bad_alignment", [&]() -> Outcome {
     for (uint64_t alignment : {3ull, 24ull, 100ull, (1ull << 20) + 1}) {
       tsr_buffer b = nullptr;
-      KIT_EXPECT_ERROR(env, fmt::format("buffer_alloc with alignment {}", alignment),
+      KIT_EXPECT_ERROR(env,
+                       fmt::format("buffer_alloc with alignment {}", alignment),
                        api.buffer_alloc(0, TSR_MEM_DEVICE, 64, alignment, &b),
                        TSR_ERR_INVALID_ARGUMENT);
     }
@@ -319,8 +356,8 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
   ctx.Run("errors.alloc.bad_kind", [&]() -> Outcome {
     tsr_buffer b = nullptr;
     KIT_EXPECT_ERROR(env, "buffer_alloc of kind 99",
-                     api.buffer_alloc(0, 99, 64, 0, &b), TSR_ERR_INVALID_ARGUMENT,
-                     TSR_ERR_UNSUPPORTED);
+                     api.buffer_alloc(0, 99, 64, 0, &b),
+                     TSR_ERR_INVALID_ARGUMENT, TSR_ERR_UNSUPPORTED);
     return Pass();
   });
 
@@ -336,20 +373,41 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
     };
     std::vector<Bad> bad = {
         {"copy_host_to_device of 101 bytes into 100",
-         [&] { return api.copy_host_to_device(nullptr, a.get(), 0, data.data(), 101); }},
+         [&] {
+           return api.copy_host_to_device(nullptr, a.get(), 0, data.data(),
+                                          101);
+         }},
         {"copy_host_to_device at offset 90 of 20 bytes",
-         [&] { return api.copy_host_to_device(nullptr, a.get(), 90, data.data(), 20); }},
+         [&] {
+           return api.copy_host_to_device(nullptr, a.get(), 90, data.data(),
+                                          20);
+         }},
         {"copy_host_to_device at offset 2^64-4 (overflow)",
-         [&] { return api.copy_host_to_device(nullptr, a.get(), kHuge, data.data(), 8); }},
+         [&] {
+           return api.copy_host_to_device(nullptr, a.get(), kHuge, data.data(),
+                                          8);
+         }},
         {"copy_device_to_host at offset 99 of 2 bytes",
-         [&] { return api.copy_device_to_host(nullptr, data.data(), a.get(), 99, 2); }},
+         [&] {
+           return api.copy_device_to_host(nullptr, data.data(), a.get(), 99, 2);
+         }},
         {"copy_device_to_host at offset 2^64-4 (overflow)",
-         [&] { return api.copy_device_to_host(nullptr, data.data(), a.get(), kHuge, 8); }},
+         [&] {
+           return api.copy_device_to_host(nullptr, data.data(), a.get(), kHuge,
+                                          8);
+         }},
         {"copy_device_to_device past the end of dst",
-         [&] { return api.copy_device_to_device(nullptr, a.get(), 60, b.get(), 0, 41); }},
+         [&] {
+           return api.copy_device_to_device(nullptr, a.get(), 60, b.get(), 0,
+                                            41);
+         }},
         {"copy_device_to_device past the end of src",
-         [&] { return api.copy_device_to_device(nullptr, a.get(), 0, b.get(), 70, 31); }},
-        {"memset past the end", [&] { return api.memset(nullptr, a.get(), 50, 0, 51); }},
+         [&] {
+           return api.copy_device_to_device(nullptr, a.get(), 0, b.get(), 70,
+                                            31);
+         }},
+        {"memset past the end",
+         [&] { return api.memset(nullptr, a.get(), 50, 0, 51); }},
         {"memset at offset 2^64-4 (overflow)",
          [&] { return api.memset(nullptr, a.get(), kHuge, 0, 8); }},
     };
@@ -363,14 +421,17 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
     KIT_ASSIGN_OR_FAIL(Buffer a, env.Alloc(0, 100));
     KIT_ASSIGN_OR_FAIL(Stream stream, env.NewStream(0));
     std::vector<uint8_t> data(256);
-    tsr_status s = api.copy_host_to_device(stream.get(), a.get(), 50, data.data(), 51);
+    tsr_status s =
+        api.copy_host_to_device(stream.get(), a.get(), 50, data.data(), 51);
     if (s == TSR_OK) {
       s = api.stream_synchronize(stream.get());
-      KIT_EXPECT_ERROR(env, "an async out-of-bounds copy (reported at synchronize)", s,
-                       TSR_ERR_INVALID_ARGUMENT);
+      KIT_EXPECT_ERROR(env,
+                       "an async out-of-bounds copy (reported at synchronize)",
+                       s, TSR_ERR_INVALID_ARGUMENT);
       return Pass("reported at stream_synchronize");
     }
-    KIT_EXPECT_ERROR(env, "an async out-of-bounds copy", s, TSR_ERR_INVALID_ARGUMENT);
+    KIT_EXPECT_ERROR(env, "an async out-of-bounds copy", s,
+                     TSR_ERR_INVALID_ARGUMENT);
     return Pass("reported at enqueue");
   });
 
@@ -401,12 +462,13 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
                      api.resolve_op(0, &sig, &k), TSR_ERR_NOT_FOUND);
     sig.dtypes[0] = sig.dtypes[1] = sig.dtypes[2] = TSR_DTYPE_F32;
     sig.version = 2;
-    KIT_EXPECT_ERROR(env, "resolve_op of add version 2", api.resolve_op(0, &sig, &k),
-                     TSR_ERR_NOT_FOUND);
+    KIT_EXPECT_ERROR(env, "resolve_op of add version 2",
+                     api.resolve_op(0, &sig, &k), TSR_ERR_NOT_FOUND);
     sig.version = 1;
     sig.num_args = TSR_MAX_OP_ARGS + 1;
-    KIT_EXPECT_ERROR(env, "resolve_op with num_args 13", api.resolve_op(0, &sig, &k),
-                     TSR_ERR_INVALID_ARGUMENT, TSR_ERR_NOT_FOUND);
+    KIT_EXPECT_ERROR(env, "resolve_op with num_args 13",
+                     api.resolve_op(0, &sig, &k), TSR_ERR_INVALID_ARGUMENT,
+                     TSR_ERR_NOT_FOUND);
     return Pass();
   });
 
@@ -428,7 +490,9 @@ void ErrorChecks(CheckContext& ctx, PluginEnv& env) {
     });
     other.join();
     if (their_status == TSR_OK || theirs.empty()) {
-      return Fail("device_properties(2^20) on another thread did not fail with a message");
+      return Fail(
+          "device_properties(2^20) on another thread did not fail with a "
+          "message");
     }
     std::string after = env.LastError();
     if (after != mine) {

@@ -15,7 +15,8 @@ namespace {
 StatusOr<tsr_buffer_info> Info(const PluginEnv& env, tsr_buffer b) {
   tsr_buffer_info info{};
   info.struct_size = sizeof(info);
-  TSR_RETURN_IF_ERROR(env.Check(env.api().buffer_info(b, &info), "buffer_info"));
+  TSR_RETURN_IF_ERROR(
+      env.Check(env.api().buffer_info(b, &info), "buffer_info"));
   return info;
 }
 
@@ -29,56 +30,68 @@ void MemoryChecks(CheckContext& ctx, PluginEnv& env) {
   std::vector<int> devices = {0};
   if (last > 0) devices.push_back(last);
   for (int device : devices) {
-    ctx.Run(fmt::format("memory.alloc_sizes.device{}", device), [&, device]() -> Outcome {
-      const uint64_t alignment = env.props(device).alignment;
-      std::vector<Buffer> live;
-      std::set<tsr_buffer> handles;
-      for (uint64_t size : {0ull, 1ull, 3ull, 17ull, 4096ull, 65537ull, 1ull << 20,
-                            33ull << 20}) {
-        KIT_ASSIGN_OR_FAIL(Buffer b, env.Alloc(device, size));
-        if (!handles.insert(b.get()).second) {
-          return Fail(fmt::format("buffer_alloc({} bytes) returned a handle that is "
-                                  "already live",
-                                  size));
-        }
-        KIT_ASSIGN_OR_FAIL(tsr_buffer_info info, Info(env, b.get()));
-        if (info.size != size || info.reserved_size < size) {
-          return Fail(fmt::format(
-              "buffer_info of a {}-byte buffer says size {}, reserved_size {}",
-              size, info.size, info.reserved_size));
-        }
-        if (info.device != device || info.kind != TSR_MEM_DEVICE) {
-          return Fail(fmt::format("buffer_info says device {} kind {}; allocated on "
-                                  "device {} as TSR_MEM_DEVICE",
-                                  info.device, info.kind, device));
-        }
-        if (host_visible && size > 0) {
-          if (info.host_pointer == nullptr) {
-            return Fail("TSR_CAP_HOST_VISIBLE_DEVICE_MEM is set but host_pointer is NULL");
+    ctx.Run(
+        fmt::format("memory.alloc_sizes.device{}", device),
+        [&, device]() -> Outcome {
+          const uint64_t alignment = env.props(device).alignment;
+          std::vector<Buffer> live;
+          std::set<tsr_buffer> handles;
+          for (uint64_t size : {0ull, 1ull, 3ull, 17ull, 4096ull, 65537ull,
+                                1ull << 20, 33ull << 20}) {
+            KIT_ASSIGN_OR_FAIL(Buffer b, env.Alloc(device, size));
+            if (!handles.insert(b.get()).second) {
+              return Fail(fmt::format(
+                  "buffer_alloc({} bytes) returned a handle that is "
+                  "already live",
+                  size));
+            }
+            KIT_ASSIGN_OR_FAIL(tsr_buffer_info info, Info(env, b.get()));
+            if (info.size != size || info.reserved_size < size) {
+              return Fail(
+                  fmt::format("buffer_info of a {}-byte buffer says size {}, "
+                              "reserved_size {}",
+                              size, info.size, info.reserved_size));
+            }
+            if (info.device != device || info.kind != TSR_MEM_DEVICE) {
+              return Fail(fmt::format(
+                  "buffer_info says device {} kind {}; allocated on "
+                  "device {} as TSR_MEM_DEVICE",
+                  info.device, info.kind, device));
+            }
+            if (host_visible && size > 0) {
+              if (info.host_pointer == nullptr) {
+                return Fail(
+                    "TSR_CAP_HOST_VISIBLE_DEVICE_MEM is set but host_pointer "
+                    "is NULL");
+              }
+              if (reinterpret_cast<uintptr_t>(info.host_pointer) % alignment !=
+                  0) {
+                return Fail(fmt::format(
+                    "host_pointer {} is not aligned to the device's "
+                    "alignment {}",
+                    info.host_pointer, alignment));
+              }
+            }
+            live.push_back(std::move(b));
           }
-          if (reinterpret_cast<uintptr_t>(info.host_pointer) % alignment != 0) {
-            return Fail(fmt::format("host_pointer {} is not aligned to the device's "
-                                    "alignment {}",
-                                    info.host_pointer, alignment));
-          }
-        }
-        live.push_back(std::move(b));
-      }
-      return Pass();
-    });
+          return Pass();
+        });
   }
 
   ctx.Run("memory.alignment_requested", [&]() -> Outcome {
     if (!host_visible) {
-      return Skip("device memory is not host-visible; alignment cannot be observed");
+      return Skip(
+          "device memory is not host-visible; alignment cannot be observed");
     }
     for (uint64_t alignment : {64ull, 256ull, 4096ull, 65536ull, 1ull << 21}) {
       for (uint64_t size : {1ull, 100ull, 70000ull}) {
-        KIT_ASSIGN_OR_FAIL(Buffer b, env.Alloc(0, size, TSR_MEM_DEVICE, alignment));
+        KIT_ASSIGN_OR_FAIL(Buffer b,
+                           env.Alloc(0, size, TSR_MEM_DEVICE, alignment));
         KIT_ASSIGN_OR_FAIL(tsr_buffer_info info, Info(env, b.get()));
         if (reinterpret_cast<uintptr_t>(info.host_pointer) % alignment != 0) {
-          return Fail(fmt::format("a {}-byte buffer asked to be aligned to {} is at {}",
-                                  size, alignment, info.host_pointer));
+          return Fail(
+              fmt::format("a {}-byte buffer asked to be aligned to {} is at {}",
+                          size, alignment, info.host_pointer));
         }
       }
     }
@@ -97,7 +110,8 @@ void MemoryChecks(CheckContext& ctx, PluginEnv& env) {
       live.push_back(std::move(b));
       tags.push_back(tag);
       if (i % 3 == 2) {  // free some as we go
-        size_t victim = static_cast<size_t>(rng.Int(0, static_cast<int64_t>(live.size())));
+        size_t victim =
+            static_cast<size_t>(rng.Int(0, static_cast<int64_t>(live.size())));
         live.erase(live.begin() + victim);
         tags.erase(tags.begin() + victim);
       }
@@ -105,12 +119,14 @@ void MemoryChecks(CheckContext& ctx, PluginEnv& env) {
     // Every live buffer still holds its own tag: no two overlap.
     for (size_t i = 0; i < live.size(); ++i) {
       std::vector<uint8_t> back(live[i].size());
-      KIT_RETURN_IF_ERROR(env.Download(live[i].get(), 0, back.data(), back.size()));
+      KIT_RETURN_IF_ERROR(
+          env.Download(live[i].get(), 0, back.data(), back.size()));
       for (uint8_t v : back) {
         if (v != tags[i]) {
-          return Fail(fmt::format("live buffer {} of {} lost its contents (holds {}, "
-                                  "wrote {}); buffers overlap or a free clobbered it",
-                                  i, live.size(), v, tags[i]));
+          return Fail(
+              fmt::format("live buffer {} of {} lost its contents (holds {}, "
+                          "wrote {}); buffers overlap or a free clobbered it",
+                          i, live.size(), v, tags[i]));
         }
       }
     }
@@ -130,10 +146,12 @@ void MemoryChecks(CheckContext& ctx, PluginEnv& env) {
     KIT_CHECK_CALL(env, api.buffer_info(b.get(), &big.info),
                    "buffer_info with a newer host's bigger struct_size");
     for (unsigned char c : big.tail) {
-      if (c != 0xa5) return Fail("buffer_info wrote past sizeof(tsr_buffer_info)");
+      if (c != 0xa5)
+        return Fail("buffer_info wrote past sizeof(tsr_buffer_info)");
     }
     if (big.info.size != 100) {
-      return Fail(fmt::format("buffer_info.size is {} for a bigger struct", big.info.size));
+      return Fail(fmt::format("buffer_info.size is {} for a bigger struct",
+                              big.info.size));
     }
     tsr_buffer_info info;
     std::memset(&info, 0xa5, sizeof(info));
@@ -147,8 +165,9 @@ void MemoryChecks(CheckContext& ctx, PluginEnv& env) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(&info);
     for (size_t i = short_size; i < sizeof(info); ++i) {
       if (bytes[i] != 0xa5) {
-        return Fail(fmt::format("buffer_info wrote byte {} although struct_size was {}",
-                                i, short_size));
+        return Fail(
+            fmt::format("buffer_info wrote byte {} although struct_size was {}",
+                        i, short_size));
       }
     }
     return Pass();
@@ -166,27 +185,32 @@ void MemoryChecks(CheckContext& ctx, PluginEnv& env) {
     KIT_ASSIGN_OR_FAIL(Buffer pinned, env.Alloc(0, size, TSR_MEM_PINNED_HOST));
     KIT_ASSIGN_OR_FAIL(tsr_buffer_info info, Info(env, pinned.get()));
     if (info.kind != TSR_MEM_PINNED_HOST || info.host_pointer == nullptr) {
-      return Fail(fmt::format("pinned buffer_info: kind {}, host_pointer {}", info.kind,
-                              info.host_pointer));
+      return Fail(fmt::format("pinned buffer_info: kind {}, host_pointer {}",
+                              info.kind, info.host_pointer));
     }
     // Host writes through host_pointer are what a device copy reads.
     auto* host = static_cast<uint8_t*>(info.host_pointer);
     for (uint64_t i = 0; i < size; ++i) host[i] = static_cast<uint8_t>(i * 7);
     KIT_ASSIGN_OR_FAIL(Buffer device, env.Alloc(0, size));
     KIT_CHECK_CALL(env,
-                   api.copy_device_to_device(nullptr, device.get(), 0, pinned.get(), 0, size),
+                   api.copy_device_to_device(nullptr, device.get(), 0,
+                                             pinned.get(), 0, size),
                    "copy_device_to_device from pinned");
     std::vector<uint8_t> back(size);
     KIT_RETURN_IF_ERROR(env.Download(device.get(), 0, back.data(), size));
     for (uint64_t i = 0; i < size; ++i) {
       if (back[i] != static_cast<uint8_t>(i * 7)) {
-        return Fail(fmt::format("byte {} written through host_pointer did not arrive", i));
+        return Fail(fmt::format(
+            "byte {} written through host_pointer did not arrive", i));
       }
     }
     // And a copy into the pinned buffer is visible through host_pointer.
-    KIT_CHECK_CALL(env, api.memset(nullptr, pinned.get(), 100, 0x3c, 50), "memset pinned");
+    KIT_CHECK_CALL(env, api.memset(nullptr, pinned.get(), 100, 0x3c, 50),
+                   "memset pinned");
     for (uint64_t i = 100; i < 150; ++i) {
-      if (host[i] != 0x3c) return Fail("a memset of a pinned buffer is not visible at host_pointer");
+      if (host[i] != 0x3c)
+        return Fail(
+            "a memset of a pinned buffer is not visible at host_pointer");
     }
     return Pass();
   });

@@ -100,20 +100,47 @@ TensorSpec AliasOf(const std::vector<TensorSpec>& args, int arg) {
 CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes) {
   CaseList out;
   switch (op) {
-    case TSR_OP_EMBEDDING: AddEmbeddingCases(out, dtypes); break;
-    case TSR_OP_RMS_NORM: AddRmsNormCases(out, dtypes); break;
-    case TSR_OP_ADD_RMS_NORM: AddAddRmsNormCases(out, dtypes); break;
-    case TSR_OP_LINEAR: AddLinearCases(out, dtypes); break;
-    case TSR_OP_ROPE: AddRopeCases(out, dtypes); break;
-    case TSR_OP_KV_STORE: AddKvStoreCases(out, dtypes); break;
-    case TSR_OP_PAGED_ATTENTION: AddPagedAttentionCases(out, dtypes); break;
-    case TSR_OP_SILU_AND_MUL: AddSiluAndMulCases(out, dtypes); break;
-    case TSR_OP_ADD: AddAddCases(out, dtypes); break;
-    case TSR_OP_CAST: AddCastCases(out, dtypes); break;
-    case TSR_OP_ARGMAX: AddArgmaxCases(out, dtypes); break;
-    case TSR_OP_SAMPLE: AddSampleCases(out, dtypes); break;
-    case TSR_OP_LOGPROBS: AddLogprobsCases(out, dtypes); break;
-    default: break;
+    case TSR_OP_EMBEDDING:
+      AddEmbeddingCases(out, dtypes);
+      break;
+    case TSR_OP_RMS_NORM:
+      AddRmsNormCases(out, dtypes);
+      break;
+    case TSR_OP_ADD_RMS_NORM:
+      AddAddRmsNormCases(out, dtypes);
+      break;
+    case TSR_OP_LINEAR:
+      AddLinearCases(out, dtypes);
+      break;
+    case TSR_OP_ROPE:
+      AddRopeCases(out, dtypes);
+      break;
+    case TSR_OP_KV_STORE:
+      AddKvStoreCases(out, dtypes);
+      break;
+    case TSR_OP_PAGED_ATTENTION:
+      AddPagedAttentionCases(out, dtypes);
+      break;
+    case TSR_OP_SILU_AND_MUL:
+      AddSiluAndMulCases(out, dtypes);
+      break;
+    case TSR_OP_ADD:
+      AddAddCases(out, dtypes);
+      break;
+    case TSR_OP_CAST:
+      AddCastCases(out, dtypes);
+      break;
+    case TSR_OP_ARGMAX:
+      AddArgmaxCases(out, dtypes);
+      break;
+    case TSR_OP_SAMPLE:
+      AddSampleCases(out, dtypes);
+      break;
+    case TSR_OP_LOGPROBS:
+      AddLogprobsCases(out, dtypes);
+      break;
+    default:
+      break;
   }
   return out;
 }

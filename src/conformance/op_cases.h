@@ -55,7 +55,7 @@ enum class CompareMode {
 };
 
 struct OpCase {
-  std::string name;  // "basic", "strided", ...
+  std::string name;              // "basic", "strided", ...
   std::vector<TensorSpec> args;  // inputs then outputs
   int num_inputs = 0;
   std::vector<uint8_t> params;  // the params struct; empty = NULL

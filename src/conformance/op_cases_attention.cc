@@ -36,49 +36,58 @@ void AddRopeCases(CaseList& out, std::span<const DType> dtypes) {
   const DType x = dtypes[2];
   enum Layout { kPacked, kQkvInplace, kInplacePadded, kStrided };
   for (tsr_rope_style style : {TSR_ROPE_NEOX, TSR_ROPE_INTERLEAVED}) {
-    const std::string prefix = style == TSR_ROPE_NEOX ? "neox." : "interleaved.";
+    const std::string prefix =
+        style == TSR_ROPE_NEOX ? "neox." : "interleaved.";
     auto add = [&](std::string name, int64_t t, int64_t hq, int64_t hk,
                    int64_t d, int64_t r, Layout l) {
-      out.push_back({prefix + name, [=](CaseBuilder& b) {
-        OpCase c;
-        c.num_inputs = 4;
-        tsr_rope_params p{};
-        p.struct_size = sizeof(p);
-        p.style = style;
-        c.SetParams(p);
-        TensorSpec pos = b.Ints({t}, 0, kMaxPosition);
-        TensorSpec freq = b.Values(TSR_DTYPE_F32, {r / 2}, InvFreq(r, 10000));
-        TensorSpec q = b.Uniform(x, {t, hq, d}, -2, 2);
-        TensorSpec k = b.Uniform(x, {t, hk, d}, -2, 2);
-        TensorSpec qo = b.Output(x, {t, hq, d}), ko = b.Output(x, {t, hk, d});
-        switch (l) {
-          case kPacked: c.args = {pos, freq, q, k, qo, ko}; break;
-          case kQkvInplace: {
-            // q and k are views of one fused [T, (Hq + 2 Hk) * D] qkv
-            // buffer, rotated in place; the v part must stay untouched.
-            const int64_t row = (hq + 2 * hk) * d;
-            q = WithStrides(q, {row, d, 1});
-            k = InBufferOf(WithStrides(k, {row, d, 1}), 2, hq * d);
-            c.args = {pos, freq, q, k};
-            c.args.push_back(AliasOf(c.args, 2));
-            c.args.push_back(AliasOf(c.args, 3));
-            break;
-          }
-          case kInplacePadded:
-            c.args = {pos, freq, AtOffset(PadRows(q, 3), 2),
-                      AtOffset(PadRows(k, 1), 1)};
-            c.args.push_back(AliasOf(c.args, 2));
-            c.args.push_back(AliasOf(c.args, 3));
-            break;
-          case kStrided:
-            c.args = {WithStrides(pos, {2}), AtOffset(WithStrides(freq, {2}), 1),
-                      AtOffset(WithStrides(q, {hq * (d + 3) + 5, d + 3, 1}), 2),
-                      WithStrides(k, {hk * d + 7, d, 1}),
-                      AtOffset(PadRows(qo, 1), 4), AtOffset(PadRows(ko, 2), 3)};
-            break;
-        }
-        return c;
-      }});
+      out.push_back(
+          {prefix + name, [=](CaseBuilder& b) {
+             OpCase c;
+             c.num_inputs = 4;
+             tsr_rope_params p{};
+             p.struct_size = sizeof(p);
+             p.style = style;
+             c.SetParams(p);
+             TensorSpec pos = b.Ints({t}, 0, kMaxPosition);
+             TensorSpec freq =
+                 b.Values(TSR_DTYPE_F32, {r / 2}, InvFreq(r, 10000));
+             TensorSpec q = b.Uniform(x, {t, hq, d}, -2, 2);
+             TensorSpec k = b.Uniform(x, {t, hk, d}, -2, 2);
+             TensorSpec qo = b.Output(x, {t, hq, d}),
+                        ko = b.Output(x, {t, hk, d});
+             switch (l) {
+               case kPacked:
+                 c.args = {pos, freq, q, k, qo, ko};
+                 break;
+               case kQkvInplace: {
+                 // q and k are views of one fused [T, (Hq + 2 Hk) * D] qkv
+                 // buffer, rotated in place; the v part must stay untouched.
+                 const int64_t row = (hq + 2 * hk) * d;
+                 q = WithStrides(q, {row, d, 1});
+                 k = InBufferOf(WithStrides(k, {row, d, 1}), 2, hq * d);
+                 c.args = {pos, freq, q, k};
+                 c.args.push_back(AliasOf(c.args, 2));
+                 c.args.push_back(AliasOf(c.args, 3));
+                 break;
+               }
+               case kInplacePadded:
+                 c.args = {pos, freq, AtOffset(PadRows(q, 3), 2),
+                           AtOffset(PadRows(k, 1), 1)};
+                 c.args.push_back(AliasOf(c.args, 2));
+                 c.args.push_back(AliasOf(c.args, 3));
+                 break;
+               case kStrided:
+                 c.args = {
+                     WithStrides(pos, {2}),
+                     AtOffset(WithStrides(freq, {2}), 1),
+                     AtOffset(WithStrides(q, {hq * (d + 3) + 5, d + 3, 1}), 2),
+                     WithStrides(k, {hk * d + 7, d, 1}),
+                     AtOffset(PadRows(qo, 1), 4),
+                     AtOffset(PadRows(ko, 2), 3)};
+                 break;
+             }
+             return c;
+           }});
     };
     add("basic", 3, 4, 2, 16, 16, kPacked);
     add("partial", 5, 2, 1, 64, 32, kPacked);
@@ -99,40 +108,45 @@ void AddKvStoreCases(CaseList& out, std::span<const DType> dtypes) {
   enum Layout { kPacked, kPadding, kQkvViews, kCachePadded };
   auto add = [&](std::string name, int64_t t, int64_t hk, int64_t d, int64_t s,
                  Layout l) {
-    out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = 3;
-      c.compare = CompareMode::kExact;
-      TensorSpec k = b.Uniform(x, {t, hk, d}, -2, 2);
-      TensorSpec v = b.Uniform(x, {t, hk, d}, -2, 2);
-      std::vector<int64_t> perm = Shuffled(b.rng(), s);
-      std::vector<double> slots(t);
-      for (int64_t i = 0; i < t; ++i) slots[i] = static_cast<double>(perm[i]);
-      if (l == kPadding) {
-        for (int64_t i = 1; i < t; i += 3) slots[i] = -1;
-      }
-      TensorSpec sl = b.Values(TSR_DTYPE_I32, {t}, slots);
-      // The pool starts with data: only the named rows may change.
-      TensorSpec kc = b.Uniform(x, {s, hk, d}, -2, 2);
-      TensorSpec vc = b.Uniform(x, {s, hk, d}, -2, 2);
-      switch (l) {
-        case kPacked:
-        case kPadding: c.args = {k, v, sl, kc, vc}; break;
-        case kQkvViews: {
-          const int64_t hq = 4, row = (hq + 2 * hk) * d;
-          k = AtOffset(WithStrides(k, {row, d, 1}), hq * d);
-          v = InBufferOf(WithStrides(v, {row, d, 1}), 0, (hq + hk) * d);
-          c.args = {k, v, WithStrides(sl, {2}), kc, vc};
-          break;
-        }
-        case kCachePadded:
-          c.args = {k, v, sl,
-                    AtOffset(WithStrides(kc, {hk * (d + 4) + 3, d + 4, 1}), 2),
-                    AtOffset(WithStrides(vc, {hk * (d + 1) + 1, d + 1, 1}), 5)};
-          break;
-      }
-      return c;
-    }});
+    out.push_back(
+        {name, [=](CaseBuilder& b) {
+           OpCase c;
+           c.num_inputs = 3;
+           c.compare = CompareMode::kExact;
+           TensorSpec k = b.Uniform(x, {t, hk, d}, -2, 2);
+           TensorSpec v = b.Uniform(x, {t, hk, d}, -2, 2);
+           std::vector<int64_t> perm = Shuffled(b.rng(), s);
+           std::vector<double> slots(t);
+           for (int64_t i = 0; i < t; ++i)
+             slots[i] = static_cast<double>(perm[i]);
+           if (l == kPadding) {
+             for (int64_t i = 1; i < t; i += 3) slots[i] = -1;
+           }
+           TensorSpec sl = b.Values(TSR_DTYPE_I32, {t}, slots);
+           // The pool starts with data: only the named rows may change.
+           TensorSpec kc = b.Uniform(x, {s, hk, d}, -2, 2);
+           TensorSpec vc = b.Uniform(x, {s, hk, d}, -2, 2);
+           switch (l) {
+             case kPacked:
+             case kPadding:
+               c.args = {k, v, sl, kc, vc};
+               break;
+             case kQkvViews: {
+               const int64_t hq = 4, row = (hq + 2 * hk) * d;
+               k = AtOffset(WithStrides(k, {row, d, 1}), hq * d);
+               v = InBufferOf(WithStrides(v, {row, d, 1}), 0, (hq + hk) * d);
+               c.args = {k, v, WithStrides(sl, {2}), kc, vc};
+               break;
+             }
+             case kCachePadded:
+               c.args = {
+                   k, v, sl,
+                   AtOffset(WithStrides(kc, {hk * (d + 4) + 3, d + 4, 1}), 2),
+                   AtOffset(WithStrides(vc, {hk * (d + 1) + 1, d + 1, 1}), 5)};
+               break;
+           }
+           return c;
+         }});
   };
   add("basic", 5, 2, 16, 32, kPacked);
   add("padding", 9, 2, 8, 16, kPadding);
@@ -200,7 +214,8 @@ OpCase MakeAttention(CaseBuilder& b, DType x, const AttentionSpec& a) {
   TensorSpec qs = b.Values(TSR_DTYPE_I32, {batch + 1}, query_start);
   TensorSpec o = b.Output(x, {tokens, a.hq, a.d});
   switch (a.layout) {
-    case AttentionSpec::kPacked: break;
+    case AttentionSpec::kPacked:
+      break;
     case AttentionSpec::kStrided: {
       const int64_t row = (a.hq + 2 * a.hk) * a.d;  // q inside a fused qkv
       q = WithStrides(q, {row, a.d, 1});
@@ -228,7 +243,8 @@ OpCase MakeAttention(CaseBuilder& b, DType x, const AttentionSpec& a) {
 void AddPagedAttentionCases(CaseList& out, std::span<const DType> dtypes) {
   const DType x = dtypes[0];
   auto add = [&](std::string name, AttentionSpec spec) {
-    out.push_back({name, [=](CaseBuilder& b) { return MakeAttention(b, x, spec); }});
+    out.push_back(
+        {name, [=](CaseBuilder& b) { return MakeAttention(b, x, spec); }});
   };
   using S = AttentionSpec;
   add("decode", S{4, 2, 16, 16, {{1, 1}, {17, 1}, {40, 1}}});

@@ -30,21 +30,22 @@ void AddEmbeddingCases(CaseList& out, std::span<const DType> dtypes) {
   enum Layout { kPacked, kStrided, kRepeated };
   auto add = [&](std::string name, int64_t t, int64_t v, int64_t h, Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = 2;
-      c.compare = CompareMode::kExact;
-      TensorSpec ids = b.Ints({t}, 0, v);
-      if (l == kRepeated) ids.values.assign(t, static_cast<double>(v - 1));
-      TensorSpec table = b.Uniform(x, {v, h}, -2, 2);
-      TensorSpec y = b.Output(x, {t, h});
-      if (l == kStrided) {
-        ids = WithStrides(ids, {2});
-        table = AtOffset(PadRows(table, 3), 5);
-        y = AtOffset(PadRows(y, 7), 1);
-      }
-      c.args = {ids, table, y};
-      return c;
-    }});
+                     OpCase c;
+                     c.num_inputs = 2;
+                     c.compare = CompareMode::kExact;
+                     TensorSpec ids = b.Ints({t}, 0, v);
+                     if (l == kRepeated)
+                       ids.values.assign(t, static_cast<double>(v - 1));
+                     TensorSpec table = b.Uniform(x, {v, h}, -2, 2);
+                     TensorSpec y = b.Output(x, {t, h});
+                     if (l == kStrided) {
+                       ids = WithStrides(ids, {2});
+                       table = AtOffset(PadRows(table, 3), 5);
+                       y = AtOffset(PadRows(y, 7), 1);
+                     }
+                     c.args = {ids, table, y};
+                     return c;
+                   }});
   };
   add("tiny", 1, 1, 1, kPacked);
   add("basic", 3, 17, 33, kPacked);
@@ -61,26 +62,32 @@ void AddRmsNormCases(CaseList& out, std::span<const DType> dtypes) {
   auto add = [&](std::string name, Shape shape, float eps, double x_scale,
                  Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = 2;
-      c.SetParams(NormParams(eps));
-      TensorSpec xs = b.Uniform(x, shape, -2 * x_scale, 2 * x_scale);
-      TensorSpec w = b.Uniform(x, {shape.back()}, 0.5, 1.5);
-      TensorSpec y = b.Output(x, shape);
-      switch (l) {
-        case kPacked: c.args = {xs, w, y}; break;
-        case kStrided:
-          c.args = {AtOffset(PadRows(xs, 7), 3), AtOffset(WithStrides(w, {2}), 1),
-                    AtOffset(PadRows(y, 2), 5)};
-          break;
-        case kTransposed: c.args = {Transpose2D(xs), w, y}; break;
-        case kInplace:
-          c.args = {AtOffset(PadRows(xs, 3), 2), w};
-          c.args.push_back(AliasOf(c.args, 0));
-          break;
-      }
-      return c;
-    }});
+                     OpCase c;
+                     c.num_inputs = 2;
+                     c.SetParams(NormParams(eps));
+                     TensorSpec xs =
+                         b.Uniform(x, shape, -2 * x_scale, 2 * x_scale);
+                     TensorSpec w = b.Uniform(x, {shape.back()}, 0.5, 1.5);
+                     TensorSpec y = b.Output(x, shape);
+                     switch (l) {
+                       case kPacked:
+                         c.args = {xs, w, y};
+                         break;
+                       case kStrided:
+                         c.args = {AtOffset(PadRows(xs, 7), 3),
+                                   AtOffset(WithStrides(w, {2}), 1),
+                                   AtOffset(PadRows(y, 2), 5)};
+                         break;
+                       case kTransposed:
+                         c.args = {Transpose2D(xs), w, y};
+                         break;
+                       case kInplace:
+                         c.args = {AtOffset(PadRows(xs, 3), 2), w};
+                         c.args.push_back(AliasOf(c.args, 0));
+                         break;
+                     }
+                     return c;
+                   }});
   };
   add("h1", {1, 1}, 1e-6f, 1, kPacked);
   add("basic", {3, 17}, 1e-6f, 1, kPacked);
@@ -102,32 +109,37 @@ void AddAddRmsNormCases(CaseList& out, std::span<const DType> dtypes) {
   enum Layout { kPacked, kStrided, kInplace, kInplaceStrided };
   auto add = [&](std::string name, Shape shape, float eps, Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = 3;
-      c.SetParams(NormParams(eps));
-      TensorSpec xs = b.Uniform(x, shape, -2, 2);
-      TensorSpec r = b.Uniform(x, shape, -2, 2);
-      TensorSpec w = b.Uniform(x, {shape.back()}, 0.5, 1.5);
-      TensorSpec y = b.Output(x, shape), ro = b.Output(x, shape);
-      switch (l) {
-        case kPacked: c.args = {xs, r, w, y, ro}; break;
-        case kStrided:
-          c.args = {AtOffset(PadRows(xs, 3), 1), AtOffset(PadRows(r, 5), 2),
-                    AtOffset(WithStrides(w, {3}), 1), AtOffset(PadRows(y, 1), 4),
-                    AtOffset(PadRows(ro, 6), 3)};
-          break;
-        case kInplace:
-          c.args = {xs, r, w, y};
-          c.args.push_back(AliasOf(c.args, 1));
-          break;
-        case kInplaceStrided:
-          c.args = {AtOffset(PadRows(xs, 2), 3), AtOffset(PadRows(r, 4), 1), w,
-                    PadRows(y, 3)};
-          c.args.push_back(AliasOf(c.args, 1));
-          break;
-      }
-      return c;
-    }});
+                     OpCase c;
+                     c.num_inputs = 3;
+                     c.SetParams(NormParams(eps));
+                     TensorSpec xs = b.Uniform(x, shape, -2, 2);
+                     TensorSpec r = b.Uniform(x, shape, -2, 2);
+                     TensorSpec w = b.Uniform(x, {shape.back()}, 0.5, 1.5);
+                     TensorSpec y = b.Output(x, shape), ro = b.Output(x, shape);
+                     switch (l) {
+                       case kPacked:
+                         c.args = {xs, r, w, y, ro};
+                         break;
+                       case kStrided:
+                         c.args = {AtOffset(PadRows(xs, 3), 1),
+                                   AtOffset(PadRows(r, 5), 2),
+                                   AtOffset(WithStrides(w, {3}), 1),
+                                   AtOffset(PadRows(y, 1), 4),
+                                   AtOffset(PadRows(ro, 6), 3)};
+                         break;
+                       case kInplace:
+                         c.args = {xs, r, w, y};
+                         c.args.push_back(AliasOf(c.args, 1));
+                         break;
+                       case kInplaceStrided:
+                         c.args = {AtOffset(PadRows(xs, 2), 3),
+                                   AtOffset(PadRows(r, 4), 1), w,
+                                   PadRows(y, 3)};
+                         c.args.push_back(AliasOf(c.args, 1));
+                         break;
+                     }
+                     return c;
+                   }});
   };
   add("h1", {1, 1}, 1e-6f, kPacked);
   add("basic", {3, 17}, 1e-6f, kPacked);
@@ -146,26 +158,27 @@ void AddLinearCases(CaseList& out, std::span<const DType> dtypes) {
   enum Layout { kPacked, kStrided, kTransposedX };
   auto add = [&](std::string name, int64_t t, int64_t k, int64_t n, Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = bias ? 3 : 2;
-      const double ws = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(k, 1)));
-      TensorSpec x = b.Uniform(a, {t, k}, -1, 1);
-      TensorSpec w = b.Uniform(wt, {n, k}, -ws, ws);
-      TensorSpec bs = b.Uniform(a, {n}, -1, 1);
-      TensorSpec y = b.Output(a, {t, n});
-      if (l == kStrided) {
-        x = AtOffset(PadRows(x, 3), 5);
-        w = AtOffset(PadRows(w, 8), 3);
-        bs = AtOffset(WithStrides(bs, {3}), 2);
-        y = AtOffset(PadRows(y, 5), 1);
-      } else if (l == kTransposedX) {
-        x = Transpose2D(x);
-      }
-      c.args = {x, w};
-      if (bias) c.args.push_back(bs);
-      c.args.push_back(y);
-      return c;
-    }});
+                     OpCase c;
+                     c.num_inputs = bias ? 3 : 2;
+                     const double ws = 1.0 / std::sqrt(static_cast<double>(
+                                                 std::max<int64_t>(k, 1)));
+                     TensorSpec x = b.Uniform(a, {t, k}, -1, 1);
+                     TensorSpec w = b.Uniform(wt, {n, k}, -ws, ws);
+                     TensorSpec bs = b.Uniform(a, {n}, -1, 1);
+                     TensorSpec y = b.Output(a, {t, n});
+                     if (l == kStrided) {
+                       x = AtOffset(PadRows(x, 3), 5);
+                       w = AtOffset(PadRows(w, 8), 3);
+                       bs = AtOffset(WithStrides(bs, {3}), 2);
+                       y = AtOffset(PadRows(y, 5), 1);
+                     } else if (l == kTransposedX) {
+                       x = Transpose2D(x);
+                     }
+                     c.args = {x, w};
+                     if (bias) c.args.push_back(bs);
+                     c.args.push_back(y);
+                     return c;
+                   }});
   };
   add("tiny", 1, 1, 1, kPacked);
   add("basic", 3, 17, 5, kPacked);
@@ -185,21 +198,21 @@ void AddSiluAndMulCases(CaseList& out, std::span<const DType> dtypes) {
   enum Layout { kPacked, kStrided, kTransposed };
   auto add = [&](std::string name, Shape shape, Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = 1;
-      Shape half = shape;
-      half.back() /= 2;
-      TensorSpec xs = b.Uniform(x, shape, -4, 4);
-      TensorSpec y = b.Output(x, half);
-      if (l == kStrided) {
-        xs = AtOffset(PadRows(xs, 4), 3);
-        y = AtOffset(PadRows(y, 5), 2);
-      } else if (l == kTransposed) {
-        xs = Transpose2D(xs);
-      }
-      c.args = {xs, y};
-      return c;
-    }});
+                     OpCase c;
+                     c.num_inputs = 1;
+                     Shape half = shape;
+                     half.back() /= 2;
+                     TensorSpec xs = b.Uniform(x, shape, -4, 4);
+                     TensorSpec y = b.Output(x, half);
+                     if (l == kStrided) {
+                       xs = AtOffset(PadRows(xs, 4), 3);
+                       y = AtOffset(PadRows(y, 5), 2);
+                     } else if (l == kTransposed) {
+                       xs = Transpose2D(xs);
+                     }
+                     c.args = {xs, y};
+                     return c;
+                   }});
   };
   add("i1", {1, 2}, kPacked);
   add("basic", {3, 34}, kPacked);
@@ -217,38 +230,44 @@ void AddAddCases(CaseList& out, std::span<const DType> dtypes) {
   enum Layout { kPacked, kStrided, kTransposed, kBroadcast, kAliasA, kAliasB };
   auto add = [&](std::string name, Shape shape, Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = 2;
-      TensorSpec as = b.Uniform(x, shape, -4, 4);
-      TensorSpec bs = b.Uniform(x, shape, -4, 4);
-      TensorSpec y = b.Output(x, shape);
-      switch (l) {
-        case kPacked: c.args = {as, bs, y}; break;
-        case kStrided:
-          c.args = {AtOffset(PadRows(as, 3), 7), AtOffset(PadRows(bs, 1), 2),
-                    AtOffset(PadRows(y, 4), 1)};
-          break;
-        case kTransposed: c.args = {Transpose2D(as), bs, Transpose2D(y)}; break;
-        case kBroadcast: {
-          // b is one row repeated through a stride-0 leading dim.
-          const int64_t cols = shape.back();
-          for (int64_t i = cols; i < Numel(shape); ++i) {
-            bs.values[i] = bs.values[i % cols];
-          }
-          c.args = {as, WithStrides(bs, {0, 1}), y};
-          break;
-        }
-        case kAliasA:
-          c.args = {AtOffset(PadRows(as, 2), 1), bs};
-          c.args.push_back(AliasOf(c.args, 0));
-          break;
-        case kAliasB:
-          c.args = {as, AtOffset(bs, 3)};
-          c.args.push_back(AliasOf(c.args, 1));
-          break;
-      }
-      return c;
-    }});
+                     OpCase c;
+                     c.num_inputs = 2;
+                     TensorSpec as = b.Uniform(x, shape, -4, 4);
+                     TensorSpec bs = b.Uniform(x, shape, -4, 4);
+                     TensorSpec y = b.Output(x, shape);
+                     switch (l) {
+                       case kPacked:
+                         c.args = {as, bs, y};
+                         break;
+                       case kStrided:
+                         c.args = {AtOffset(PadRows(as, 3), 7),
+                                   AtOffset(PadRows(bs, 1), 2),
+                                   AtOffset(PadRows(y, 4), 1)};
+                         break;
+                       case kTransposed:
+                         c.args = {Transpose2D(as), bs, Transpose2D(y)};
+                         break;
+                       case kBroadcast: {
+                         // b is one row repeated through a stride-0 leading
+                         // dim.
+                         const int64_t cols = shape.back();
+                         for (int64_t i = cols; i < Numel(shape); ++i) {
+                           bs.values[i] = bs.values[i % cols];
+                         }
+                         c.args = {as, WithStrides(bs, {0, 1}), y};
+                         break;
+                       }
+                       case kAliasA:
+                         c.args = {AtOffset(PadRows(as, 2), 1), bs};
+                         c.args.push_back(AliasOf(c.args, 0));
+                         break;
+                       case kAliasB:
+                         c.args = {as, AtOffset(bs, 3)};
+                         c.args.push_back(AliasOf(c.args, 1));
+                         break;
+                     }
+                     return c;
+                   }});
   };
   add("n1", {1}, kPacked);
   add("basic", {17}, kPacked);
@@ -270,35 +289,56 @@ void AddCastCases(CaseList& out, std::span<const DType> dtypes) {
   enum Layout { kPacked, kStrided, kTransposed, kSpecial, kRange };
   auto add = [&](std::string name, Shape shape, Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
-      OpCase c;
-      c.num_inputs = 1;
-      c.compare = CompareMode::kExact;
-      TensorSpec xs = b.Uniform(x, shape, -3, 3);
-      TensorSpec ys = b.Output(y, shape);
-      if (l == kSpecial) {
-        // Zeros, ties of both 16-bit formats, f16 overflow and subnormals.
-        xs.values = {0.0, -0.0, 1.0, -1.0, 1 + std::ldexp(1.0, -8),
-                     1 + 3 * std::ldexp(1.0, -8), 1 + std::ldexp(1.0, -11),
-                     1 + 3 * std::ldexp(1.0, -11), 65504, 65519, 65520, 70000,
-                     -1e6, 3e-5, 6e-8, 1e-8, -2.5e-6, INFINITY, -INFINITY,
-                     3.14159265, 1e30, -1e-30, 0.1, 1.0 / 3};
-        xs.shape = {static_cast<int64_t>(xs.values.size())};
-        ys.shape = xs.shape;
-      } else if (l == kRange) {
-        // Magnitudes 2^-30 .. 2^20: both formats' subnormals and overflow.
-        for (double& v : xs.values) {
-          v = (b.rng().Uniform(0, 1) < 0.5 ? -1 : 1) *
-              std::exp2(b.rng().Uniform(-30, 20));
-        }
-      } else if (l == kStrided) {
-        xs = AtOffset(PadRows(xs, 3), 1);
-        ys = AtOffset(PadRows(ys, 2), 3);
-      } else if (l == kTransposed) {
-        xs = Transpose2D(xs);
-      }
-      c.args = {xs, ys};
-      return c;
-    }});
+                     OpCase c;
+                     c.num_inputs = 1;
+                     c.compare = CompareMode::kExact;
+                     TensorSpec xs = b.Uniform(x, shape, -3, 3);
+                     TensorSpec ys = b.Output(y, shape);
+                     if (l == kSpecial) {
+                       // Zeros, ties of both 16-bit formats, f16 overflow and
+                       // subnormals.
+                       xs.values = {0.0,
+                                    -0.0,
+                                    1.0,
+                                    -1.0,
+                                    1 + std::ldexp(1.0, -8),
+                                    1 + 3 * std::ldexp(1.0, -8),
+                                    1 + std::ldexp(1.0, -11),
+                                    1 + 3 * std::ldexp(1.0, -11),
+                                    65504,
+                                    65519,
+                                    65520,
+                                    70000,
+                                    -1e6,
+                                    3e-5,
+                                    6e-8,
+                                    1e-8,
+                                    -2.5e-6,
+                                    INFINITY,
+                                    -INFINITY,
+                                    3.14159265,
+                                    1e30,
+                                    -1e-30,
+                                    0.1,
+                                    1.0 / 3};
+                       xs.shape = {static_cast<int64_t>(xs.values.size())};
+                       ys.shape = xs.shape;
+                     } else if (l == kRange) {
+                       // Magnitudes 2^-30 .. 2^20: both formats' subnormals and
+                       // overflow.
+                       for (double& v : xs.values) {
+                         v = (b.rng().Uniform(0, 1) < 0.5 ? -1 : 1) *
+                             std::exp2(b.rng().Uniform(-30, 20));
+                       }
+                     } else if (l == kStrided) {
+                       xs = AtOffset(PadRows(xs, 3), 1);
+                       ys = AtOffset(PadRows(ys, 2), 3);
+                     } else if (l == kTransposed) {
+                       xs = Transpose2D(xs);
+                     }
+                     c.args = {xs, ys};
+                     return c;
+                   }});
   };
   add("n1", {1}, kPacked);
   add("basic", {17}, kPacked);

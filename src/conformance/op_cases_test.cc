@@ -71,7 +71,8 @@ TEST(OpHarnessTest, CatchesAWrongElement) {
   Outcome o = CompareImages(TSR_OP_RMS_NORM, b.c, b.layout, b.ref, got);
   EXPECT_EQ(o.status, CheckStatus::kFail);
   EXPECT_NE(o.message.find("y: abs err"), std::string::npos) << o.message;
-  EXPECT_NE(o.message.find("at index 36 [1, 3]"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("at index 36 [1, 3]"), std::string::npos)
+      << o.message;
 }
 
 TEST(OpHarnessTest, CatchesWritesOutsideTheView) {
@@ -90,8 +91,9 @@ TEST(OpHarnessTest, CatchesWritesOutsideTheView) {
 }
 
 TEST(OpHarnessTest, SampleAcceptsOnlyTheReferenceIds) {
-  std::vector<DType> sig = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_I32, TSR_DTYPE_F32,
-                            TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_I32};
+  std::vector<DType> sig = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_I32,
+                            TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_F32,
+                            TSR_DTYPE_I32};
   for (const CaseDef& d : MakeOpCases(TSR_OP_SAMPLE, sig)) {
     if (d.name != "combined") continue;
     CaseBuilder builder(3);
@@ -99,7 +101,8 @@ TEST(OpHarnessTest, SampleAcceptsOnlyTheReferenceIds) {
     CaseLayout layout = *LayOut(c, 4);
     std::vector<Image> ref = *RunReference(TSR_OP_SAMPLE, c, layout);
     std::vector<Image> got = ref;
-    EXPECT_EQ(CompareImages(TSR_OP_SAMPLE, c, layout, ref, got).status, CheckStatus::kPass);
+    EXPECT_EQ(CompareImages(TSR_OP_SAMPLE, c, layout, ref, got).status,
+              CheckStatus::kPass);
     int32_t* ids = reinterpret_cast<int32_t*>(got[6].data());
     ids[0] = (ids[0] + 500) % 1000;  // an unlikely id
     Outcome o = CompareImages(TSR_OP_SAMPLE, c, layout, ref, got);
@@ -129,10 +132,13 @@ TEST(PluginCheckTest, MissingFileFailsWithTheMessage) {
   std::string text(buffer, size);
   free(buffer);
   EXPECT_EQ(rc, kExitFailed);
-  EXPECT_NE(text.find("[FAIL] load: plugin file /nonexistent/libtsr_nothing.so not found"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "[FAIL] load: plugin file /nonexistent/libtsr_nothing.so not found"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("0 passed, 1 failed, 0 skipped"), std::string::npos) << text;
+  EXPECT_NE(text.find("0 passed, 1 failed, 0 skipped"), std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ std::string ValidateOpTable(const tsr_op_signature* ops, size_t count,
     }
     Status st = reference::ValidateSignature(s);
     if (!st.ok()) {
-      problems.push_back(fmt::format("entry {} (op id {}): {}", i, s.op, st.message()));
+      problems.push_back(
+          fmt::format("entry {} (op id {}): {}", i, s.op, st.message()));
       continue;
     }
     std::vector<DType> dtypes(s.dtypes, s.dtypes + s.num_args);
@@ -61,7 +62,8 @@ void OpChecks(CheckContext& ctx, PluginEnv& env) {
     std::string problems = ValidateOpTable(ops, count, &valid);
     if (!problems.empty()) return Fail(problems);
     std::set<std::string> names;
-    for (size_t i = 0; i < count; ++i) names.insert(std::string(reference::OpName(ops[i].op)));
+    for (size_t i = 0; i < count; ++i)
+      names.insert(std::string(reference::OpName(ops[i].op)));
     return Pass(fmt::format("{} signatures of {} ops", count, names.size()));
   });
   if (ops == nullptr && count == 0) {
@@ -87,7 +89,8 @@ void OpChecks(CheckContext& ctx, PluginEnv& env) {
       resolved = true;
       tsr_status s = api.resolve_op(device, &sig, &kernel);
       if (s != TSR_OK) {
-        resolve_error = env.Check(s, "resolve_op of a listed signature").message();
+        resolve_error =
+            env.Check(s, "resolve_op of a listed signature").message();
       } else if (kernel == nullptr) {
         resolve_error = "resolve_op returned TSR_OK but a NULL kernel";
       }
@@ -113,6 +116,33 @@ void OpChecks(CheckContext& ctx, PluginEnv& env) {
                               seed ^ 0x5eedull, &broken);
         if (broken) stream.Reset();  // drop its sticky error
         return o;
+      });
+    }
+    // With several devices, the basic case on the last one as well (kernels
+    // are resolved per device).
+    const int last = env.device_count() - 1;
+    if (last > 0) {
+      const std::string name = fmt::format("{}.device{}", prefix, last);
+      ctx.Run(name, [&]() -> Outcome {
+        tsr_kernel k = nullptr;
+        KIT_CHECK_CALL(env, api.resolve_op(last, &sig, &k),
+                       fmt::format("resolve_op on device {}", last));
+        KIT_ASSIGN_OR_FAIL(Stream s, env.NewStream(last));
+        // The op's representative case: "basic" where it has one.
+        CaseList cases = MakeOpCases(sig.op, dtypes);
+        const CaseDef* pick = cases.empty() ? nullptr : &cases.front();
+        for (const char* want : {"plain", "mixed", "neox.basic", "basic"}) {
+          for (const CaseDef& def : cases) {
+            if (def.name == want) pick = &def;
+          }
+        }
+        if (pick == nullptr) return Skip("no case for this op");
+        const uint64_t seed = HashName(name);
+        CaseBuilder builder(seed);
+        OpCase c = pick->build(builder);
+        c.name = name;
+        bool broken = false;
+        return RunOpCase(env, last, k, s.get(), sig.op, c, seed, &broken);
       });
     }
   }

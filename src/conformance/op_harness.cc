@@ -40,7 +40,8 @@ std::string MultiIndex(const std::vector<int64_t>& shape, int64_t flat) {
 }
 
 double LoadAny(const HostTensor& t, int64_t off) {
-  return IsFloatDType(t.dtype) ? t.Load(off) : static_cast<double>(t.LoadInt(off));
+  return IsFloatDType(t.dtype) ? t.Load(off)
+                               : static_cast<double>(t.LoadInt(off));
 }
 
 bool SameValue(double a, double b) {
@@ -115,10 +116,10 @@ std::string CompareExact(const std::string& name, const HostTensor& want,
     }
   }
   if (first < 0) return "";
-  return fmt::format("{}: element {} {} is {:.9g}, want {:.9g}; {} of {} differ",
-                     name, first, MultiIndex(want.shape, first),
-                     LoadAny(got, offsets[first]), LoadAny(want, offsets[first]),
-                     bad, offsets.size());
+  return fmt::format(
+      "{}: element {} {} is {:.9g}, want {:.9g}; {} of {} differ", name, first,
+      MultiIndex(want.shape, first), LoadAny(got, offsets[first]),
+      LoadAny(want, offsets[first]), bad, offsets.size());
 }
 
 std::vector<double> Row(const HostTensor& t, int64_t row) {
@@ -147,7 +148,8 @@ std::string CompareSample(const std::vector<HostTensor>& in,
     int64_t want = reference::SampleRow(row, p);
     ok.insert(want);
     if (p.temperature > 0) {
-      for (double tp_f : {1.0, 1 - kSampleParamTolerance, 1 + kSampleParamTolerance}) {
+      for (double tp_f :
+           {1.0, 1 - kSampleParamTolerance, 1 + kSampleParamTolerance}) {
         for (double mp_f :
              {1.0, 1 - kSampleParamTolerance, 1 + kSampleParamTolerance}) {
           reference::SampleRowParams q = p;
@@ -156,7 +158,8 @@ std::string CompareSample(const std::vector<HostTensor>& in,
           reference::SampleTrace trace;
           ok.insert(reference::SampleRow(row, q, &trace));
           for (size_t j = 0; j + 1 < trace.cdf.size(); ++j) {
-            if (std::abs(q.uniform - trace.cdf[j]) <= kSampleBoundaryTolerance) {
+            if (std::abs(q.uniform - trace.cdf[j]) <=
+                kSampleBoundaryTolerance) {
               ok.insert(trace.kept[j]);
               ok.insert(trace.kept[j + 1]);
             }
@@ -191,7 +194,8 @@ std::string CompareTopIds(const HostTensor& logits, const HostTensor& want_lp,
     double lse = m + std::log(sum);
     std::set<int64_t> seen;
     for (int64_t k = 0; k < got_ids.shape[1]; ++k) {
-      int64_t id = got_ids.LoadInt(b * got_ids.strides[0] + k * got_ids.strides[1]);
+      int64_t id =
+          got_ids.LoadInt(b * got_ids.strides[0] + k * got_ids.strides[1]);
       if (id < 0 || id >= vocab) {
         return fmt::format("top_ids[{}][{}] = {} is outside [0, {})", b, k, id,
                            vocab);
@@ -199,9 +203,11 @@ std::string CompareTopIds(const HostTensor& logits, const HostTensor& want_lp,
       if (!seen.insert(id).second) {
         return fmt::format("top_ids row {} lists id {} twice", b, id);
       }
-      double want = want_lp.Load(b * want_lp.strides[0] + k * want_lp.strides[1]);
+      double want =
+          want_lp.Load(b * want_lp.strides[0] + k * want_lp.strides[1]);
       double have = row[id] - lse;
-      if (std::abs(have - want) > tol.atol * scale + tol.rtol * std::abs(want)) {
+      if (std::abs(have - want) >
+          tol.atol * scale + tol.rtol * std::abs(want)) {
         return fmt::format(
             "top_ids[{}][{}] = {} has log-probability {:.7g}, but the {}-th "
             "largest is {:.7g}",
@@ -224,9 +230,9 @@ StatusOr<CaseLayout> LayOut(const OpCase& c, uint64_t seed) {
     const TensorSpec& t = c.args[i];
     layout.strides[i] = t.strides.empty() ? PackedStrides(t.shape) : t.strides;
     if (layout.strides[i].size() != t.shape.size()) {
-      return InternalError(fmt::format("case {}: arg {} has {} strides for {} dims",
-                                       c.name, i, layout.strides[i].size(),
-                                       t.shape.size()));
+      return InternalError(
+          fmt::format("case {}: arg {} has {} strides for {} dims", c.name, i,
+                      layout.strides[i].size(), t.shape.size()));
     }
     int buffer;
     if (t.buffer_of < 0) {
@@ -240,8 +246,9 @@ StatusOr<CaseLayout> LayOut(const OpCase& c, uint64_t seed) {
       buffer = layout.buffer_of_arg[t.buffer_of];
     }
     layout.buffer_of_arg[i] = buffer;
-    uint64_t end = static_cast<uint64_t>(t.offset + Extent(t.shape, layout.strides[i])) *
-                   DTypeSize(t.dtype);
+    uint64_t end =
+        static_cast<uint64_t>(t.offset + Extent(t.shape, layout.strides[i])) *
+        DTypeSize(t.dtype);
     ends[buffer] = std::max(ends[buffer], end);
   }
   Rng rng(seed);
@@ -257,9 +264,9 @@ StatusOr<CaseLayout> LayOut(const OpCase& c, uint64_t seed) {
     if (t.values.empty()) continue;
     std::vector<int64_t> offsets = reference::ElementOffsets(views[i]);
     if (offsets.size() != t.values.size()) {
-      return InternalError(fmt::format(
-          "case {}: arg {} has {} values for {} elements", c.name, i,
-          t.values.size(), offsets.size()));
+      return InternalError(
+          fmt::format("case {}: arg {} has {} values for {} elements", c.name,
+                      i, t.values.size(), offsets.size()));
     }
     for (size_t e = 0; e < offsets.size(); ++e) {
       if (IsFloatDType(t.dtype)) {
@@ -278,7 +285,8 @@ std::vector<HostTensor> HostViews(const OpCase& c, const CaseLayout& layout,
   for (size_t i = 0; i < c.args.size(); ++i) {
     const TensorSpec& t = c.args[i];
     HostTensor h;
-    h.data = images[layout.buffer_of_arg[i]].data() + t.offset * DTypeSize(t.dtype);
+    h.data =
+        images[layout.buffer_of_arg[i]].data() + t.offset * DTypeSize(t.dtype);
     h.dtype = t.dtype;
     h.shape = t.shape;
     h.strides = layout.strides[i];
@@ -291,7 +299,8 @@ StatusOr<DeviceCase> UploadCase(const PluginEnv& env, int device,
                                 const OpCase& c, const CaseLayout& layout) {
   DeviceCase dc;
   for (size_t b = 0; b < layout.buffer_sizes.size(); ++b) {
-    TSR_ASSIGN_OR_RETURN(Buffer buffer, env.Alloc(device, layout.buffer_sizes[b]));
+    TSR_ASSIGN_OR_RETURN(Buffer buffer,
+                         env.Alloc(device, layout.buffer_sizes[b]));
     TSR_RETURN_IF_ERROR(env.Upload(buffer.get(), 0, layout.initial[b].data(),
                                    layout.initial[b].size()));
     dc.buffers.push_back(std::move(buffer));
@@ -342,10 +351,13 @@ Outcome CompareImages(tsr_op_id op, const OpCase& c, const CaseLayout& layout,
     const HostTensor& have = got_views[a];
     std::string msg;
     switch (c.compare) {
-      case CompareMode::kExact: msg = CompareExact(names[a], want, have); break;
+      case CompareMode::kExact:
+        msg = CompareExact(names[a], want, have);
+        break;
       case CompareMode::kSample:
         msg = CompareSample(
-            std::vector<HostTensor>(in_views.begin(), in_views.begin() + c.num_inputs),
+            std::vector<HostTensor>(in_views.begin(),
+                                    in_views.begin() + c.num_inputs),
             have);
         break;
       case CompareMode::kLogprobs:
@@ -380,7 +392,8 @@ Outcome CompareImages(tsr_op_id op, const OpCase& c, const CaseLayout& layout,
       if (!covered[i] && got[b][i] != layout.initial[b][i]) {
         std::vector<std::string> owners;
         for (size_t a = 0; a < c.args.size(); ++a) {
-          if (layout.buffer_of_arg[a] == static_cast<int>(b)) owners.push_back(names[a]);
+          if (layout.buffer_of_arg[a] == static_cast<int>(b))
+            owners.push_back(names[a]);
         }
         failures.push_back(fmt::format(
             "wrote outside the output views: byte {} of the buffer holding {} "
@@ -407,13 +420,13 @@ Outcome RunOpCase(const PluginEnv& env, int device, tsr_kernel kernel,
   }
   KIT_ASSIGN_OR_FAIL(DeviceCase dc, UploadCase(env, device, c, layout));
   const size_t num_outputs = c.args.size() - c.num_inputs;
-  KIT_CHECK_CALL(env,
-                 env.api().launch(kernel, stream, dc.tensors.data(),
-                                  c.num_inputs, dc.tensors.data() + c.num_inputs,
-                                  num_outputs,
-                                  c.params.empty() ? nullptr : c.params.data(),
-                                  c.params.size()),
-                 "launch");
+  KIT_CHECK_CALL(
+      env,
+      env.api().launch(kernel, stream, dc.tensors.data(), c.num_inputs,
+                       dc.tensors.data() + c.num_inputs, num_outputs,
+                       c.params.empty() ? nullptr : c.params.data(),
+                       c.params.size()),
+      "launch");
   tsr_status s = env.api().stream_synchronize(stream);
   if (s != TSR_OK) {
     *stream_broken = true;
@@ -422,7 +435,8 @@ Outcome RunOpCase(const PluginEnv& env, int device, tsr_kernel kernel,
   std::vector<Image> got;
   for (size_t b = 0; b < dc.buffers.size(); ++b) {
     Image image(layout.buffer_sizes[b]);
-    KIT_RETURN_IF_ERROR(env.Download(dc.buffers[b].get(), 0, image.data(), image.size()));
+    KIT_RETURN_IF_ERROR(
+        env.Download(dc.buffers[b].get(), 0, image.data(), image.size()));
     got.push_back(std::move(image));
   }
   return CompareImages(op, c, layout, *reference, got);

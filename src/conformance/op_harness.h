@@ -24,10 +24,10 @@ using Image = std::vector<uint8_t>;
 
 // Where each argument of a case lives.
 struct CaseLayout {
-  std::vector<uint64_t> buffer_sizes;  // bytes, per buffer
-  std::vector<int> buffer_of_arg;      // buffer index per argument
+  std::vector<uint64_t> buffer_sizes;         // bytes, per buffer
+  std::vector<int> buffer_of_arg;             // buffer index per argument
   std::vector<std::vector<int64_t>> strides;  // resolved, per argument
-  std::vector<Image> initial;          // the images before the op
+  std::vector<Image> initial;                 // the images before the op
 };
 
 // Resolves strides and buffers and fills the initial images (background

@@ -17,9 +17,10 @@ StatusOr<InitOptions> ParseInitOptions(const std::string& text) {
   for (const std::string& item : SplitList(text, ',')) {
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return InvalidArgumentError(fmt::format(
-          "--options item '{}' is not key=value (e.g. --options threads=4,devices=2)",
-          item));
+      return InvalidArgumentError(
+          fmt::format("--options item '{}' is not key=value (e.g. --options "
+                      "threads=4,devices=2)",
+                      item));
     }
     auto trim = [](std::string s) {
       size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
@@ -111,7 +112,8 @@ int RunPluginCheck(const PluginCheckOptions& options, std::FILE* out) {
   if (score <= 0) {
     const char* req = api.manifest->requirements;
     std::string why = fmt::format(
-        "probe() returned {}: the hardware this plugin drives is absent here{}; "
+        "probe() returned {}: the hardware this plugin drives is absent "
+        "here{}; "
         "nothing else was checked",
         score, req && req[0] ? fmt::format(" (it needs: {})", req) : "");
     fmt::print(stderr, "{}\n", why);

@@ -25,10 +25,10 @@ inline constexpr int kExitNoHardware = 77;
 struct PluginCheckOptions {
   std::string path;
   bool json = false;
-  std::string filter;         // regex on check names; "" = all
-  InitOptions init_options;   // passed to init()
+  std::string filter;        // regex on check names; "" = all
+  InitOptions init_options;  // passed to init()
   double check_timeout_s = 120;
-  bool isolate = true;        // fork per group (false: debug in-process)
+  bool isolate = true;  // fork per group (false: debug in-process)
 };
 
 // Parses "k=v,k2=v2" (spaces trimmed; empty = none).

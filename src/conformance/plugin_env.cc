@@ -8,16 +8,26 @@ namespace tessera::conformance {
 
 std::string TsrStatusName(tsr_status status) {
   switch (status) {
-    case TSR_OK: return "TSR_OK";
-    case TSR_ERR_INVALID_ARGUMENT: return "TSR_ERR_INVALID_ARGUMENT";
-    case TSR_ERR_INVALID_HANDLE: return "TSR_ERR_INVALID_HANDLE";
-    case TSR_ERR_OUT_OF_MEMORY: return "TSR_ERR_OUT_OF_MEMORY";
-    case TSR_ERR_UNSUPPORTED: return "TSR_ERR_UNSUPPORTED";
-    case TSR_ERR_NOT_FOUND: return "TSR_ERR_NOT_FOUND";
-    case TSR_ERR_DEVICE: return "TSR_ERR_DEVICE";
-    case TSR_ERR_NOT_READY: return "TSR_ERR_NOT_READY";
-    case TSR_ERR_INTERNAL: return "TSR_ERR_INTERNAL";
-    default: return fmt::format("status {}", status);
+    case TSR_OK:
+      return "TSR_OK";
+    case TSR_ERR_INVALID_ARGUMENT:
+      return "TSR_ERR_INVALID_ARGUMENT";
+    case TSR_ERR_INVALID_HANDLE:
+      return "TSR_ERR_INVALID_HANDLE";
+    case TSR_ERR_OUT_OF_MEMORY:
+      return "TSR_ERR_OUT_OF_MEMORY";
+    case TSR_ERR_UNSUPPORTED:
+      return "TSR_ERR_UNSUPPORTED";
+    case TSR_ERR_NOT_FOUND:
+      return "TSR_ERR_NOT_FOUND";
+    case TSR_ERR_DEVICE:
+      return "TSR_ERR_DEVICE";
+    case TSR_ERR_NOT_READY:
+      return "TSR_ERR_NOT_READY";
+    case TSR_ERR_INTERNAL:
+      return "TSR_ERR_INTERNAL";
+    default:
+      return fmt::format("status {}", status);
   }
 }
 
@@ -34,7 +44,8 @@ tsr_status PluginEnv::RawInit(const InitOptions& extra,
   args.options = opts.empty() ? nullptr : opts.data();
   args.num_options = opts.size();
   args.visible_devices = visible ? visible->data() : nullptr;
-  args.num_visible_devices = visible ? static_cast<int32_t>(visible->size()) : -1;
+  args.num_visible_devices =
+      visible ? static_cast<int32_t>(visible->size()) : -1;
   return api_->init(&args);
 }
 
@@ -99,9 +110,8 @@ std::string PluginEnv::ExpectErrorMessage(
                        fmt::join(names, " or "));
   }
   if (!ok) {
-    return fmt::format("{} returned {}; expected {} (last_error: \"{}\")",
-                       what, TsrStatusName(got), fmt::join(names, " or "),
-                       message);
+    return fmt::format("{} returned {}; expected {} (last_error: \"{}\")", what,
+                       TsrStatusName(got), fmt::join(names, " or "), message);
   }
   if (raw == nullptr) {
     return fmt::format("{} failed as expected but last_error() returned NULL",

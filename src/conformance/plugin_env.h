@@ -52,7 +52,9 @@ class PluginEnv {
   // Reads device_count and every device's properties.
   Status LoadDevices();
   int device_count() const { return static_cast<int>(props_.size()); }
-  const tsr_device_properties& props(int device) const { return props_[device]; }
+  const tsr_device_properties& props(int device) const {
+    return props_[device];
+  }
 
   // last_error() as a string ("" when NULL or empty).
   std::string LastError() const;
@@ -65,9 +67,9 @@ class PluginEnv {
                           std::string_view what) const;
   // The same with the message read right after the call (for when other
   // calls had to run before the check).
-  static std::string ExpectErrorMessage(tsr_status got, const char* message,
-                                        std::initializer_list<tsr_status> allowed,
-                                        std::string_view what);
+  static std::string ExpectErrorMessage(
+      tsr_status got, const char* message,
+      std::initializer_list<tsr_status> allowed, std::string_view what);
 
   StatusOr<Buffer> Alloc(int device, uint64_t size,
                          tsr_mem_kind kind = TSR_MEM_DEVICE,
@@ -109,7 +111,8 @@ class Buffer {
 class Stream {
  public:
   Stream() = default;
-  Stream(const tsr_plugin_api* api, tsr_stream handle) : api_(api), handle_(handle) {}
+  Stream(const tsr_plugin_api* api, tsr_stream handle)
+      : api_(api), handle_(handle) {}
   Stream(Stream&& other) noexcept { *this = std::move(other); }
   Stream& operator=(Stream&& other) noexcept;
   ~Stream() { Reset(); }
@@ -125,7 +128,8 @@ class Stream {
 class Event {
  public:
   Event() = default;
-  Event(const tsr_plugin_api* api, tsr_event handle) : api_(api), handle_(handle) {}
+  Event(const tsr_plugin_api* api, tsr_event handle)
+      : api_(api), handle_(handle) {}
   Event(Event&& other) noexcept { *this = std::move(other); }
   Event& operator=(Event&& other) noexcept;
   ~Event() { Reset(); }
@@ -143,8 +147,8 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t Next();
-  double Uniform(double lo, double hi);       // [lo, hi)
-  int64_t Int(int64_t lo, int64_t hi);        // [lo, hi)
+  double Uniform(double lo, double hi);  // [lo, hi)
+  int64_t Int(int64_t lo, int64_t hi);   // [lo, hi)
   void Bytes(void* out, size_t size);
 
  private:
@@ -157,30 +161,31 @@ uint64_t HashName(std::string_view name);
 }  // namespace tessera::conformance
 
 // In a function returning Outcome: fail the check on a non-OK Status.
-#define KIT_RETURN_IF_ERROR(expr)                                  \
-  do {                                                             \
-    ::tessera::Status kit_status_ = (expr);                        \
-    if (!kit_status_.ok())                                         \
-      return ::tessera::conformance::Fail(kit_status_.message());  \
+#define KIT_RETURN_IF_ERROR(expr)                                 \
+  do {                                                            \
+    ::tessera::Status kit_status_ = (expr);                       \
+    if (!kit_status_.ok())                                        \
+      return ::tessera::conformance::Fail(kit_status_.message()); \
   } while (0)
 
 #define KIT_ASSIGN_OR_FAIL(lhs, expr) \
   KIT_ASSIGN_OR_FAIL_IMPL(TSR_STATUS_CONCAT(kit_statusor_, __LINE__), lhs, expr)
-#define KIT_ASSIGN_OR_FAIL_IMPL(tmp, lhs, expr)                        \
-  auto tmp = (expr);                                                   \
+#define KIT_ASSIGN_OR_FAIL_IMPL(tmp, lhs, expr)                               \
+  auto tmp = (expr);                                                          \
   if (!tmp.ok()) return ::tessera::conformance::Fail(tmp.status().message()); \
   lhs = std::move(tmp).value()
 
 // Fail the check unless the plugin call returns TSR_OK.
-#define KIT_CHECK_CALL(env, call, what) KIT_RETURN_IF_ERROR((env).Check((call), (what)))
+#define KIT_CHECK_CALL(env, call, what) \
+  KIT_RETURN_IF_ERROR((env).Check((call), (what)))
 
 // Fail the check unless the plugin call fails with one of the listed codes
 // and sets last_error: KIT_EXPECT_ERROR(env, "what", call, TSR_ERR_X, ...).
-#define KIT_EXPECT_ERROR(env, what, call, ...)                              \
-  do {                                                                      \
-    tsr_status kit_got_ = (call);                                           \
+#define KIT_EXPECT_ERROR(env, what, call, ...)                                 \
+  do {                                                                         \
+    tsr_status kit_got_ = (call);                                              \
     std::string kit_msg_ = (env).ExpectError(kit_got_, {__VA_ARGS__}, (what)); \
-    if (!kit_msg_.empty()) return ::tessera::conformance::Fail(kit_msg_);   \
+    if (!kit_msg_.empty()) return ::tessera::conformance::Fail(kit_msg_);      \
   } while (0)
 
 #endif  // TESSERA_CONFORMANCE_PLUGIN_ENV_H_

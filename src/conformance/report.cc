@@ -12,9 +12,15 @@ Counts CountResults(const std::vector<CheckResult>& results) {
   Counts c;
   for (const CheckResult& r : results) {
     switch (r.status) {
-      case CheckStatus::kPass: ++c.passed; break;
-      case CheckStatus::kFail: ++c.failed; break;
-      case CheckStatus::kSkip: ++c.skipped; break;
+      case CheckStatus::kPass:
+        ++c.passed;
+        break;
+      case CheckStatus::kFail:
+        ++c.failed;
+        break;
+      case CheckStatus::kSkip:
+        ++c.skipped;
+        break;
     }
   }
   return c;

@@ -137,8 +137,8 @@ ChildRun RunChild(const GroupSpec& group, const RunnerOptions& options,
       run.timed_out = true;
       break;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        timeout - waited);
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeout - waited);
     pollfd pfd{fds[0], POLLIN, 0};
     int ready = poll(&pfd, 1, static_cast<int>(left.count()) + 1);
     if (ready < 0 && errno == EINTR) continue;
@@ -195,8 +195,8 @@ std::string DescribeExit(int wait_status) {
 }
 
 Status DeadlineExceededOrInternal(double timeout_s) {
-  return InternalError(fmt::format("did not return within {:g} s; the kit killed it",
-                                   timeout_s));
+  return InternalError(fmt::format(
+      "did not return within {:g} s; the kit killed it", timeout_s));
 }
 
 bool CleanExit(int wait_status) {
@@ -207,14 +207,17 @@ bool CleanExit(int wait_status) {
 
 StatusOr<int> RunIsolated(const std::function<int()>& fn, double timeout_s) {
   int fds[2];
-  if (pipe(fds) != 0) return InternalError(fmt::format("pipe() failed: {}", std::strerror(errno)));
+  if (pipe(fds) != 0)
+    return InternalError(
+        fmt::format("pipe() failed: {}", std::strerror(errno)));
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return InternalError(fmt::format("fork() failed: {}", std::strerror(errno)));
+    return InternalError(
+        fmt::format("fork() failed: {}", std::strerror(errno)));
   }
   if (pid == 0) {
     close(fds[0]);
@@ -230,7 +233,8 @@ StatusOr<int> RunIsolated(const std::function<int()>& fn, double timeout_s) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   bool timed_out = false;
   while (got < sizeof(value)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - Clock::now());
     if (left.count() <= 0) {
       kill(pid, SIGKILL);
       timed_out = true;
@@ -239,7 +243,8 @@ StatusOr<int> RunIsolated(const std::function<int()>& fn, double timeout_s) {
     pollfd pfd{fds[0], POLLIN, 0};
     int ready = poll(&pfd, 1, static_cast<int>(left.count()));
     if (ready <= 0) continue;
-    ssize_t n = read(fds[0], reinterpret_cast<char*>(&value) + got, sizeof(value) - got);
+    ssize_t n = read(fds[0], reinterpret_cast<char*>(&value) + got,
+                     sizeof(value) - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<size_t>(n);
@@ -312,9 +317,9 @@ std::vector<CheckResult> RunGroups(const std::vector<GroupSpec>& groups,
       } else {
         r.name = group.name + ".process";
         r.message =
-            why + (run.last_index < 0
-                       ? " before its first check (in init?)"
-                       : fmt::format(" between checks, after {}", run.last_name));
+            why + (run.last_index < 0 ? " before its first check (in init?)"
+                                      : fmt::format(" between checks, after {}",
+                                                    run.last_name));
         start_index = run.last_index + 1;
         restart = run.progress;  // no progress: it would only repeat
       }

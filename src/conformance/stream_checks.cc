@@ -27,25 +27,27 @@ StatusOr<SlowWork> MakeSlowWork(const PluginEnv& env) {
   w.size = std::max<uint64_t>(w.size, 1 << 20);
   TSR_ASSIGN_OR_RETURN(w.src, env.Alloc(0, w.size));
   TSR_ASSIGN_OR_RETURN(w.dst, env.Alloc(0, w.size));
-  TSR_RETURN_IF_ERROR(env.Check(env.api().memset(nullptr, w.src.get(), 0, 1, w.size),
-                                "memset"));
+  TSR_RETURN_IF_ERROR(env.Check(
+      env.api().memset(nullptr, w.src.get(), 0, 1, w.size), "memset"));
   return w;
 }
 
 // Enqueues `copies` big device-to-device copies on `stream`.
-Status EnqueueSlowWork(const PluginEnv& env, const SlowWork& w, tsr_stream stream,
-                       int copies) {
+Status EnqueueSlowWork(const PluginEnv& env, const SlowWork& w,
+                       tsr_stream stream, int copies) {
   for (int i = 0; i < copies; ++i) {
     const Buffer& from = i % 2 ? w.dst : w.src;
     const Buffer& to = i % 2 ? w.src : w.dst;
-    TSR_RETURN_IF_ERROR(env.Check(
-        env.api().copy_device_to_device(stream, to.get(), 0, from.get(), 0, w.size),
-        "copy_device_to_device (work to keep the stream busy)"));
+    TSR_RETURN_IF_ERROR(
+        env.Check(env.api().copy_device_to_device(stream, to.get(), 0,
+                                                  from.get(), 0, w.size),
+                  "copy_device_to_device (work to keep the stream busy)"));
   }
   return OkStatus();
 }
 
-StatusOr<uint8_t> ReadByte(const PluginEnv& env, const Buffer& b, uint64_t offset) {
+StatusOr<uint8_t> ReadByte(const PluginEnv& env, const Buffer& b,
+                           uint64_t offset) {
   uint8_t v = 0;
   TSR_RETURN_IF_ERROR(env.Download(b.get(), offset, &v, 1));
   return v;
@@ -62,7 +64,8 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
     for (int i = 0; i < 64; ++i) {
       KIT_ASSIGN_OR_FAIL(Stream s, env.NewStream(i % env.device_count()));
       KIT_ASSIGN_OR_FAIL(Event e, env.NewEvent(i % env.device_count()));
-      KIT_CHECK_CALL(env, api.stream_query(s.get()), "stream_query of a new stream");
+      KIT_CHECK_CALL(env, api.stream_query(s.get()),
+                     "stream_query of a new stream");
       streams.push_back(std::move(s));
       events.push_back(std::move(e));
     }
@@ -77,25 +80,36 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
     KIT_ASSIGN_OR_FAIL(Stream s, env.NewStream(0));
     std::vector<uint8_t> hy(size), hz(size);
     for (int round = 0; round < 3; ++round) {
-      KIT_CHECK_CALL(env, api.memset(s.get(), x.get(), 0, 1, size), "memset x = 1");
-      KIT_CHECK_CALL(env, api.copy_device_to_device(s.get(), y.get(), 0, x.get(), 0, size),
-                     "copy x -> y");
-      KIT_CHECK_CALL(env, api.memset(s.get(), x.get(), 0, 2, size), "memset x = 2");
-      KIT_CHECK_CALL(env, api.copy_device_to_device(s.get(), z.get(), 0, x.get(), 0, size),
-                     "copy x -> z");
-      KIT_CHECK_CALL(env, api.copy_device_to_host(s.get(), hy.data(), y.get(), 0, size), "y -> host");
-      KIT_CHECK_CALL(env, api.copy_device_to_host(s.get(), hz.data(), z.get(), 0, size), "z -> host");
-      KIT_CHECK_CALL(env, api.stream_synchronize(s.get()), "stream_synchronize");
+      KIT_CHECK_CALL(env, api.memset(s.get(), x.get(), 0, 1, size),
+                     "memset x = 1");
+      KIT_CHECK_CALL(
+          env, api.copy_device_to_device(s.get(), y.get(), 0, x.get(), 0, size),
+          "copy x -> y");
+      KIT_CHECK_CALL(env, api.memset(s.get(), x.get(), 0, 2, size),
+                     "memset x = 2");
+      KIT_CHECK_CALL(
+          env, api.copy_device_to_device(s.get(), z.get(), 0, x.get(), 0, size),
+          "copy x -> z");
+      KIT_CHECK_CALL(
+          env, api.copy_device_to_host(s.get(), hy.data(), y.get(), 0, size),
+          "y -> host");
+      KIT_CHECK_CALL(
+          env, api.copy_device_to_host(s.get(), hz.data(), z.get(), 0, size),
+          "z -> host");
+      KIT_CHECK_CALL(env, api.stream_synchronize(s.get()),
+                     "stream_synchronize");
       for (uint64_t i = 0; i < size; i += 4099) {
         if (hy[i] != 1 || hz[i] != 2) {
-          return Fail(fmt::format(
-              "round {}: y[{}] = {}, z[{}] = {} (want 1 and 2): work on one stream "
-              "ran out of order",
-              round, i, hy[i], i, hz[i]));
+          return Fail(
+              fmt::format("round {}: y[{}] = {}, z[{}] = {} (want 1 and 2): "
+                          "work on one stream "
+                          "ran out of order",
+                          round, i, hy[i], i, hz[i]));
         }
       }
     }
-    KIT_CHECK_CALL(env, api.stream_query(s.get()), "stream_query after synchronize");
+    KIT_CHECK_CALL(env, api.stream_query(s.get()),
+                   "stream_query after synchronize");
     return Pass();
   });
 
@@ -112,21 +126,30 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
     int copies = 1;
     for (int round = 0; round < 5; ++round, copies *= 2) {
       const uint8_t marker = static_cast<uint8_t>(0x40 + round);
-      KIT_CHECK_CALL(env, api.memset(nullptr, x.get(), 0, 0, 4096), "memset x = 0");
-      KIT_CHECK_CALL(env, api.memset(nullptr, y.get(), 0, 0, 4096), "memset y = 0");
+      KIT_CHECK_CALL(env, api.memset(nullptr, x.get(), 0, 0, 4096),
+                     "memset x = 0");
+      KIT_CHECK_CALL(env, api.memset(nullptr, y.get(), 0, 0, 4096),
+                     "memset y = 0");
       KIT_RETURN_IF_ERROR(EnqueueSlowWork(env, work, a.get(), copies));
-      KIT_CHECK_CALL(env, api.memset(a.get(), x.get(), 0, marker, 4096), "memset x = marker on A");
-      KIT_CHECK_CALL(env, api.event_record(e.get(), a.get()), "event_record on A");
-      KIT_CHECK_CALL(env, api.stream_wait_event(b.get(), e.get()), "stream_wait_event(B, E)");
-      KIT_CHECK_CALL(env, api.copy_device_to_device(b.get(), y.get(), 0, x.get(), 0, 4096),
-                     "copy x -> y on B");
-      KIT_CHECK_CALL(env, api.stream_synchronize(b.get()), "stream_synchronize(B)");
+      KIT_CHECK_CALL(env, api.memset(a.get(), x.get(), 0, marker, 4096),
+                     "memset x = marker on A");
+      KIT_CHECK_CALL(env, api.event_record(e.get(), a.get()),
+                     "event_record on A");
+      KIT_CHECK_CALL(env, api.stream_wait_event(b.get(), e.get()),
+                     "stream_wait_event(B, E)");
+      KIT_CHECK_CALL(
+          env, api.copy_device_to_device(b.get(), y.get(), 0, x.get(), 0, 4096),
+          "copy x -> y on B");
+      KIT_CHECK_CALL(env, api.stream_synchronize(b.get()),
+                     "stream_synchronize(B)");
       KIT_ASSIGN_OR_FAIL(uint8_t first, ReadByte(env, y, 0));
       KIT_ASSIGN_OR_FAIL(uint8_t last, ReadByte(env, y, 4095));
-      KIT_CHECK_CALL(env, api.stream_synchronize(a.get()), "stream_synchronize(A)");
+      KIT_CHECK_CALL(env, api.stream_synchronize(a.get()),
+                     "stream_synchronize(A)");
       if (first != marker || last != marker) {
         return Fail(fmt::format(
-            "round {}: stream B's copy saw {:#04x}, not the marker {:#04x} that "
+            "round {}: stream B's copy saw {:#04x}, not the marker {:#04x} "
+            "that "
             "stream A wrote before recording the event B waited on; "
             "stream_wait_event did not hold B back ({} MiB of work on A before "
             "the marker)",
@@ -134,8 +157,9 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
             (work.size >> 20) * copies));
       }
     }
-    return Pass(fmt::format("5 rounds, up to {} MiB of work ahead of the marker",
-                            (work.size >> 20) * (copies / 2)));
+    return Pass(
+        fmt::format("5 rounds, up to {} MiB of work ahead of the marker",
+                    (work.size >> 20) * (copies / 2)));
   });
 
   ctx.Run("streams.event_query_transition", [&]() -> Outcome {
@@ -153,26 +177,32 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
       KIT_CHECK_CALL(env, stream_first, "stream_query while work is pending");
     }
     KIT_CHECK_CALL(env, api.event_synchronize(e.get()), "event_synchronize");
-    KIT_CHECK_CALL(env, api.event_query(e.get()), "event_query after event_synchronize");
+    KIT_CHECK_CALL(env, api.event_query(e.get()),
+                   "event_query after event_synchronize");
     KIT_CHECK_CALL(env, api.stream_synchronize(a.get()), "stream_synchronize");
-    KIT_CHECK_CALL(env, api.stream_query(a.get()), "stream_query after stream_synchronize");
+    KIT_CHECK_CALL(env, api.stream_query(a.get()),
+                   "stream_query after stream_synchronize");
     return Pass(first == TSR_ERR_NOT_READY
                     ? "observed NOT_READY, then OK"
-                    : "the work finished before the first query (NOT_READY not observed)");
+                    : "the work finished before the first query (NOT_READY not "
+                      "observed)");
   });
 
   ctx.Run("streams.event_never_recorded", [&]() -> Outcome {
     KIT_ASSIGN_OR_FAIL(Event e, env.NewEvent(0));
-    KIT_CHECK_CALL(env, api.event_query(e.get()), "event_query of a never-recorded event");
+    KIT_CHECK_CALL(env, api.event_query(e.get()),
+                   "event_query of a never-recorded event");
     KIT_CHECK_CALL(env, api.event_synchronize(e.get()),
                    "event_synchronize of a never-recorded event");
     KIT_ASSIGN_OR_FAIL(Stream s, env.NewStream(0));
     KIT_ASSIGN_OR_FAIL(Buffer b, env.Alloc(0, 64));
     KIT_CHECK_CALL(env, api.stream_wait_event(s.get(), e.get()),
                    "stream_wait_event on a never-recorded event");
-    KIT_CHECK_CALL(env, api.memset(s.get(), b.get(), 0, 9, 64), "memset after the wait");
-    KIT_CHECK_CALL(env, api.stream_synchronize(s.get()),
-                   "stream_synchronize (must not wait for the unrecorded event)");
+    KIT_CHECK_CALL(env, api.memset(s.get(), b.get(), 0, 9, 64),
+                   "memset after the wait");
+    KIT_CHECK_CALL(
+        env, api.stream_synchronize(s.get()),
+        "stream_synchronize (must not wait for the unrecorded event)");
     return Pass();
   });
 
@@ -187,7 +217,8 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
     KIT_CHECK_CALL(env, api.event_record(e.get(), a.get()), "event_record");
     KIT_RETURN_IF_ERROR(EnqueueSlowWork(env, work, a.get(), 8));
     KIT_CHECK_CALL(env, api.memset(a.get(), m.get(), 0, 2, 64), "memset m = 2");
-    KIT_CHECK_CALL(env, api.event_record(e.get(), a.get()), "event_record again");
+    KIT_CHECK_CALL(env, api.event_record(e.get(), a.get()),
+                   "event_record again");
     KIT_CHECK_CALL(env, api.event_synchronize(e.get()), "event_synchronize");
     KIT_ASSIGN_OR_FAIL(uint8_t v, ReadByte(env, m, 63));
     KIT_CHECK_CALL(env, api.stream_synchronize(a.get()), "stream_synchronize");
@@ -204,16 +235,20 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
   // Sticky errors: an op whose data is bad fails when it runs; the stream
   // reports it at synchronize, keeps reporting it, and skips later work.
   for (tsr_op_id op : {TSR_OP_EMBEDDING, TSR_OP_KV_STORE}) {
-    const std::string name = fmt::format("streams.sticky_error.{}", reference::OpName(op));
+    const std::string name =
+        fmt::format("streams.sticky_error.{}", reference::OpName(op));
     ctx.Run(name, [&, op]() -> Outcome {
       const tsr_op_signature* ops = nullptr;
       size_t n = 0;
       KIT_CHECK_CALL(env, api.list_ops(&ops, &n), "list_ops");
       const tsr_op_signature* sig = nullptr;
       for (size_t i = 0; i < n && sig == nullptr; ++i) {
-        if (ops[i].op == op && reference::ValidateSignature(ops[i]).ok()) sig = &ops[i];
+        if (ops[i].op == op && reference::ValidateSignature(ops[i]).ok())
+          sig = &ops[i];
       }
-      if (sig == nullptr) return Skip(fmt::format("the plugin does not list {}", reference::OpName(op)));
+      if (sig == nullptr)
+        return Skip(
+            fmt::format("the plugin does not list {}", reference::OpName(op)));
       std::vector<DType> dtypes(sig->dtypes, sig->dtypes + sig->num_args);
       OpCase c;
       for (const CaseDef& d : MakeOpCases(op, dtypes)) {
@@ -235,40 +270,49 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
       KIT_ASSIGN_OR_FAIL(Stream a, env.NewStream(0));
       KIT_ASSIGN_OR_FAIL(Event e, env.NewEvent(0));
       KIT_ASSIGN_OR_FAIL(Buffer marker, env.Alloc(0, 64));
-      KIT_CHECK_CALL(env, api.memset(nullptr, marker.get(), 0, 0, 64), "memset marker = 0");
+      KIT_CHECK_CALL(env, api.memset(nullptr, marker.get(), 0, 0, 64),
+                     "memset marker = 0");
       const size_t ni = c.num_inputs, no = c.args.size() - c.num_inputs;
       tsr_status s = api.launch(kernel, a.get(), dc.tensors.data(), ni,
                                 dc.tensors.data() + ni, no, nullptr, 0);
       if (s != TSR_OK) {
         return Fail(fmt::format(
-            "launch rejected data it cannot have read yet ({}: {}); an out-of-range "
+            "launch rejected data it cannot have read yet ({}: {}); an "
+            "out-of-range "
             "id/slot is a sticky stream error reported by stream_synchronize",
             TsrStatusName(s), env.LastError()));
       }
       KIT_CHECK_CALL(env, api.memset(a.get(), marker.get(), 0, 0x77, 64),
                      "memset after the failing op");
-      KIT_CHECK_CALL(env, api.event_record(e.get(), a.get()), "event_record after the failing op");
+      KIT_CHECK_CALL(env, api.event_record(e.get(), a.get()),
+                     "event_record after the failing op");
       KIT_EXPECT_ERROR(env, "stream_synchronize after a bad-data op",
-                       api.stream_synchronize(a.get()), TSR_ERR_INVALID_ARGUMENT);
+                       api.stream_synchronize(a.get()),
+                       TSR_ERR_INVALID_ARGUMENT);
       KIT_EXPECT_ERROR(env, "stream_synchronize again (sticky)",
-                       api.stream_synchronize(a.get()), TSR_ERR_INVALID_ARGUMENT);
+                       api.stream_synchronize(a.get()),
+                       TSR_ERR_INVALID_ARGUMENT);
       KIT_EXPECT_ERROR(env, "stream_query (sticky)", api.stream_query(a.get()),
                        TSR_ERR_INVALID_ARGUMENT);
       tsr_status es = api.event_synchronize(e.get());
       if (es == TSR_OK) {
-        return Fail("event_synchronize of an event recorded after the failure returned "
-                    "TSR_OK; it must return the stream's sticky error");
+        return Fail(
+            "event_synchronize of an event recorded after the failure returned "
+            "TSR_OK; it must return the stream's sticky error");
       }
       KIT_ASSIGN_OR_FAIL(uint8_t v, ReadByte(env, marker, 0));
       if (v == 0x77) {
-        return Fail("work enqueued after the failing op still ran; a stream must skip "
-                    "its later work after a sticky error");
+        return Fail(
+            "work enqueued after the failing op still ran; a stream must skip "
+            "its later work after a sticky error");
       }
       // Other streams are unaffected.
       KIT_ASSIGN_OR_FAIL(Stream b, env.NewStream(0));
-      KIT_CHECK_CALL(env, api.memset(b.get(), marker.get(), 0, 0x55, 64), "memset on another stream");
-      KIT_CHECK_CALL(env, api.stream_synchronize(b.get()),
-                     "stream_synchronize of another stream (must not inherit the error)");
+      KIT_CHECK_CALL(env, api.memset(b.get(), marker.get(), 0, 0x55, 64),
+                     "memset on another stream");
+      KIT_CHECK_CALL(
+          env, api.stream_synchronize(b.get()),
+          "stream_synchronize of another stream (must not inherit the error)");
       return Pass();
     });
   }
@@ -292,15 +336,19 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
         for (int i = 0; i < 25; ++i) {
           rng.Bytes(src.data(), size);
           tsr_stream st = s->get();
-          if (api.copy_host_to_device(st, a->get(), 0, src.data(), size) != TSR_OK ||
-              api.copy_device_to_device(st, b->get(), 0, a->get(), 0, size) != TSR_OK ||
-              api.copy_device_to_host(st, dst.data(), b->get(), 0, size) != TSR_OK ||
+          if (api.copy_host_to_device(st, a->get(), 0, src.data(), size) !=
+                  TSR_OK ||
+              api.copy_device_to_device(st, b->get(), 0, a->get(), 0, size) !=
+                  TSR_OK ||
+              api.copy_device_to_host(st, dst.data(), b->get(), 0, size) !=
+                  TSR_OK ||
               api.stream_synchronize(st) != TSR_OK) {
             errors[t] = fmt::format("a call failed: {}", env.LastError());
             return;
           }
           if (src != dst) {
-            errors[t] = fmt::format("iteration {}: data came back different", i);
+            errors[t] =
+                fmt::format("iteration {}: data came back different", i);
             return;
           }
         }
@@ -308,7 +356,8 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
     }
     for (auto& th : threads) th.join();
     for (int t = 0; t < kThreads; ++t) {
-      if (!errors[t].empty()) return Fail(fmt::format("thread {}: {}", t, errors[t]));
+      if (!errors[t].empty())
+        return Fail(fmt::format("thread {}: {}", t, errors[t]));
     }
     return Pass();
   });

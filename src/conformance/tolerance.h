@@ -32,10 +32,14 @@ struct Tolerance {
 
 inline Tolerance ToleranceFor(DType dtype) {
   switch (dtype) {
-    case TSR_DTYPE_F32: return {1e-4, 1e-4};
-    case TSR_DTYPE_F16: return {2e-3, 2e-3};
-    case TSR_DTYPE_BF16: return {1.6e-2, 1.6e-2};
-    default: return {0, 0};  // integers: exact
+    case TSR_DTYPE_F32:
+      return {1e-4, 1e-4};
+    case TSR_DTYPE_F16:
+      return {2e-3, 2e-3};
+    case TSR_DTYPE_BF16:
+      return {1.6e-2, 1.6e-2};
+    default:
+      return {0, 0};  // integers: exact
   }
 }
 

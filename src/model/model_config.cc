@@ -40,7 +40,8 @@ class Fields {
   StatusOr<std::optional<int64_t>> Int(std::string_view key) const {
     const Json* j = Find(key);
     if (j == nullptr) return std::optional<int64_t>();
-    return ToInt(*j, key);
+    TSR_ASSIGN_OR_RETURN(int64_t v, ToInt(*j, key));
+    return std::optional<int64_t>(v);
   }
   StatusOr<int64_t> RequiredInt(std::string_view key) const {
     TSR_ASSIGN_OR_RETURN(std::optional<int64_t> v, Int(key));

@@ -13,8 +13,9 @@ static tsr_status shim_stream_wait_event(tsr_stream stream, tsr_event event) {
 
 TSR_PLUGIN_EXPORT const tsr_plugin_api* tsr_get_plugin_api(
     const tsr_host_services* host) {
-  tsr_plugin_api* table = shim_load(host, "faulty_ignores_wait",
-                                    "test plugin: stream_wait_event does nothing");
+  tsr_plugin_api* table =
+      shim_load(host, "faulty_ignores_wait",
+                "test plugin: stream_wait_event does nothing");
   if (table == NULL) return NULL;
   table->stream_wait_event = shim_stream_wait_event;
   return table;

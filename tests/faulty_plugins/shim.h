@@ -43,8 +43,9 @@ static tsr_plugin_api* shim_load(const tsr_host_services* host,
   if (path == NULL || path[0] == '\0') path = TSR_SHIM_DEFAULT_TARGET;
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
-    snprintf(message, sizeof(message), "%s: cannot load the wrapped plugin %s: %s",
-             name, path, dlerror());
+    snprintf(message, sizeof(message),
+             "%s: cannot load the wrapped plugin %s: %s", name, path,
+             dlerror());
     shim_log(host, message);
     return NULL;
   }
@@ -52,12 +53,14 @@ static tsr_plugin_api* shim_load(const tsr_host_services* host,
       (tsr_get_plugin_api_fn)dlsym(handle, TSR_PLUGIN_ENTRY_SYMBOL);
   g_real = get != NULL ? get(host) : NULL;
   if (g_real == NULL || g_real->manifest == NULL) {
-    snprintf(message, sizeof(message), "%s: %s is not a usable plugin", name, path);
+    snprintf(message, sizeof(message), "%s: %s is not a usable plugin", name,
+             path);
     shim_log(host, message);
     return NULL;
   }
-  size_t size = g_real->struct_size < sizeof(g_shim_table) ? g_real->struct_size
-                                                           : sizeof(g_shim_table);
+  size_t size = g_real->struct_size < sizeof(g_shim_table)
+                    ? g_real->struct_size
+                    : sizeof(g_shim_table);
   memcpy(&g_shim_table, g_real, size);
   size = g_real->manifest->struct_size < sizeof(g_shim_manifest)
              ? g_real->manifest->struct_size

@@ -43,9 +43,9 @@ StatusOr<std::vector<Value>> BindArgs(std::string_view what,
   for (const Param& p : params) {
     if (!bound[i]) {
       if (!p.default_value) {
-        return TemplateError(args.line,
-                             fmt::format("{} is missing required argument '{}'",
-                                         what, p.name));
+        return TemplateError(
+            args.line,
+            fmt::format("{} is missing required argument '{}'", what, p.name));
       }
       out[i] = *p.default_value;
     }

@@ -87,7 +87,7 @@ struct Stmt {
     kWith,         // targets[i] = values[i] in a new scope; body
     kBreak,
     kContinue,
-    kScope,        // body rendered in place ({% generation %})
+    kScope,  // body rendered in place ({% generation %})
   };
 
   Kind kind = Kind::kText;

@@ -15,20 +15,22 @@ namespace {
 // Every method of Python's str; those not implemented below are errors when
 // named rather than Undefined, so a template never silently loses output.
 const std::set<std::string, std::less<>> kPythonStrMethods = {
-    "capitalize", "casefold", "center", "count", "encode", "endswith",
-    "expandtabs", "find", "format", "format_map", "index", "isalnum",
-    "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower",
-    "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join",
-    "ljust", "lower", "lstrip", "maketrans", "partition", "removeprefix",
-    "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition",
-    "rsplit", "rstrip", "split", "splitlines", "startswith", "strip",
-    "swapcase", "title", "translate", "upper", "zfill"};
+    "capitalize",   "casefold",     "center",    "count",     "encode",
+    "endswith",     "expandtabs",   "find",      "format",    "format_map",
+    "index",        "isalnum",      "isalpha",   "isascii",   "isdecimal",
+    "isdigit",      "isidentifier", "islower",   "isnumeric", "isprintable",
+    "isspace",      "istitle",      "isupper",   "join",      "ljust",
+    "lower",        "lstrip",       "maketrans", "partition", "removeprefix",
+    "removesuffix", "replace",      "rfind",     "rindex",    "rjust",
+    "rpartition",   "rsplit",       "rstrip",    "split",     "splitlines",
+    "startswith",   "strip",        "swapcase",  "title",     "translate",
+    "upper",        "zfill"};
 
 const std::set<std::string, std::less<>> kStrMethods = {
-    "capitalize", "count", "endswith", "find", "format", "isascii",
-    "islower", "isspace", "isupper", "join", "lower", "lstrip",
-    "removeprefix", "removesuffix", "replace", "rfind", "rsplit", "rstrip",
-    "split", "splitlines", "startswith", "strip", "title", "upper"};
+    "capitalize",   "count",        "endswith",   "find",  "format", "isascii",
+    "islower",      "isspace",      "isupper",    "join",  "lower",  "lstrip",
+    "removeprefix", "removesuffix", "replace",    "rfind", "rsplit", "rstrip",
+    "split",        "splitlines",   "startswith", "strip", "title",  "upper"};
 
 // Methods that mutate, which Hugging Face's immutable sandbox refuses.
 const std::set<std::string, std::less<>> kMutatingDictMethods = {
@@ -56,7 +58,8 @@ StatusOr<std::string> StrArg(const Value& v, std::string_view what, int line) {
 
 // A str argument or None (absent).
 StatusOr<std::optional<std::string>> OptStrArg(const Value& v,
-                                               std::string_view what, int line) {
+                                               std::string_view what,
+                                               int line) {
   if (v.is_none()) return std::optional<std::string>();
   TSR_ASSIGN_OR_RETURN(std::string s, StrArg(v, what, line));
   return std::optional<std::string>(std::move(s));
@@ -72,9 +75,9 @@ StatusOr<int64_t> IntArg(const Value& v, std::string_view what, int line) {
 }
 
 // Clamps Python's optional start/end to [0, length] code points.
-StatusOr<std::pair<int64_t, int64_t>> Range(const Value& start, const Value& end,
-                                            int64_t length, std::string_view what,
-                                            int line) {
+StatusOr<std::pair<int64_t, int64_t>> Range(const Value& start,
+                                            const Value& end, int64_t length,
+                                            std::string_view what, int line) {
   auto clamp = [&](const Value& v, int64_t fallback) -> StatusOr<int64_t> {
     if (v.is_none()) return fallback;
     TSR_ASSIGN_OR_RETURN(int64_t i, IntArg(v, what, line));
@@ -107,8 +110,9 @@ StatusOr<Value> Format(const std::string& fmt_str, const CallArgs& args) {
         ++i;
         continue;
       }
-      return TemplateError(line, "str.format: single '}' encountered in "
-                                 "format string");
+      return TemplateError(line,
+                           "str.format: single '}' encountered in "
+                           "format string");
     }
     if (c != '{') {
       out.push_back(c);
@@ -121,16 +125,18 @@ StatusOr<Value> Format(const std::string& fmt_str, const CallArgs& args) {
     }
     const size_t close = fmt_str.find('}', i);
     if (close == std::string::npos) {
-      return TemplateError(line, "str.format: single '{' encountered in "
-                                 "format string");
+      return TemplateError(line,
+                           "str.format: single '{' encountered in "
+                           "format string");
     }
     std::string field = fmt_str.substr(i + 1, close - i - 1);
     i = close;
     char conversion = 0;
     if (const size_t colon = field.find(':'); colon != std::string::npos) {
       if (colon + 1 < field.size()) {
-        return UnsupportedError(line, "str.format: format specs ({:...}) are "
-                                      "not supported");
+        return UnsupportedError(line,
+                                "str.format: format specs ({:...}) are "
+                                "not supported");
       }
       field.resize(colon);
     }
@@ -143,8 +149,9 @@ StatusOr<Value> Format(const std::string& fmt_str, const CallArgs& args) {
       field.resize(bang);
     }
     if (field.find_first_of(".[") != std::string::npos) {
-      return UnsupportedError(line, "str.format: attribute and index fields "
-                                    "are not supported");
+      return UnsupportedError(line,
+                              "str.format: attribute and index fields "
+                              "are not supported");
     }
     const Value* arg = nullptr;
     if (field.empty() || std::isdigit(static_cast<unsigned char>(field[0]))) {
@@ -190,28 +197,34 @@ StatusOr<Value> CallStrMethod(const std::string& name, const std::string& s,
     return Value(!u.empty() && std::all_of(u.begin(), u.end(), text::IsSpace));
   }
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args, {{"chars", Value::None()}}));
+    TSR_ASSIGN_OR_RETURN(auto a,
+                         BindArgs(what, args, {{"chars", Value::None()}}));
     TSR_ASSIGN_OR_RETURN(auto chars, OptStrArg(a[0], what, line));
     return Value(text::Strip(s, chars, name != "rstrip", name != "lstrip"));
   }
   if (name == "split" || name == "rsplit") {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args, {{"sep", Value::None()},
-                                                       {"maxsplit", Value(-1)}}));
+    TSR_ASSIGN_OR_RETURN(
+        auto a, BindArgs(what, args,
+                         {{"sep", Value::None()}, {"maxsplit", Value(-1)}}));
     TSR_ASSIGN_OR_RETURN(auto sep, OptStrArg(a[0], what, line));
     TSR_ASSIGN_OR_RETURN(int64_t maxsplit, IntArg(a[1], what, line));
-    if (sep && sep->empty()) return TemplateError(line, what + ": empty separator");
+    if (sep && sep->empty())
+      return TemplateError(line, what + ": empty separator");
     return StringList(name == "split" ? text::Split(s, sep, maxsplit)
                                       : text::RSplit(s, sep, maxsplit));
   }
   if (name == "splitlines") {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args, {{"keepends", Value(false)}}));
+    TSR_ASSIGN_OR_RETURN(auto a,
+                         BindArgs(what, args, {{"keepends", Value(false)}}));
     return StringList(text::SplitLines(s, a[0].Truthy()));
   }
   if (name == "startswith" || name == "endswith") {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args, {{"prefix", {}},
-                                                       {"start", Value::None()},
-                                                       {"end", Value::None()}}));
-    TSR_ASSIGN_OR_RETURN(auto range, Range(a[1], a[2], text::Length(s), what, line));
+    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args,
+                                          {{"prefix", {}},
+                                           {"start", Value::None()},
+                                           {"end", Value::None()}}));
+    TSR_ASSIGN_OR_RETURN(auto range,
+                         Range(a[1], a[2], text::Length(s), what, line));
     const std::string sub = (a[1].is_none() && a[2].is_none())
                                 ? s
                                 : text::Substr(s, range.first, range.second);
@@ -228,23 +241,26 @@ StatusOr<Value> CallStrMethod(const std::string& name, const std::string& s,
     return Value(false);
   }
   if (name == "find" || name == "rfind" || name == "count") {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args, {{"sub", {}},
-                                                       {"start", Value::None()},
-                                                       {"end", Value::None()}}));
+    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args,
+                                          {{"sub", {}},
+                                           {"start", Value::None()},
+                                           {"end", Value::None()}}));
     TSR_ASSIGN_OR_RETURN(std::string sub, StrArg(a[0], what, line));
-    TSR_ASSIGN_OR_RETURN(auto range, Range(a[1], a[2], text::Length(s), what, line));
+    TSR_ASSIGN_OR_RETURN(auto range,
+                         Range(a[1], a[2], text::Length(s), what, line));
     if (range.second < range.first) {
       return Value(int64_t{name == "count" ? 0 : -1});
     }
     const std::string hay = text::Substr(s, range.first, range.second);
     if (name == "count") return Value(text::Count(hay, sub));
-    const int64_t at = name == "find" ? text::Find(hay, sub) : text::RFind(hay, sub);
+    const int64_t at =
+        name == "find" ? text::Find(hay, sub) : text::RFind(hay, sub);
     return Value(at < 0 ? at : at + range.first);
   }
   if (name == "replace") {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args, {{"old", {}},
-                                                       {"new", {}},
-                                                       {"count", Value(-1)}}));
+    TSR_ASSIGN_OR_RETURN(
+        auto a,
+        BindArgs(what, args, {{"old", {}}, {"new", {}}, {"count", Value(-1)}}));
     TSR_ASSIGN_OR_RETURN(std::string old_s, StrArg(a[0], what, line));
     TSR_ASSIGN_OR_RETURN(std::string new_s, StrArg(a[1], what, line));
     TSR_ASSIGN_OR_RETURN(int64_t count, IntArg(a[2], what, line));
@@ -268,9 +284,10 @@ StatusOr<Value> CallStrMethod(const std::string& name, const std::string& s,
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].is_string()) {
-        return TemplateError(line, fmt::format("str.join: sequence item {}: "
-                                               "expected str instance, {} found",
-                                               i, items[i].TypeName()));
+        return TemplateError(line,
+                             fmt::format("str.join: sequence item {}: "
+                                         "expected str instance, {} found",
+                                         i, items[i].TypeName()));
       }
       if (i > 0) out += s;
       out += items[i].str();
@@ -286,8 +303,9 @@ StatusOr<Value> CallDictMethod(const std::string& name, const Value& self,
                                const CallArgs& args) {
   const std::string what = "dict." + name;
   if (name == "get") {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(what, args, {{"key", {}},
-                                                       {"default", Value::None()}}));
+    TSR_ASSIGN_OR_RETURN(
+        auto a,
+        BindArgs(what, args, {{"key", {}}, {"default", Value::None()}}));
     if (!a[0].is_string()) return a[1];
     const Value* v = self.dict().Find(a[0].str());
     return v ? *v : a[1];
@@ -323,8 +341,8 @@ StatusOr<Value> CallListMethod(const std::string& name, const Value& self,
     ++count;
   }
   if (name == "index") {
-    return TemplateError(args.line,
-                         fmt::format("list.index: {} is not in list", a[0].Repr()));
+    return TemplateError(
+        args.line, fmt::format("list.index: {} is not in list", a[0].Repr()));
   }
   return Value(count);
 }
@@ -336,15 +354,12 @@ Value Method(std::string qualified_name,
 
 }  // namespace
 
-StatusOr<Value> GetAttr(const Value& object, const std::string& name, int line) {
+StatusOr<Value> GetAttr(const Value& object, const std::string& name,
+                        int line) {
   switch (object.kind()) {
     case Value::Kind::kUndefined:
-      return TemplateError(
-          line, fmt::format("{} (reading its attribute '{}')",
-                            object.undefined_hint().empty()
-                                ? "value is undefined"
-                                : object.undefined_hint(),
-                            name));
+      return UndefinedError(line, object,
+                            fmt::format("reading its attribute '{}'", name));
     case Value::Kind::kDict:
       if (name == "items" || name == "keys" || name == "values" ||
           name == "get" || name == "copy") {
@@ -352,7 +367,8 @@ StatusOr<Value> GetAttr(const Value& object, const std::string& name, int line) 
           return CallDictMethod(name, object, a);
         });
       }
-      if (kMutatingDictMethods.count(name)) return UnsafeError(line, name, "dict");
+      if (kMutatingDictMethods.count(name))
+        return UnsafeError(line, name, "dict");
       if (const Value* v = object.dict().Find(name)) return *v;
       return Value::Undefined(
           fmt::format("'dict object' has no attribute '{}'", name));
@@ -373,7 +389,8 @@ StatusOr<Value> GetAttr(const Value& object, const std::string& name, int line) 
       }
       break;
     case Value::Kind::kList:
-      if (name == "count" || name == "index" || (name == "copy" && !object.is_tuple())) {
+      if (name == "count" || name == "index" ||
+          (name == "copy" && !object.is_tuple())) {
         return Method(object.TypeName() + "." + name,
                       [name, object](const CallArgs& a) {
                         return CallListMethod(name, object, a);
@@ -392,11 +409,8 @@ StatusOr<Value> GetAttr(const Value& object, const std::string& name, int line) 
 
 StatusOr<Value> GetItem(const Value& object, const Value& key, int line) {
   if (object.is_undefined()) {
-    return TemplateError(line, fmt::format("{} (reading its item {})",
-                                           object.undefined_hint().empty()
-                                               ? "value is undefined"
-                                               : object.undefined_hint(),
-                                           key.Repr()));
+    return UndefinedError(line, object,
+                          fmt::format("reading its item {}", key.Repr()));
   }
   if (object.is_dict() && key.is_string()) {
     if (const Value* v = object.dict().Find(key.str())) return *v;

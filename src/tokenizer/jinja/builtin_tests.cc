@@ -17,11 +17,7 @@ std::string What(std::string_view name) {
 }
 
 // Tests that look at the value alone.
-template <bool (*Predicate)(const Value&)>
-StatusOr<bool> Unary(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs("test", args, {}).status());
-  return Predicate(in);
-}
+using Predicate = bool (*)(const Value& in);
 
 bool IsDefined(const Value& v) { return !v.is_undefined(); }
 bool IsUndefined(const Value& v) { return v.is_undefined(); }
@@ -40,18 +36,22 @@ bool IsIterable(const Value& v) {
 }
 bool IsCallable(const Value& v) { return v.is_callable(); }
 bool IsEscaped(const Value&) { return false; }  // no Markup values here
+bool IsFilterName(const Value& v) {
+  return v.is_string() && HasFilter(v.str());
+}
+bool IsTestName(const Value& v) { return v.is_string() && HasTest(v.str()); }
 bool IsLower(const Value& v) { return text::IsLowerString(v.ToStr()); }
 bool IsUpper(const Value& v) { return text::IsUpperString(v.ToStr()); }
 
 StatusOr<bool> Parity(const Value& in, const CallArgs& args, bool want_even) {
-  TSR_RETURN_IF_ERROR(BindArgs(What(want_even ? "even" : "odd"), args, {})
-                          .status());
+  TSR_RETURN_IF_ERROR(
+      BindArgs(What(want_even ? "even" : "odd"), args, {}).status());
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (!in.is_number()) {
-    return TemplateError(args.line, fmt::format("test '{}' needs a number, got "
-                                                "'{}'",
-                                                want_even ? "even" : "odd",
-                                                in.TypeName()));
+    return TemplateError(
+        args.line, fmt::format("test '{}' needs a number, got "
+                               "'{}'",
+                               want_even ? "even" : "odd", in.TypeName()));
   }
   TSR_ASSIGN_OR_RETURN(Value mod,
                        ApplyBinary(BinaryOp::kMod, in, Value(2), args.line));
@@ -66,14 +66,18 @@ StatusOr<bool> Odd(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<bool> DivisibleBy(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("divisibleby"), args, {{"num", {}}}));
-  TSR_ASSIGN_OR_RETURN(Value mod, ApplyBinary(BinaryOp::kMod, in, a[0], args.line));
+  TSR_ASSIGN_OR_RETURN(auto a,
+                       BindArgs(What("divisibleby"), args, {{"num", {}}}));
+  TSR_ASSIGN_OR_RETURN(Value mod,
+                       ApplyBinary(BinaryOp::kMod, in, a[0], args.line));
   return Equals(mod, Value(0));
 }
 
 template <CompareOp kOp>
 StatusOr<bool> Compare(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs("comparison test", args, {{"other", {}}}));
+  TSR_ASSIGN_OR_RETURN(
+      auto a, BindArgs(fmt::format("test '{}'", CompareOpSymbol(kOp)), args,
+                       {{"other", {}}}));
   return ApplyCompare(kOp, in, a[0], args.line);
 }
 
@@ -82,40 +86,25 @@ StatusOr<bool> SameAs(const Value& in, const CallArgs& args) {
   return in.SameAs(a[0]);
 }
 
-StatusOr<bool> Sequence(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("sequence"), args, {}).status());
-  return IsIterable(in);
-}
-
-StatusOr<bool> IsFilter(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("filter"), args, {}).status());
-  return in.is_string() && HasFilter(in.str());
-}
-
-StatusOr<bool> IsTest(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("test"), args, {}).status());
-  return in.is_string() && HasTest(in.str());
+const std::map<std::string_view, Predicate>& Predicates() {
+  static const auto* predicates = new std::map<std::string_view, Predicate>{
+      {"defined", IsDefined},   {"undefined", IsUndefined},
+      {"none", IsNone},         {"boolean", IsBoolean},
+      {"true", IsTrue},         {"false", IsFalse},
+      {"integer", IsInteger},   {"float", IsFloat},
+      {"number", IsNumber},     {"string", IsString},
+      {"mapping", IsMapping},   {"iterable", IsIterable},
+      {"callable", IsCallable}, {"escaped", IsEscaped},
+      {"lower", IsLower},       {"upper", IsUpper},
+      {"sequence", IsIterable}, {"filter", IsFilterName},
+      {"test", IsTestName},
+  };
+  return *predicates;
 }
 
 const std::map<std::string_view, TestFn>& Tests() {
   static const auto* tests = new std::map<std::string_view, TestFn>{
-      {"defined", Unary<IsDefined>},
-      {"undefined", Unary<IsUndefined>},
-      {"none", Unary<IsNone>},
-      {"boolean", Unary<IsBoolean>},
-      {"true", Unary<IsTrue>},
-      {"false", Unary<IsFalse>},
-      {"integer", Unary<IsInteger>},
-      {"float", Unary<IsFloat>},
-      {"number", Unary<IsNumber>},
-      {"string", Unary<IsString>},
-      {"mapping", Unary<IsMapping>},
-      {"iterable", Unary<IsIterable>},
-      {"sequence", Sequence},
-      {"callable", Unary<IsCallable>},
-      {"escaped", Unary<IsEscaped>},
-      {"lower", Unary<IsLower>},
-      {"upper", Unary<IsUpper>},
+
       {"even", Even},
       {"odd", Odd},
       {"divisibleby", DivisibleBy},
@@ -136,18 +125,23 @@ const std::map<std::string_view, TestFn>& Tests() {
       {">=", Compare<CompareOp::kGe>},
       {"in", Compare<CompareOp::kIn>},
       {"sameas", SameAs},
-      {"filter", IsFilter},
-      {"test", IsTest},
+
   };
   return *tests;
 }
 
 }  // namespace
 
-bool HasTest(std::string_view name) { return Tests().count(name) > 0; }
+bool HasTest(std::string_view name) {
+  return Predicates().count(name) > 0 || Tests().count(name) > 0;
+}
 
 StatusOr<bool> ApplyTest(std::string_view name, const Value& input,
                          const CallArgs& args) {
+  if (const auto p = Predicates().find(name); p != Predicates().end()) {
+    TSR_RETURN_IF_ERROR(BindArgs(What(name), args, {}).status());
+    return p->second(input);
+  }
   const auto it = Tests().find(name);
   if (it == Tests().end()) {
     return UnsupportedError(args.line,

@@ -89,7 +89,7 @@ TEST(ErrorsTest, RuntimeErrorsFollowJinja) {
        "'b')"},
       {"{{ x + 1 }}", StatusCode::kInvalidArgument, "line 1: 'x' is undefined"},
       {"{{ f() }}", StatusCode::kInvalidArgument,
-       "line 1: 'f' is undefined; it cannot be called"},
+       "line 1: 'f' is undefined (calling it)"},
       {"{{ x|tojson }}", StatusCode::kInvalidArgument,
        "line 1: tojson: Object of type Undefined is not JSON serializable"},
       {"{{ 'a' + 1 }}", StatusCode::kInvalidArgument,
@@ -99,7 +99,8 @@ TEST(ErrorsTest, RuntimeErrorsFollowJinja) {
       {"{{ 1 / 0 }}", StatusCode::kInvalidArgument, "line 1: division by zero"},
       {"{% for x in 3 %}{% endfor %}", StatusCode::kInvalidArgument,
        "line 1: 'int' object is not iterable"},
-      {"{% for a, b in [[1, 2, 3]] %}{% endfor %}", StatusCode::kInvalidArgument,
+      {"{% for a, b in [[1, 2, 3]] %}{% endfor %}",
+       StatusCode::kInvalidArgument,
        "line 1: too many values to unpack (expected 2)"},
       {"{% set x = {} %}{% set x.y = 1 %}", StatusCode::kInvalidArgument,
        "line 1: cannot assign attribute 'y' on 'x': it is not a namespace() "
@@ -111,6 +112,10 @@ TEST(ErrorsTest, RuntimeErrorsFollowJinja) {
        "line 1: '<' not supported between instances of 'str' and 'int'"},
       {"{{ range(200000)|length }}", StatusCode::kInvalidArgument,
        "line 1: range too big: the sandbox allows at most 100000 items"},
+      {"{{ 1 is defined(2) }}", StatusCode::kInvalidArgument,
+       "line 1: test 'defined' takes at most 0 argument(s) (1 given)"},
+      {"{{ 1 is eq }}", StatusCode::kInvalidArgument,
+       "line 1: test '==' is missing required argument 'other'"},
       {"{{ 'x'|indent(bogus=1) }}", StatusCode::kInvalidArgument,
        "line 1: filter 'indent' got an unexpected keyword argument 'bogus'"},
       {"{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
@@ -125,9 +130,9 @@ TEST(ErrorsTest, RuntimeErrorsFollowJinja) {
 }
 
 TEST(ErrorsTest, SandboxRefusesMutation) {
-  for (const char* source : {"{% set l = [1] %}{{ l.append(2) }}",
-                             "{% set d = {} %}{{ d.update({'a': 1}) }}",
-                             "{{ messages.pop() }}"}) {
+  for (const char* source :
+       {"{% set l = [1] %}{{ l.append(2) }}",
+        "{% set d = {} %}{{ d.update({'a': 1}) }}", "{{ messages.pop() }}"}) {
     const Status s = Err(source, Json{{"messages", Json::array()}});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(s.message().find("is unsafe"), std::string::npos) << s.message();

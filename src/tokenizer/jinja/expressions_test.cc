@@ -87,9 +87,9 @@ TEST(ExpressionsTest, AttributeAndItemAccess) {
               vars),
             "user hi 10 30 20 é");
   // Missing keys and indices are undefined: empty when printed.
-  EXPECT_EQ(R("[{{ m.nope }}{{ m['nope'] }}{{ l[9] }}{{ none.x }}{{ 3[0] }}]",
-              vars),
-            "[]");
+  EXPECT_EQ(
+      R("[{{ m.nope }}{{ m['nope'] }}{{ l[9] }}{{ none.x }}{{ 3[0] }}]", vars),
+      "[]");
   EXPECT_EQ(R("{{ m.nope is defined }} {{ m.role is defined }}", vars),
             "False True");
   // Attribute lookup finds dict methods before keys; subscripts find keys.
@@ -103,9 +103,9 @@ TEST(ExpressionsTest, SlicingHasPythonSemantics) {
               vars),
             "[2, 3] [1, 2] [4, 5] [5, 4, 3, 2, 1] [1, 3, 5] [4, 5] "
             "[1, 2, 3, 4, 5] [5, 3]");
-  EXPECT_EQ(R("{{ s[::-1] }} {{ s[1:3] }} {{ s[:none] }} {{ (1, 2, 3)[1:] }}",
-              vars),
-            "olléh él héllo (2, 3)");
+  EXPECT_EQ(
+      R("{{ s[::-1] }} {{ s[1:3] }} {{ s[:none] }} {{ (1, 2, 3)[1:] }}", vars),
+      "olléh él héllo (2, 3)");
 }
 
 TEST(ExpressionsTest, Tests) {
@@ -150,10 +150,11 @@ TEST(ExpressionsTest, StringMethods) {
   EXPECT_EQ(R("{{ 'abc'.upper() }} {{ 'ABC'.lower() }} "
               "{{ 'hello world'.title() }} {{ 'hELLO'.capitalize() }}"),
             "ABC abc Hello World Hello");
-  EXPECT_EQ(R("{{ 'aXbX'.replace('X', '-') }} {{ 'aXbX'.replace('X', '-', 1) }} "
-              "{{ 'héllo'.find('l') }} {{ 'hello'.find('z') }} "
-              "{{ 'hello'.rfind('l') }} {{ 'hello'.count('l') }}"),
-            "a-b- a-bX 2 -1 3 2");
+  EXPECT_EQ(
+      R("{{ 'aXbX'.replace('X', '-') }} {{ 'aXbX'.replace('X', '-', 1) }} "
+        "{{ 'héllo'.find('l') }} {{ 'hello'.find('z') }} "
+        "{{ 'hello'.rfind('l') }} {{ 'hello'.count('l') }}"),
+      "a-b- a-bX 2 -1 3 2");
   EXPECT_EQ(R("{{ '{} and {}'.format(1, 'x') }} {{ '{0}{name}{{}}'.format('a', "
               "name='b') }} {{ '{!r}'.format('q') }}"),
             "1 and x ab{} 'q'");

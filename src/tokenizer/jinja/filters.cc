@@ -33,9 +33,8 @@ StatusOr<Value> GetPath(const Value& item, const Value& attribute, int line) {
     const auto index = text::ParseInt(part, 10);
     const bool numeric = index && !part.empty() &&
                          std::all_of(part.begin(), part.end(), ::isdigit);
-    TSR_ASSIGN_OR_RETURN(current,
-                         GetItem(current, numeric ? Value(*index) : Value(part),
-                                 line));
+    TSR_ASSIGN_OR_RETURN(
+        current, GetItem(current, numeric ? Value(*index) : Value(part), line));
   }
   return current;
 }
@@ -101,7 +100,8 @@ StatusOr<Value> Title(const Value& in, const CallArgs& args) {
     const bool sep = is_sep(u[i]);
     size_t j = i;
     while (j < u.size() && is_sep(u[j]) == sep) ++j;
-    const std::string chunk = text::Encode(std::u32string_view(u).substr(i, j - i));
+    const std::string chunk =
+        text::Encode(std::u32string_view(u).substr(i, j - i));
     const std::string first = text::Encode(std::u32string_view(u).substr(i, 1));
     out += text::Upper(first) + text::Lower(chunk.substr(first.size()));
     i = j;
@@ -110,8 +110,8 @@ StatusOr<Value> Title(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Trim(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("trim"), args,
-                                        {{"chars", Value::None()}}));
+  TSR_ASSIGN_OR_RETURN(
+      auto a, BindArgs(What("trim"), args, {{"chars", Value::None()}}));
   std::optional<std::string> chars;
   if (!a[0].is_none()) chars = a[0].ToStr();
   return Value(text::Strip(in.ToStr(), chars, true, true));
@@ -143,14 +143,16 @@ StatusOr<Value> Default(const Value& in, const CallArgs& args) {
 StatusOr<Value> First(const Value& in, const CallArgs& args) {
   TSR_RETURN_IF_ERROR(BindArgs(What("first"), args, {}).status());
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
-  if (items.empty()) return Value::Undefined("No first item, sequence was empty.");
+  if (items.empty())
+    return Value::Undefined("No first item, sequence was empty.");
   return items.front();
 }
 
 StatusOr<Value> Last(const Value& in, const CallArgs& args) {
   TSR_RETURN_IF_ERROR(BindArgs(What("last"), args, {}).status());
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
-  if (items.empty()) return Value::Undefined("No last item, sequence was empty.");
+  if (items.empty())
+    return Value::Undefined("No last item, sequence was empty.");
   return items.back();
 }
 
@@ -164,8 +166,9 @@ StatusOr<Value> Items(const Value& in, const CallArgs& args) {
   TSR_RETURN_IF_ERROR(BindArgs(What("items"), args, {}).status());
   if (in.is_undefined()) return Value::List({});
   if (!in.is_dict()) {
-    return TemplateError(args.line, "filter 'items': can only get item pairs "
-                                    "from a mapping");
+    return TemplateError(args.line,
+                         "filter 'items': can only get item pairs "
+                         "from a mapping");
   }
   ValueList out;
   for (const auto& [key, value] : in.dict()) {
@@ -182,8 +185,9 @@ StatusOr<Value> Reverse(const Value& in, const CallArgs& args) {
     return Value(text::Encode(u));
   }
   if (!in.is_list() && !in.is_dict() && !in.is_undefined()) {
-    return TemplateError(args.line, "filter 'reverse': argument must be "
-                                    "iterable in order to be reversed");
+    return TemplateError(args.line,
+                         "filter 'reverse': argument must be "
+                         "iterable in order to be reversed");
   }
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   std::reverse(items.begin(), items.end());
@@ -191,9 +195,9 @@ StatusOr<Value> Reverse(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Join(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("join"), args,
-                                        {{"d", Value("")},
-                                         {"attribute", Value::None()}}));
+  TSR_ASSIGN_OR_RETURN(
+      auto a, BindArgs(What("join"), args,
+                       {{"d", Value("")}, {"attribute", Value::None()}}));
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   const std::string sep = a[0].ToStr();
   std::string out;
@@ -209,15 +213,15 @@ StatusOr<Value> Join(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Replace(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("replace"), args,
-                                        {{"old", {}},
-                                         {"new", {}},
-                                         {"count", Value::None()}}));
+  TSR_ASSIGN_OR_RETURN(
+      auto a, BindArgs(What("replace"), args,
+                       {{"old", {}}, {"new", {}}, {"count", Value::None()}}));
   int64_t count = -1;
   if (!a[2].is_none()) {
     if (!a[2].is_integral()) {
-      return TemplateError(args.line, "filter 'replace': count must be an "
-                                      "integer");
+      return TemplateError(args.line,
+                           "filter 'replace': count must be an "
+                           "integer");
     }
     count = a[2].int_value();
   }
@@ -225,9 +229,9 @@ StatusOr<Value> Replace(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Int(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("int"), args,
-                                        {{"default", Value(0)},
-                                         {"base", Value(10)}}));
+  TSR_ASSIGN_OR_RETURN(auto a,
+                       BindArgs(What("int"), args,
+                                {{"default", Value(0)}, {"base", Value(10)}}));
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (in.is_integral()) return Value(in.int_value());
   if (in.is_float()) {
@@ -239,7 +243,8 @@ StatusOr<Value> Int(const Value& in, const CallArgs& args) {
     return Value(static_cast<int64_t>(d));
   }
   if (in.is_string()) {
-    const int base = a[1].is_integral() ? static_cast<int>(a[1].int_value()) : 10;
+    const int base =
+        a[1].is_integral() ? static_cast<int>(a[1].int_value()) : 10;
     if (const auto i = text::ParseInt(in.str(), base)) return Value(*i);
     if (const auto d = text::ParseFloat(in.str())) {
       if (std::isfinite(*d) && std::fabs(*d) < 9.2e18) {
@@ -251,8 +256,8 @@ StatusOr<Value> Int(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Float(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("float"), args,
-                                        {{"default", Value(0.0)}}));
+  TSR_ASSIGN_OR_RETURN(
+      auto a, BindArgs(What("float"), args, {{"default", Value(0.0)}}));
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (in.is_number()) return Value(in.number_value());
   if (in.is_string()) {
@@ -290,27 +295,29 @@ double RoundHalfEven(double x, int64_t precision) {
 }
 
 StatusOr<Value> Round(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("round"), args,
-                                        {{"precision", Value(0)},
-                                         {"method", Value("common")}}));
+  TSR_ASSIGN_OR_RETURN(
+      auto a, BindArgs(What("round"), args,
+                       {{"precision", Value(0)}, {"method", Value("common")}}));
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (!in.is_number() || !a[0].is_integral()) {
-    return TemplateError(args.line, "filter 'round' needs a number and an "
-                                    "integer precision");
+    return TemplateError(args.line,
+                         "filter 'round' needs a number and an "
+                         "integer precision");
   }
   const int64_t precision = a[0].int_value();
   const std::string method = a[1].ToStr();
   if (method == "common") {
     if (in.is_integral()) {  // Python keeps an int an int
       if (precision >= 0) return Value(in.int_value());
-      return Value(static_cast<int64_t>(
-          RoundHalfEven(in.number_value(), precision)));
+      return Value(
+          static_cast<int64_t>(RoundHalfEven(in.number_value(), precision)));
     }
     return Value(RoundHalfEven(in.number_value(), precision));
   }
   if (method != "ceil" && method != "floor") {
-    return TemplateError(args.line, "filter 'round': method must be 'common', "
-                                    "'ceil' or 'floor'");
+    return TemplateError(args.line,
+                         "filter 'round': method must be 'common', "
+                         "'ceil' or 'floor'");
   }
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double scaled = in.number_value() * scale;
@@ -329,11 +336,13 @@ StatusOr<Value> Indent(const Value& in, const CallArgs& args) {
   } else if (a[0].is_integral()) {
     indention.assign(std::max<int64_t>(0, a[0].int_value()), ' ');
   } else {
-    return TemplateError(args.line, "filter 'indent': width must be an "
-                                    "integer or a string");
+    return TemplateError(args.line,
+                         "filter 'indent': width must be an "
+                         "integer or a string");
   }
   // As Jinja: a newline is appended so splitlines() keeps a trailing line.
-  const std::vector<std::string> lines = text::SplitLines(in.ToStr() + "\n", false);
+  const std::vector<std::string> lines =
+      text::SplitLines(in.ToStr() + "\n", false);
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i > 0) {
@@ -359,15 +368,17 @@ StatusOr<Value> ToJson(const Value& in, const CallArgs& args) {
   } else if (a[1].is_string()) {
     options.indent = a[1].str();
   } else if (!a[1].is_none()) {
-    return TemplateError(args.line, "filter 'tojson': indent must be an "
-                                    "integer, a string or none");
+    return TemplateError(args.line,
+                         "filter 'tojson': indent must be an "
+                         "integer, a string or none");
   }
   if (options.indent) options.item_separator = ",";
   if (!a[2].is_none()) {
     if (!a[2].is_list() || a[2].list().size() != 2 ||
         !a[2].list()[0].is_string() || !a[2].list()[1].is_string()) {
-      return TemplateError(args.line, "filter 'tojson': separators must be a "
-                                      "pair of strings");
+      return TemplateError(args.line,
+                           "filter 'tojson': separators must be a "
+                           "pair of strings");
     }
     options.item_separator = a[2].list()[0].str();
     options.key_separator = a[2].list()[1].str();
@@ -380,8 +391,8 @@ StatusOr<Value> ToJson(const Value& in, const CallArgs& args) {
 // select / reject / selectattr / rejectattr.
 StatusOr<Value> SelectOrReject(const Value& in, const CallArgs& args,
                                bool by_attribute, bool select) {
-  const std::string name = std::string(select ? "select" : "reject") +
-                           (by_attribute ? "attr" : "");
+  const std::string name =
+      std::string(select ? "select" : "reject") + (by_attribute ? "attr" : "");
   size_t next = 0;
   Value attribute;
   if (by_attribute) {
@@ -436,9 +447,9 @@ StatusOr<Value> Map(const Value& in, const CallArgs& args) {
   ValueList out;
   out.reserve(items.size());
   if (args.positional.empty()) {
-    TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("map"), args,
-                                          {{"attribute", {}},
-                                           {"default", Value::None()}}));
+    TSR_ASSIGN_OR_RETURN(
+        auto a, BindArgs(What("map"), args,
+                         {{"attribute", {}}, {"default", Value::None()}}));
     for (const Value& item : items) {
       TSR_ASSIGN_OR_RETURN(Value v, GetPath(item, a[0], args.line));
       out.push_back(v.is_undefined() && !a[1].is_none() ? a[1] : v);
@@ -465,8 +476,12 @@ StatusOr<Value> KeyOf(const Value& item, const Value& attribute,
   if (attribute.is_none()) return CaseKey(item, case_sensitive);
   if (attribute.is_string() && attribute.str().find(',') != std::string::npos) {
     ValueList parts;
-    for (const std::string& name : text::Split(attribute.str(), std::string(","), -1)) {
-      TSR_ASSIGN_OR_RETURN(Value v, GetPath(item, Value(text::Strip(name, std::nullopt, true, true)), line));
+    for (const std::string& name :
+         text::Split(attribute.str(), std::string(","), -1)) {
+      TSR_ASSIGN_OR_RETURN(
+          Value v,
+          GetPath(item, Value(text::Strip(name, std::nullopt, true, true)),
+                  line));
       parts.push_back(CaseKey(v, case_sensitive));
     }
     return Value::List(std::move(parts));
@@ -518,13 +533,16 @@ StatusOr<Value> MinMax(const Value& in, const CallArgs& args, bool max) {
                                          {"attribute", Value::None()}}));
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   if (items.empty()) {
-    return Value::Undefined(fmt::format("No aggregated item, sequence was "
-                                        "empty."));
+    return Value::Undefined(
+        fmt::format("No aggregated item, sequence was "
+                    "empty."));
   }
   size_t best = 0;
-  TSR_ASSIGN_OR_RETURN(Value best_key, KeyOf(items[0], a[1], a[0].Truthy(), args.line));
+  TSR_ASSIGN_OR_RETURN(Value best_key,
+                       KeyOf(items[0], a[1], a[0].Truthy(), args.line));
   for (size_t i = 1; i < items.size(); ++i) {
-    TSR_ASSIGN_OR_RETURN(Value k, KeyOf(items[i], a[1], a[0].Truthy(), args.line));
+    TSR_ASSIGN_OR_RETURN(Value k,
+                         KeyOf(items[i], a[1], a[0].Truthy(), args.line));
     TSR_ASSIGN_OR_RETURN(int c, Order(k, best_key, args.line));
     if (max ? c > 0 : c < 0) {
       best = i;
@@ -542,9 +560,9 @@ StatusOr<Value> Max(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Sum(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("sum"), args,
-                                        {{"attribute", Value::None()},
-                                         {"start", Value(0)}}));
+  TSR_ASSIGN_OR_RETURN(
+      auto a, BindArgs(What("sum"), args,
+                       {{"attribute", Value::None()}, {"start", Value(0)}}));
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   Value total = a[1];
   for (const Value& item : items) {
@@ -552,7 +570,8 @@ StatusOr<Value> Sum(const Value& in, const CallArgs& args) {
     if (!a[0].is_none()) {
       TSR_ASSIGN_OR_RETURN(v, GetPath(item, a[0], args.line));
     }
-    TSR_ASSIGN_OR_RETURN(total, ApplyBinary(BinaryOp::kAdd, total, v, args.line));
+    TSR_ASSIGN_OR_RETURN(total,
+                         ApplyBinary(BinaryOp::kAdd, total, v, args.line));
   }
   return total;
 }
@@ -567,8 +586,9 @@ StatusOr<Value> DictSort(const Value& in, const CallArgs& args) {
   }
   const std::string by = a[1].ToStr();
   if (by != "key" && by != "value") {
-    return TemplateError(args.line, "filter 'dictsort': by must be 'key' or "
-                                    "'value'");
+    return TemplateError(args.line,
+                         "filter 'dictsort': by must be 'key' or "
+                         "'value'");
   }
   ValueList pairs, keys;
   for (const auto& [key, value] : in.dict()) {
@@ -588,8 +608,8 @@ StatusOr<Value> Attr(const Value& in, const CallArgs& args) {
   const std::string name = a[0].ToStr();
   // Python getattr only: a dict's keys are not attributes, its methods are.
   static const std::set<std::string, std::less<>> kDictAttributes = {
-      "items", "keys",  "values",  "get",        "copy",
-      "clear", "pop",   "popitem", "setdefault", "update"};
+      "items", "keys", "values",  "get",        "copy",
+      "clear", "pop",  "popitem", "setdefault", "update"};
   if (in.is_dict() && !kDictAttributes.count(name)) {
     return Value::Undefined(
         fmt::format("'dict object' has no attribute '{}'", name));
@@ -599,25 +619,44 @@ StatusOr<Value> Attr(const Value& in, const CallArgs& args) {
 
 const std::map<std::string_view, FilterFn>& Filters() {
   static const auto* filters = new std::map<std::string_view, FilterFn>{
-      {"abs", Abs},           {"attr", Attr},
-      {"capitalize", Capitalize}, {"count", Length},
-      {"d", Default},         {"default", Default},
-      {"dictsort", DictSort}, {"e", Escape},
-      {"escape", Escape},     {"first", First},
-      {"float", Float},       {"forceescape", Escape},
-      {"indent", Indent},     {"int", Int},
-      {"items", Items},       {"join", Join},
-      {"last", Last},         {"length", Length},
-      {"list", List},         {"lower", Lower},
-      {"map", Map},           {"max", Max},
-      {"min", Min},           {"reject", Reject},
-      {"rejectattr", RejectAttr}, {"replace", Replace},
-      {"reverse", Reverse},   {"round", Round},
-      {"safe", Safe},         {"select", Select},
-      {"selectattr", SelectAttr}, {"sort", Sort},
-      {"string", String},     {"sum", Sum},
-      {"title", Title},       {"tojson", ToJson},
-      {"trim", Trim},         {"unique", Unique},
+      {"abs", Abs},
+      {"attr", Attr},
+      {"capitalize", Capitalize},
+      {"count", Length},
+      {"d", Default},
+      {"default", Default},
+      {"dictsort", DictSort},
+      {"e", Escape},
+      {"escape", Escape},
+      {"first", First},
+      {"float", Float},
+      {"forceescape", Escape},
+      {"indent", Indent},
+      {"int", Int},
+      {"items", Items},
+      {"join", Join},
+      {"last", Last},
+      {"length", Length},
+      {"list", List},
+      {"lower", Lower},
+      {"map", Map},
+      {"max", Max},
+      {"min", Min},
+      {"reject", Reject},
+      {"rejectattr", RejectAttr},
+      {"replace", Replace},
+      {"reverse", Reverse},
+      {"round", Round},
+      {"safe", Safe},
+      {"select", Select},
+      {"selectattr", SelectAttr},
+      {"sort", Sort},
+      {"string", String},
+      {"sum", Sum},
+      {"title", Title},
+      {"tojson", ToJson},
+      {"trim", Trim},
+      {"unique", Unique},
       {"upper", Upper},
   };
   return *filters;

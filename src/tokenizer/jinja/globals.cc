@@ -34,7 +34,8 @@ StatusOr<Value> Range(const CallArgs& args) {
   const int64_t start = p.size() == 1 ? 0 : p[0].int_value();
   const int64_t stop = p.size() == 1 ? p[0].int_value() : p[1].int_value();
   const int64_t step = p.size() == 3 ? p[2].int_value() : 1;
-  if (step == 0) return TemplateError(args.line, "range() arg 3 must not be zero");
+  if (step == 0)
+    return TemplateError(args.line, "range() arg 3 must not be zero");
   ValueList out;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
     if (static_cast<int64_t>(out.size()) == kMaxRange) {
@@ -83,7 +84,8 @@ StatusOr<ValueDict> BuildDict(std::string_view what, const CallArgs& args) {
 
 StatusOr<Value> MakeNamespace(const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(ValueDict attrs, BuildDict("namespace()", args));
-  return Value::NewNamespace(std::move(attrs), /*assignable=*/true, "Namespace");
+  return Value::NewNamespace(std::move(attrs), /*assignable=*/true,
+                             "Namespace");
 }
 
 StatusOr<Value> Dict(const CallArgs& args) {
@@ -92,8 +94,8 @@ StatusOr<Value> Dict(const CallArgs& args) {
 }
 
 StatusOr<Value> RaiseException(const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs("raise_exception()", args,
-                                        {{"message", {}}}));
+  TSR_ASSIGN_OR_RETURN(auto a,
+                       BindArgs("raise_exception()", args, {{"message", {}}}));
   return TemplateError(args.line, fmt::format("the chat template raised an "
                                               "error: {}",
                                               a[0].ToStr()));
@@ -101,8 +103,8 @@ StatusOr<Value> RaiseException(const CallArgs& args) {
 
 // Hugging Face: datetime.now().strftime(format), in local time.
 StatusOr<Value> StrftimeNow(const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs("strftime_now()", args,
-                                        {{"format", {}}}));
+  TSR_ASSIGN_OR_RETURN(auto a,
+                       BindArgs("strftime_now()", args, {{"format", {}}}));
   if (!a[0].is_string()) {
     return TemplateError(args.line, "strftime_now() needs a format string");
   }
@@ -111,10 +113,12 @@ StatusOr<Value> StrftimeNow(const CallArgs& args) {
   localtime_r(&now, &local);
   if (a[0].str().empty()) return Value("");
   std::string buf(256 + a[0].str().size() * 8, '\0');
-  const size_t n = std::strftime(buf.data(), buf.size(), a[0].str().c_str(), &local);
+  const size_t n =
+      std::strftime(buf.data(), buf.size(), a[0].str().c_str(), &local);
   if (n == 0) {
-    return TemplateError(args.line, "strftime_now(): the formatted date is "
-                                    "empty or too long");
+    return TemplateError(args.line,
+                         "strftime_now(): the formatted date is "
+                         "empty or too long");
   }
   buf.resize(n);
   return Value(std::move(buf));
@@ -137,7 +141,8 @@ const ValueDict& Globals() {
     g->Set("range", Value::Function("range", Range));
     g->Set("namespace", Value::Function("namespace", MakeNamespace));
     g->Set("dict", Value::Function("dict", Dict));
-    g->Set("raise_exception", Value::Function("raise_exception", RaiseException));
+    g->Set("raise_exception",
+           Value::Function("raise_exception", RaiseException));
     g->Set("strftime_now", Value::Function("strftime_now", StrftimeNow));
     for (const char* name : {"lipsum", "cycler", "joiner"}) {
       g->Set(name, Value::Function(name, Unsupported(name)));

@@ -157,14 +157,16 @@ class Renderer {
     loop.Set("depth0", Value(0));
     if (i > 0) loop.Set("previtem", items[i - 1]);
     if (i + 1 < n) loop.Set("nextitem", items[i + 1]);
-    loop.Set("cycle", Value::Function("loop.cycle", [i](const CallArgs& args)
-                                                        -> StatusOr<Value> {
-               if (args.positional.empty() || !args.keyword.empty()) {
-                 return TemplateError(args.line, "loop.cycle() needs at least "
-                                                 "one positional argument");
-               }
-               return args.positional[i % args.positional.size()];
-             }));
+    loop.Set("cycle",
+             Value::Function(
+                 "loop.cycle", [i](const CallArgs& args) -> StatusOr<Value> {
+                   if (args.positional.empty() || !args.keyword.empty()) {
+                     return TemplateError(args.line,
+                                          "loop.cycle() needs at least "
+                                          "one positional argument");
+                   }
+                   return args.positional[i % args.positional.size()];
+                 }));
     return Value::NewNamespace(std::move(loop), /*assignable=*/false,
                                "LoopContext");
   }
@@ -232,11 +234,10 @@ class Renderer {
   // A macro (or a call block's `caller`) closing over `frame`.
   Value MakeMacro(const Stmt& s, const FramePtr& frame, std::string name) {
     captured_frames_.push_back(frame);
-    return Value::Function(
-        fmt::format("macro '{}'", name),
-        [this, &s, frame, name](const CallArgs& args) {
-          return CallMacro(s, frame, name, args);
-        });
+    return Value::Function(fmt::format("macro '{}'", name),
+                           [this, &s, frame, name](const CallArgs& args) {
+                             return CallMacro(s, frame, name, args);
+                           });
   }
 
   StatusOr<Value> CallMacro(const Stmt& s, const FramePtr& closure,
@@ -282,8 +283,10 @@ class Renderer {
                                                     name, key));
       }
     }
-    if (s.uses_varargs) frame->vars.Set("varargs", Value::Tuple(std::move(varargs)));
-    if (s.uses_kwargs) frame->vars.Set("kwargs", Value::Dict(std::move(kwargs)));
+    if (s.uses_varargs)
+      frame->vars.Set("varargs", Value::Tuple(std::move(varargs)));
+    if (s.uses_kwargs)
+      frame->vars.Set("kwargs", Value::Dict(std::move(kwargs)));
     for (const auto& [param, default_expr] : s.params) {
       if (frame->vars.Find(param) != nullptr) continue;
       if (default_expr) {
@@ -322,8 +325,7 @@ class Renderer {
                            const Value* caller) {
     TSR_ASSIGN_OR_RETURN(Value callee, Eval(*e.operands[0], frame));
     if (callee.is_undefined()) {
-      return TemplateError(e.line, fmt::format("{}; it cannot be called",
-                                               callee.undefined_hint()));
+      return UndefinedError(e.line, callee, "calling it");
     }
     if (!callee.is_callable()) {
       return TemplateError(e.line, fmt::format("'{}' object is not callable",

@@ -88,10 +88,9 @@ class Dumper {
     std::vector<const ValueDict::Entry*> entries;
     for (const auto& entry : dict) entries.push_back(&entry);
     if (options_.sort_keys) {
-      std::stable_sort(entries.begin(), entries.end(),
-                       [](const auto* a, const auto* b) {
-                         return a->first < b->first;
-                       });
+      std::stable_sort(
+          entries.begin(), entries.end(),
+          [](const auto* a, const auto* b) { return a->first < b->first; });
     }
     out->push_back('{');
     for (size_t i = 0; i < entries.size(); ++i) {
@@ -117,14 +116,29 @@ std::string JsonQuote(const std::string& s, bool ensure_ascii) {
   out.reserve(s.size() + 2);
   for (char32_t c : text::Decode(s)) {
     switch (c) {
-      case U'"': out += "\\\""; continue;
-      case U'\\': out += "\\\\"; continue;
-      case U'\n': out += "\\n"; continue;
-      case U'\r': out += "\\r"; continue;
-      case U'\t': out += "\\t"; continue;
-      case U'\b': out += "\\b"; continue;
-      case U'\f': out += "\\f"; continue;
-      default: break;
+      case U'"':
+        out += "\\\"";
+        continue;
+      case U'\\':
+        out += "\\\\";
+        continue;
+      case U'\n':
+        out += "\\n";
+        continue;
+      case U'\r':
+        out += "\\r";
+        continue;
+      case U'\t':
+        out += "\\t";
+        continue;
+      case U'\b':
+        out += "\\b";
+        continue;
+      case U'\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || (ensure_ascii && c >= 0x7F)) {
       if (c >= 0x10000) {  // a surrogate pair, as Python writes it

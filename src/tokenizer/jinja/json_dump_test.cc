@@ -20,8 +20,9 @@ std::string Dump(const Json& json, const JsonDumpOptions& options = {}) {
 TEST(JsonDumpTest, KeepsInsertionOrderAndPythonSeparators) {
   const Json j = Json::parse(
       R"({"type": "function", "function": {"name": "f", "b": 1, "a": [1, 2.0, true, null]}})");
-  EXPECT_EQ(Dump(j),
-            R"({"type": "function", "function": {"name": "f", "b": 1, "a": [1, 2.0, true, null]}})");
+  EXPECT_EQ(
+      Dump(j),
+      R"({"type": "function", "function": {"name": "f", "b": 1, "a": [1, 2.0, true, null]}})");
 }
 
 TEST(JsonDumpTest, IndentUsesCommaOnlyItemSeparator) {

@@ -13,9 +13,18 @@
 namespace tessera::jinja {
 namespace {
 
-bool IsWs(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-         c == '\v';
+// The end of the whitespace run starting at `p` (Python's \s: Unicode
+// whitespace, as Jinja's lexer regexes see it).
+size_t SkipSpaces(std::string_view s, size_t p) {
+  while (p < s.size()) {
+    size_t len = 1;
+    const auto b = static_cast<unsigned char>(s[p]);
+    if (b >= 0x80) len = b >= 0xF0 ? 4 : (b >= 0xE0 ? 3 : 2);
+    const std::u32string cp = text::Decode(s.substr(p, len));
+    if (cp.size() != 1 || !text::IsSpace(cp[0])) break;
+    p += len;
+  }
+  return p;
 }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsIdentStart(char c) {
@@ -56,17 +65,38 @@ StatusOr<std::string> Unescape(std::string_view body, int line) {
       return static_cast<char32_t>(cp);
     };
     switch (c) {
-      case '\n': break;  // line continuation
-      case '\\': out.push_back('\\'); break;
-      case '\'': out.push_back('\''); break;
-      case '"': out.push_back('"'); break;
-      case 'a': out.push_back('\a'); break;
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 't': out.push_back('\t'); break;
-      case 'v': out.push_back('\v'); break;
+      case '\n':
+        break;  // line continuation
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '\'':
+        out.push_back('\'');
+        break;
+      case '"':
+        out.push_back('"');
+        break;
+      case 'a':
+        out.push_back('\a');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'v':
+        out.push_back('\v');
+        break;
       case 'x': {
         TSR_ASSIGN_OR_RETURN(char32_t cp, hex(2));
         text::AppendUtf8(cp, &out);
@@ -169,8 +199,7 @@ class Lexer {
     const size_t l_pos = nl == std::string_view::npos ? 0 : nl + 1;
     if (l_pos == 0 && !line_starting_) return text;
     const std::string_view tail = text.substr(l_pos);
-    if (tail.empty() ||
-        !text::Strip(tail, std::nullopt, true, true).empty()) {
+    if (tail.empty() || !text::Strip(tail, std::nullopt, true, true).empty()) {
       return text;
     }
     return text.substr(0, l_pos);
@@ -206,7 +235,7 @@ class Lexer {
     if (!StartsWith(p, close)) return false;
     p += close.size();
     if (sign == '-') {
-      while (p < src_.size() && IsWs(src_[p])) ++p;
+      p = SkipSpaces(src_, p);
     } else if (sign == 0 && options_.trim_blocks && p < src_.size() &&
                src_[p] == '\n') {
       ++p;
@@ -238,13 +267,13 @@ class Lexer {
   // `{% raw %}` or `{%- raw -%}`: the name raw alone in the tag.
   bool MatchRawBegin() {
     size_t p = pos_;
-    while (p < src_.size() && IsWs(src_[p])) ++p;
+    p = SkipSpaces(src_, p);
     if (!StartsWith(p, "raw")) return false;
     p += 3;
-    while (p < src_.size() && IsWs(src_[p])) ++p;
+    p = SkipSpaces(src_, p);
     if (StartsWith(p, "-%}")) {
       p += 3;
-      while (p < src_.size() && IsWs(src_[p])) ++p;
+      p = SkipSpaces(src_, p);
     } else if (StartsWith(p, "%}")) {
       p += 2;  // Jinja applies no trim_blocks after {% raw %}
     } else {
@@ -259,12 +288,14 @@ class Lexer {
     while ((p = src_.find("{%", p)) != std::string::npos) {
       size_t q = p + 2;
       char sign = 0;
-      if (q < src_.size() && (src_[q] == '-' || src_[q] == '+')) sign = src_[q++];
-      while (q < src_.size() && IsWs(src_[q])) ++q;
+      if (q < src_.size() && (src_[q] == '-' || src_[q] == '+'))
+        sign = src_[q++];
+      q = SkipSpaces(src_, q);
       if (StartsWith(q, "endraw")) {
         q += 6;
-        while (q < src_.size() && IsWs(src_[q])) ++q;
-        if (StartsWith(q, "%}") || StartsWith(q, "-%}") || StartsWith(q, "+%}")) {
+        q = SkipSpaces(src_, q);
+        if (StartsWith(q, "%}") || StartsWith(q, "-%}") ||
+            StartsWith(q, "+%}")) {
           const std::string_view body =
               std::string_view(src_).substr(pos_, p - pos_);
           EmitText(ApplyLeftControl(body, sign, true));
@@ -285,7 +316,7 @@ class Lexer {
     const size_t n = src_.size();
     while (true) {
       size_t p = pos_;
-      while (p < n && IsWs(src_[p])) ++p;
+      p = SkipSpaces(src_, p);
       Advance(p);
       if (balance.empty()) {
         const int end_line = line_;
@@ -312,7 +343,7 @@ class Lexer {
     if (!StartsWith(p, "}}")) return false;
     p += 2;
     if (strip) {
-      while (p < src_.size() && IsWs(src_[p])) ++p;
+      p = SkipSpaces(src_, p);
     }
     Advance(p);
     return true;
@@ -359,9 +390,9 @@ class Lexer {
       Advance(start + op.size());
       return OkStatus();
     }
-    return TemplateError(line_,
-                         fmt::format("unexpected character '{}' in a tag",
-                                     std::string(1, c)));
+    return TemplateError(
+        line_,
+        fmt::format("unexpected character '{}' in a tag", std::string(1, c)));
   }
 
   // Reads [0-9](_?[0-9])* from p; returns the end and appends the digits.
@@ -369,8 +400,8 @@ class Lexer {
     while (p < src_.size()) {
       if (IsDigit(src_[p])) {
         digits->push_back(src_[p++]);
-      } else if (src_[p] == '_' && p + 1 < src_.size() && IsDigit(src_[p + 1]) &&
-                 !digits->empty()) {
+      } else if (src_[p] == '_' && p + 1 < src_.size() &&
+                 IsDigit(src_[p + 1]) && !digits->empty()) {
         ++p;
       } else {
         break;
@@ -393,8 +424,8 @@ class Lexer {
                          src_[q] == '_')) {
           ++q;
         }
-        const auto value =
-            text::ParseInt(std::string_view(src_).substr(start, q - start), base);
+        const auto value = text::ParseInt(
+            std::string_view(src_).substr(start, q - start), base);
         if (!value) return TemplateError(line, "invalid integer literal");
         Token t;
         t.kind = TokenKind::kInteger;
@@ -418,7 +449,8 @@ class Lexer {
       if (p < n && (src_[p] == 'e' || src_[p] == 'E')) {
         size_t q = p + 1;
         std::string exp = "e";
-        if (q < n && (src_[q] == '+' || src_[q] == '-')) exp.push_back(src_[q++]);
+        if (q < n && (src_[q] == '+' || src_[q] == '-'))
+          exp.push_back(src_[q++]);
         if (q < n && IsDigit(src_[q])) {
           std::string digits;
           p = ScanDigits(q, &digits);

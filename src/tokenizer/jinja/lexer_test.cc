@@ -38,7 +38,8 @@ TEST(LexerTest, TokenKindsValuesAndLines) {
 }
 
 TEST(LexerTest, NumbersAndStrings) {
-  const auto t = Lex(R"({{ 1_000 0x1F 0o17 0b101 2.5 1e3 'a\n\'b' "\u00e9\x41" }})");
+  const auto t =
+      Lex(R"({{ 1_000 0x1F 0o17 0b101 2.5 1e3 'a\n\'b' "\u00e9\x41" }})");
   ASSERT_GE(t.size(), 10u);
   EXPECT_EQ(t[1].int_value, 1000);
   EXPECT_EQ(t[2].int_value, 31);
@@ -79,6 +80,8 @@ TEST(LexerTest, MinusStripsAllWhitespacePlusKeepsIt) {
   EXPECT_EQ(R("a\n  {%- if true -%}\n  b  \n  {%- endif -%}\n  c"), "abc");
   EXPECT_EQ(R("a {{- 'b' -}} c"), "abc");
   EXPECT_EQ(R("z {#- strip -#}   w"), "zw");
+  // Whitespace is Python's: Unicode spaces count.
+  EXPECT_EQ(R("a\u3000{{- 'b' -}}\u00a0\n c"), "abc");
   EXPECT_EQ(R("a\n  {%+ if true %}\nb\n  {% endif +%}\nc"), "a\n  b\n\nc");
 }
 

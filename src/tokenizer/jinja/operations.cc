@@ -72,7 +72,8 @@ StatusOr<Value> IntPow(int64_t base, int64_t exp, int line) {
   int64_t result = 1;
   while (exp > 0) {
     if (exp & 1) {
-      if (__builtin_mul_overflow(result, base, &result)) return OverflowError(line);
+      if (__builtin_mul_overflow(result, base, &result))
+        return OverflowError(line);
     }
     exp >>= 1;
     if (exp > 0 && __builtin_mul_overflow(base, base, &base)) {
@@ -107,7 +108,8 @@ StatusOr<Value> Arithmetic(BinaryOp op, const Value& a, const Value& b,
         }
         if (y == -1) {
           if (op == BinaryOp::kMod) return Value(int64_t{0});
-          if (x == std::numeric_limits<int64_t>::min()) return OverflowError(line);
+          if (x == std::numeric_limits<int64_t>::min())
+            return OverflowError(line);
           return Value(-x);
         }
         int64_t q = x / y, m = x % y;
@@ -126,9 +128,12 @@ StatusOr<Value> Arithmetic(BinaryOp op, const Value& a, const Value& b,
   }
   const double x = a.number_value(), y = b.number_value();
   switch (op) {
-    case BinaryOp::kAdd: return Value(x + y);
-    case BinaryOp::kSub: return Value(x - y);
-    case BinaryOp::kMul: return Value(x * y);
+    case BinaryOp::kAdd:
+      return Value(x + y);
+    case BinaryOp::kSub:
+      return Value(x - y);
+    case BinaryOp::kMul:
+      return Value(x * y);
     case BinaryOp::kDiv:
       if (y == 0.0) return TemplateError(line, "division by zero");
       return Value(x / y);
@@ -144,8 +149,9 @@ StatusOr<Value> Arithmetic(BinaryOp op, const Value& a, const Value& b,
       }
       if (x < 0 && y != std::floor(y)) {
         return UnsupportedError(
-            line, "a negative number raised to a fractional power (complex "
-                  "result) is not supported");
+            line,
+            "a negative number raised to a fractional power (complex "
+            "result) is not supported");
       }
       return Value(std::pow(x, y));
     default:
@@ -182,42 +188,62 @@ Status UnsupportedError(int line, std::string_view message) {
   return UnimplementedError(fmt::format("line {}: {}", line, message));
 }
 
-Status UndefinedError(int line, const Value& undefined) {
-  const std::string& hint = undefined.undefined_hint();
-  return TemplateError(line, hint.empty() ? "value is undefined" : hint);
+Status UndefinedError(int line, const Value& undefined,
+                      std::string_view doing) {
+  std::string message = undefined.undefined_hint();
+  if (message.empty()) message = "value is undefined";
+  if (!doing.empty()) message += fmt::format(" ({})", doing);
+  return TemplateError(line, message);
 }
 
 std::string_view BinaryOpSymbol(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kAdd: return "+";
-    case BinaryOp::kSub: return "-";
-    case BinaryOp::kMul: return "*";
-    case BinaryOp::kDiv: return "/";
-    case BinaryOp::kFloorDiv: return "//";
-    case BinaryOp::kMod: return "%";
-    case BinaryOp::kPow: return "**";
-    case BinaryOp::kConcat: return "~";
+    case BinaryOp::kAdd:
+      return "+";
+    case BinaryOp::kSub:
+      return "-";
+    case BinaryOp::kMul:
+      return "*";
+    case BinaryOp::kDiv:
+      return "/";
+    case BinaryOp::kFloorDiv:
+      return "//";
+    case BinaryOp::kMod:
+      return "%";
+    case BinaryOp::kPow:
+      return "**";
+    case BinaryOp::kConcat:
+      return "~";
   }
   return "?";
 }
 
 std::string_view CompareOpSymbol(CompareOp op) {
   switch (op) {
-    case CompareOp::kEq: return "==";
-    case CompareOp::kNe: return "!=";
-    case CompareOp::kLt: return "<";
-    case CompareOp::kLe: return "<=";
-    case CompareOp::kGt: return ">";
-    case CompareOp::kGe: return ">=";
-    case CompareOp::kIn: return "in";
-    case CompareOp::kNotIn: return "not in";
+    case CompareOp::kEq:
+      return "==";
+    case CompareOp::kNe:
+      return "!=";
+    case CompareOp::kLt:
+      return "<";
+    case CompareOp::kLe:
+      return "<=";
+    case CompareOp::kGt:
+      return ">";
+    case CompareOp::kGe:
+      return ">=";
+    case CompareOp::kIn:
+      return "in";
+    case CompareOp::kNotIn:
+      return "not in";
   }
   return "?";
 }
 
 bool Equals(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
-    if (a.is_integral() && b.is_integral()) return a.int_value() == b.int_value();
+    if (a.is_integral() && b.is_integral())
+      return a.int_value() == b.int_value();
     return a.number_value() == b.number_value();
   }
   if (a.kind() != b.kind()) return false;
@@ -256,7 +282,8 @@ StatusOr<int> Order(const Value& a, const Value& b, int line,
   if (b.is_undefined()) return UndefinedError(line, b);
   if (a.is_number() && b.is_number()) {
     if (a.is_integral() && b.is_integral()) {
-      return a.int_value() < b.int_value() ? -1 : (a.int_value() > b.int_value());
+      return a.int_value() < b.int_value() ? -1
+                                           : (a.int_value() > b.int_value());
     }
     const double x = a.number_value(), y = b.number_value();
     return x < y ? -1 : (x > y ? 1 : 0);
@@ -306,8 +333,9 @@ StatusOr<Value> ApplyBinary(BinaryOp op, const Value& a, const Value& b,
   }
   if (op == BinaryOp::kMod && a.is_string()) {
     return UnsupportedError(
-        line, "printf-style string formatting ('...' % args) is not "
-              "supported; use '~' or str.format()");
+        line,
+        "printf-style string formatting ('...' % args) is not "
+        "supported; use '~' or str.format()");
   }
   return Arithmetic(op, a, b, line);
 }
@@ -315,9 +343,12 @@ StatusOr<Value> ApplyBinary(BinaryOp op, const Value& a, const Value& b,
 StatusOr<bool> ApplyCompare(CompareOp op, const Value& a, const Value& b,
                             int line) {
   switch (op) {
-    case CompareOp::kEq: return Equals(a, b);
-    case CompareOp::kNe: return !Equals(a, b);
-    case CompareOp::kIn: return Contains(b, a, line);
+    case CompareOp::kEq:
+      return Equals(a, b);
+    case CompareOp::kNe:
+      return !Equals(a, b);
+    case CompareOp::kIn:
+      return Contains(b, a, line);
     case CompareOp::kNotIn: {
       TSR_ASSIGN_OR_RETURN(bool in, Contains(b, a, line));
       return !in;
@@ -327,10 +358,14 @@ StatusOr<bool> ApplyCompare(CompareOp op, const Value& a, const Value& b,
   }
   TSR_ASSIGN_OR_RETURN(int c, Order(a, b, line, CompareOpSymbol(op)));
   switch (op) {
-    case CompareOp::kLt: return c < 0;
-    case CompareOp::kLe: return c <= 0;
-    case CompareOp::kGt: return c > 0;
-    default: return c >= 0;
+    case CompareOp::kLt:
+      return c < 0;
+    case CompareOp::kLe:
+      return c <= 0;
+    case CompareOp::kGt:
+      return c > 0;
+    default:
+      return c >= 0;
   }
 }
 
@@ -410,10 +445,14 @@ StatusOr<ValueList> Iterate(const Value& v, int line) {
 
 StatusOr<int64_t> Length(const Value& v, int line) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return int64_t{0};
-    case Value::Kind::kString: return text::Length(v.str());
-    case Value::Kind::kList: return static_cast<int64_t>(v.list().size());
-    case Value::Kind::kDict: return static_cast<int64_t>(v.dict().size());
+    case Value::Kind::kUndefined:
+      return int64_t{0};
+    case Value::Kind::kString:
+      return text::Length(v.str());
+    case Value::Kind::kList:
+      return static_cast<int64_t>(v.list().size());
+    case Value::Kind::kDict:
+      return static_cast<int64_t>(v.dict().size());
     default:
       return TemplateError(
           line, fmt::format("object of type '{}' has no len()", v.TypeName()));
@@ -438,10 +477,10 @@ StatusOr<Value> Slice(const Value& v, const Value& start, const Value& stop,
   const bool ascii = v.is_string() && text::IsAscii(v.str());
   std::u32string chars;
   if (v.is_string() && !ascii) chars = text::Decode(v.str());
-  const int64_t length =
-      v.is_list() ? static_cast<int64_t>(v.list().size())
-                  : (ascii ? static_cast<int64_t>(v.str().size())
-                           : static_cast<int64_t>(chars.size()));
+  const int64_t length = v.is_list()
+                             ? static_cast<int64_t>(v.list().size())
+                             : (ascii ? static_cast<int64_t>(v.str().size())
+                                      : static_cast<int64_t>(chars.size()));
   int64_t begin = start.is_none() ? 0 : start.int_value();
   int64_t end = stop.is_none() ? 0 : stop.int_value();
   AdjustIndices(length, &begin, &end, step_value, !start.is_none(),

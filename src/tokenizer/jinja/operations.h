@@ -18,8 +18,10 @@ namespace tessera::jinja {
 Status TemplateError(int line, std::string_view message);
 // "line N: message" as UNIMPLEMENTED (a construct the engine lacks).
 Status UnsupportedError(int line, std::string_view message);
-// The error for using an Undefined value where Jinja raises UndefinedError.
-Status UndefinedError(int line, const Value& undefined);
+// The error for using an Undefined value where Jinja raises UndefinedError:
+// its hint, then "(doing)" when given ("'x' is undefined (calling it)").
+Status UndefinedError(int line, const Value& undefined,
+                      std::string_view doing = {});
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow, kConcat };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn };

@@ -1,8 +1,5 @@
-// Parser of the Jinja engine: tokens -> syntax tree, with Jinja 3's grammar
-// and operator precedence (lowest first): `x if c else y`, or, and, not,
-// comparisons (== != < <= > >= in, not in), + -, ~, * / // %, **, unary - +,
-// then primaries with postfix `.attr`, `[index]`, `[a:b:c]`, `(args)`, and
-// `|filter` / `is test` chains.
+// Parser of the Jinja engine: tokens -> syntax tree, with Jinja 3's grammar.
+// This file parses statements; expression_parser.h parses expressions.
 //
 // Statements: if/elif/else, for (tuple targets, `if` filter, else), set
 // (names, tuples, namespace attributes, block form with filters), macro,

@@ -64,8 +64,9 @@ TEST(StatementsTest, SetForms) {
             "56 (1, 2)");
   EXPECT_EQ(R("{% set x %}hello {{ 1 + 1 }}{% endset %}[{{ x }}]"),
             "[hello 2]");
-  EXPECT_EQ(R("{% set x | upper | replace('L', '_') %}hello{% endset %}{{ x }}"),
-            "HE__O");
+  EXPECT_EQ(
+      R("{% set x | upper | replace('L', '_') %}hello{% endset %}{{ x }}"),
+      "HE__O");
 }
 
 TEST(StatementsTest, LoopScopeHidesSetsNamespaceCarriesThem) {
@@ -75,10 +76,11 @@ TEST(StatementsTest, LoopScopeHidesSetsNamespaceCarriesThem) {
             "1231");
   EXPECT_EQ(R("{% for i in range(3) %}[{{ y }}]{% set y = i %}{% endfor %}"),
             "[][][]");
-  EXPECT_EQ(R("{% set ns = namespace(total=0, seen=false) %}"
-              "{% for i in range(4) %}{% set ns.total = ns.total + i %}"
-              "{% set ns.seen = true %}{% endfor %}{{ ns.total }} {{ ns.seen }}"),
-            "6 True");
+  EXPECT_EQ(
+      R("{% set ns = namespace(total=0, seen=false) %}"
+        "{% for i in range(4) %}{% set ns.total = ns.total + i %}"
+        "{% set ns.seen = true %}{% endfor %}{{ ns.total }} {{ ns.seen }}"),
+      "6 True");
   // An if block does not open a scope.
   EXPECT_EQ(R("{% if true %}{% set z = 5 %}{% endif %}{{ z }}"), "5");
 }

@@ -40,10 +40,12 @@ class Template {
   // Renders with `variables` (name -> value) visible to the template.
   StatusOr<std::string> Render(const ValueDict& variables) const;
   // Same, from a JSON object (key order is kept for tojson).
-  StatusOr<std::string> RenderJson(const nlohmann::ordered_json& variables) const;
+  StatusOr<std::string> RenderJson(
+      const nlohmann::ordered_json& variables) const;
 
  private:
-  explicit Template(std::shared_ptr<const Body> body) : body_(std::move(body)) {}
+  explicit Template(std::shared_ptr<const Body> body)
+      : body_(std::move(body)) {}
 
   std::shared_ptr<const Body> body_;
 };

@@ -21,7 +21,8 @@ inline StatusOr<std::string> Render(std::string_view source,
 }
 
 // The rendered text, or "ERROR: <status>" so a failed EXPECT_EQ shows why.
-inline std::string R(std::string_view source, const Json& vars = Json::object()) {
+inline std::string R(std::string_view source,
+                     const Json& vars = Json::object()) {
   auto r = Render(source, vars);
   return r.ok() ? *r : "ERROR: " + r.status().ToString();
 }

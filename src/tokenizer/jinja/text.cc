@@ -166,9 +166,23 @@ std::string Substr(std::string_view s, int64_t begin, int64_t end) {
 
 bool IsSpace(char32_t c) {
   switch (c) {
-    case U' ': case U'\t': case U'\n': case U'\v': case U'\f': case U'\r':
-    case 0x1C: case 0x1D: case 0x1E: case 0x1F: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case U' ':
+    case U'\t':
+    case U'\n':
+    case U'\v':
+    case U'\f':
+    case U'\r':
+    case 0x1C:
+    case 0x1D:
+    case 0x1E:
+    case 0x1F:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
       return true;
     default:
@@ -263,19 +277,20 @@ std::vector<std::string> SplitLines(std::string_view s, bool keepends) {
   while (i < u.size()) {
     const char32_t c = u[i];
     const bool boundary = c == U'\n' || c == U'\r' || c == U'\v' ||
-                          c == U'\f' || (c >= 0x1C && c <= 0x1E) ||
-                          c == 0x85 || c == 0x2028 || c == 0x2029;
+                          c == U'\f' || (c >= 0x1C && c <= 0x1E) || c == 0x85 ||
+                          c == 0x2028 || c == 0x2029;
     if (!boundary) {
       ++i;
       continue;
     }
     size_t eol = i + 1;
     if (c == U'\r' && eol < u.size() && u[eol] == U'\n') ++eol;
-    out.push_back(Encode(std::u32string_view(u).substr(
-        start, (keepends ? eol : i) - start)));
+    out.push_back(Encode(
+        std::u32string_view(u).substr(start, (keepends ? eol : i) - start)));
     start = i = eol;
   }
-  if (start < u.size()) out.push_back(Encode(std::u32string_view(u).substr(start)));
+  if (start < u.size())
+    out.push_back(Encode(std::u32string_view(u).substr(start)));
   return out;
 }
 
@@ -321,8 +336,10 @@ std::string Title(std::string_view s) {
 bool IsUpperString(std::string_view s) {
   bool cased = false;
   for (char32_t c : Decode(s)) {
-    if (ToLower(c) != c) cased = true;  // an upper-case letter
-    else if (ToUpper(c) != c) return false;  // a lower-case letter
+    if (ToLower(c) != c)
+      cased = true;  // an upper-case letter
+    else if (ToUpper(c) != c)
+      return false;  // a lower-case letter
   }
   return cased;
 }
@@ -330,8 +347,10 @@ bool IsUpperString(std::string_view s) {
 bool IsLowerString(std::string_view s) {
   bool cased = false;
   for (char32_t c : Decode(s)) {
-    if (ToUpper(c) != c) cased = true;
-    else if (ToLower(c) != c) return false;
+    if (ToUpper(c) != c)
+      cased = true;
+    else if (ToLower(c) != c)
+      return false;
   }
   return cased;
 }
@@ -391,12 +410,23 @@ std::string HtmlEscape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -499,8 +529,8 @@ std::optional<int64_t> ParseInt(std::string_view s, int base) {
     digits.push_back(v[i]);
   }
   int64_t value = 0;
-  const auto res =
-      std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
+  const auto res = std::from_chars(digits.data(), digits.data() + digits.size(),
+                                   value, base);
   if (res.ec != std::errc() || res.ptr != digits.data() + digits.size()) {
     return std::nullopt;
   }
@@ -531,8 +561,8 @@ std::optional<double> ParseFloat(std::string_view s) {
     cleaned.push_back(c);
   }
   double value = 0;
-  const auto res = std::from_chars(cleaned.data(),
-                                   cleaned.data() + cleaned.size(), value);
+  const auto res =
+      std::from_chars(cleaned.data(), cleaned.data() + cleaned.size(), value);
   if (res.ec != std::errc() || res.ptr != cleaned.data() + cleaned.size()) {
     return std::nullopt;
   }

@@ -44,7 +44,8 @@ TEST(TextTest, StripKnowsUnicodeWhitespaceAndCharSets) {
 }
 
 TEST(TextTest, SplitFollowsPython) {
-  EXPECT_EQ(Split("a,b,,c", std::string(","), -1), (Strings{"a", "b", "", "c"}));
+  EXPECT_EQ(Split("a,b,,c", std::string(","), -1),
+            (Strings{"a", "b", "", "c"}));
   EXPECT_EQ(Split("a,b,c", std::string(","), 1), (Strings{"a", "b,c"}));
   EXPECT_EQ(Split("  a  b c  ", std::nullopt, -1), (Strings{"a", "b", "c"}));
   EXPECT_EQ(Split("  a b  c  ", std::nullopt, 1), (Strings{"a", "b  c  "}));

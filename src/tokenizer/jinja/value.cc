@@ -147,16 +147,26 @@ bool Value::Truthy() const {
 
 std::string Value::TypeName() const {
   switch (kind()) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return is_tuple() ? "tuple" : "list";
-    case Kind::kDict: return "dict";
-    case Kind::kCallable: return "function";
-    case Kind::kNamespace: return ns().type_name;
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return is_tuple() ? "tuple" : "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kCallable:
+      return "function";
+    case Kind::kNamespace:
+      return ns().type_name;
   }
   return "object";
 }

@@ -67,13 +67,13 @@ class Value {
   Value() = default;
   static Value Undefined(std::string hint);
   static Value None();
-  Value(bool b) : data_(b) {}                                 // NOLINT
-  Value(int64_t i) : data_(i) {}                              // NOLINT
-  Value(int i) : data_(static_cast<int64_t>(i)) {}            // NOLINT
-  Value(double d) : data_(d) {}                               // NOLINT
-  Value(std::string s);                                       // NOLINT
-  Value(std::string_view s) : Value(std::string(s)) {}        // NOLINT
-  Value(const char* s) : Value(std::string(s)) {}             // NOLINT
+  Value(bool b) : data_(b) {}                           // NOLINT
+  Value(int64_t i) : data_(i) {}                        // NOLINT
+  Value(int i) : data_(static_cast<int64_t>(i)) {}      // NOLINT
+  Value(double d) : data_(d) {}                         // NOLINT
+  Value(std::string s);                                 // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}  // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}       // NOLINT
   static Value List(ValueList items);
   static Value Tuple(ValueList items);
   static Value Dict(ValueDict dict);
@@ -161,7 +161,7 @@ class ValueDict {
   std::vector<Entry>::const_iterator end() const { return entries_.end(); }
 
  private:
-  static constexpr size_t kIndexThreshold = 8;
+  static constexpr size_t kIndexThreshold = 16;
   std::vector<Entry> entries_;
   // key -> position in entries_; built once the dict outgrows a linear scan.
   std::unordered_map<std::string, size_t> index_;
@@ -170,8 +170,8 @@ class ValueDict {
 // A mutable attribute bag: Jinja's namespace() object, and the loop variable.
 struct Namespace {
   ValueDict attrs;
-  bool assignable = true;     // false for `loop`
-  std::string type_name;      // "Namespace" or "LoopContext"
+  bool assignable = true;  // false for `loop`
+  std::string type_name;   // "Namespace" or "LoopContext"
 };
 
 }  // namespace tessera::jinja

@@ -1,0 +1,538 @@
+#include "model/model_runner.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "base/logging.h"
+#include "model/rope.h"
+#include "runtime/tensor.h"
+
+namespace tessera::model {
+namespace {
+
+using runtime::Buffer;
+using runtime::BufferPtr;
+
+// A strided view: `shape` / `strides` in elements, `offset` in bytes.
+tsr_tensor StridedView(const Buffer& buffer, DType dtype, uint64_t offset,
+                       std::initializer_list<int64_t> shape,
+                       std::initializer_list<int64_t> strides) {
+  tsr_tensor t = buffer.View(dtype, shape, offset);
+  int i = 0;
+  for (int64_t s : strides) t.strides[i++] = s;
+  return t;
+}
+
+// Grows `buffer` to at least `bytes` (contents are not kept).
+Status Reserve(runtime::Device& device, BufferPtr& buffer, uint64_t bytes,
+               const char* what) {
+  if (buffer != nullptr && buffer->size() >= bytes) return OkStatus();
+  buffer.reset();
+  auto fresh = device.Allocate(bytes);
+  if (!fresh.ok()) {
+    return fresh.status().WithContext(fmt::format(
+        "cannot allocate the {} workspace ({} bytes) on {}; lower the batch "
+        "token budget",
+        what, bytes, device.Label()));
+  }
+  buffer = std::move(fresh).value();
+  return OkStatus();
+}
+
+// Prints weight-upload progress on a terminal's stderr.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(2)) {}
+  ~ProgressLine() {
+    if (enabled_ && printed_) std::fputc('\n', stderr);
+  }
+  void Update(uint64_t done, uint64_t total) {
+    if (!enabled_ || total == 0) return;
+    int percent = static_cast<int>(done * 100 / total);
+    if (percent == last_percent_) return;
+    last_percent_ = percent;
+    printed_ = true;
+    std::fprintf(stderr, "\rloading weights: %3d%% (%.1f / %.1f MiB)", percent,
+                 done / 1048576.0, total / 1048576.0);
+    std::fflush(stderr);
+  }
+
+ private:
+  const bool enabled_;
+  bool printed_ = false;
+  int last_percent_ = -1;
+};
+
+}  // namespace
+
+// Scratch activations and metadata of one step, sized for the largest step
+// so far. All activation buffers are in the activation dtype X.
+struct ModelRunner::Workspace {
+  int64_t tokens = 0;  // token capacity of the [T, ..] buffers
+  int64_t rows = 0;    // row capacity of the logits buffers
+  BufferPtr meta;      // I32, see UploadMetadata for the layout
+  BufferPtr residual;  // [T, H]
+  BufferPtr hidden;    // [T, H]
+  BufferPtr normed;    // [T, H]
+  BufferPtr qkv;       // [T, (Hq + 2 Hk) * D]
+  BufferPtr attn;      // [T, Hq, D]
+  BufferPtr gate_up;   // [T, 2 I]
+  BufferPtr act;       // [T, I]
+  BufferPtr rows_h;    // [B, H] last rows of each sequence
+  BufferPtr logits;    // [rows, V] X
+  BufferPtr logits_f32;  // [rows, V] F32 (X != F32 only)
+  // Byte offsets of the metadata arrays inside `meta`, this step.
+  uint64_t ids = 0, positions = 0, slots = 0, seq_lens = 0, query_start = 0,
+           last_rows = 0, block_table = 0;
+};
+
+ModelRunner::ModelRunner(runtime::Runtime& runtime, runtime::Device& device,
+                         const ModelConfig& config,
+                         const ArchitectureSpec& arch, DType act_dtype)
+    : runtime_(runtime),
+      device_(device),
+      config_(config),
+      arch_(&arch),
+      act_dtype_(act_dtype),
+      ws_(std::make_unique<Workspace>()) {}
+
+ModelRunner::~ModelRunner() {
+  if (stream_ != nullptr) {
+    Status s = stream_->Synchronize();
+    if (!s.ok()) TSR_LOG_WARN("model runner: {}", s.ToString());
+  }
+}
+
+StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
+    runtime::Runtime& runtime, const Checkpoint& checkpoint,
+    const ModelRunnerOptions& options) {
+  TSR_RETURN_IF_ERROR(runtime.CheckUsable());
+  if (options.device < 0 || options.device >= runtime.num_devices()) {
+    return InvalidArgumentError(fmt::format(
+        "device {} does not exist: plugin {} has {} device(s)", options.device,
+        runtime.plugin().name(), runtime.num_devices()));
+  }
+  runtime::Device& device = runtime.device(options.device);
+  const ModelConfig& config = checkpoint.config();
+  TSR_ASSIGN_OR_RETURN(const ArchitectureSpec* arch,
+                       ArchitectureForConfig(config));
+  TSR_RETURN_IF_ERROR(checkpoint.Validate());
+
+  DType act = TSR_DTYPE_BF16;
+  if (options.activation_dtype.has_value()) {
+    act = *options.activation_dtype;
+  } else {
+    TSR_ASSIGN_OR_RETURN(TensorRef embed, checkpoint.Get(kEmbedTokensName));
+    if (embed.dtype() == TSR_DTYPE_F32) act = TSR_DTYPE_F32;
+  }
+  if (act != TSR_DTYPE_F32 && act != TSR_DTYPE_BF16) {
+    return InvalidArgumentError(fmt::format(
+        "activation dtype {} is not supported; use f32 or bf16",
+        DTypeName(act)));
+  }
+  const uint64_t mask = device.properties().dtype_mask;
+  if (mask != 0 && (mask & (uint64_t{1} << act)) == 0) {
+    return UnimplementedError(fmt::format(
+        "{} does not support {} activations; choose another activation dtype",
+        device.Label(), DTypeName(act)));
+  }
+
+  std::unique_ptr<ModelRunner> r(
+      new ModelRunner(runtime, device, config, *arch, act));
+  {
+    ProgressLine progress(options.show_progress);
+    WeightLoadOptions load;
+    load.activation_dtype = act;
+    load.keep_f16_linear = options.keep_f16_linear;
+    load.progress = [&progress](uint64_t done, uint64_t total) {
+      progress.Update(done, total);
+    };
+    TSR_ASSIGN_OR_RETURN(r->weights_,
+                         ModelWeights::Load(device, checkpoint, *arch, load));
+  }
+
+  const std::vector<float> inv_freq = RopeInvFreq(config);
+  TSR_ASSIGN_OR_RETURN(r->inv_freq_,
+                       device.AllocateUncached(inv_freq.size() * sizeof(float)));
+  TSR_RETURN_IF_ERROR(r->inv_freq_->CopyFromHost(
+      0, inv_freq.data(), inv_freq.size() * sizeof(float)));
+
+  kv::KvPoolOptions kv;
+  kv.num_layers = config.num_hidden_layers;
+  kv.num_kv_heads = config.num_key_value_heads;
+  kv.head_dim = config.head_dim;
+  kv.dtype = act;
+  kv.page_size = options.page_size;
+  if (options.kv_memory_budget_bytes > 0) {
+    kv.memory_budget_bytes = options.kv_memory_budget_bytes;
+  } else {
+    kv.capacity_tokens = options.kv_capacity_tokens;
+  }
+  TSR_ASSIGN_OR_RETURN(r->kv_pool_, kv::KvPool::Create(device, kv));
+  TSR_ASSIGN_OR_RETURN(r->stream_, device.CreateStream());
+  r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
+  TSR_LOG_DEBUG(
+      "model runner: {} on {}, {} activations, weights {:.1f} MiB, KV pool "
+      "{} pages x {} slots ({:.1f} MiB)",
+      arch->class_name, device.Label(), DTypeName(act),
+      r->weights_->device_bytes() / 1048576.0, r->kv_pool_->num_pages(),
+      r->kv_pool_->page_size(), r->kv_pool_->total_bytes() / 1048576.0);
+  return r;
+}
+
+Status ModelRunner::ValidateBatch(const Batch& batch, StepShape& shape) const {
+  if (batch.sequences.empty()) {
+    return InvalidArgumentError("a batch needs at least one sequence");
+  }
+  const int64_t page_size = kv_pool_->page_size();
+  shape = StepShape{};
+  shape.sequences = static_cast<int64_t>(batch.sequences.size());
+  for (size_t b = 0; b < batch.sequences.size(); ++b) {
+    const SequenceInput& s = batch.sequences[b];
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (n == 0) {
+      return InvalidArgumentError(fmt::format(
+          "sequence {} of the batch has no new tokens; every sequence needs "
+          "at least one",
+          b));
+    }
+    if (s.cached_len < 0) {
+      return InvalidArgumentError(fmt::format(
+          "sequence {} has a negative cached length {}", b, s.cached_len));
+    }
+    const int64_t len = s.cached_len + n;
+    if (static_cast<int64_t>(s.pages.size()) * page_size < len) {
+      return InvalidArgumentError(fmt::format(
+          "sequence {} needs {} KV positions but its {} page(s) of {} hold "
+          "{}; allocate pages with KvPool::EnsureCapacity first",
+          b, len, s.pages.size(), page_size, s.pages.size() * page_size));
+    }
+    for (int32_t page : s.pages) {
+      if (!kv_pool_->IsAllocated(page)) {
+        return InvalidArgumentError(fmt::format(
+            "sequence {} lists KV page {}, which is not an allocated page of "
+            "the pool (0..{})",
+            b, page, kv_pool_->num_pages() - 1));
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      if (s.tokens[j] < 0 || s.tokens[j] >= config_.vocab_size) {
+        return InvalidArgumentError(fmt::format(
+            "sequence {} token {} is id {}, outside the vocabulary [0, {})", b,
+            j, s.tokens[j], config_.vocab_size));
+      }
+    }
+    shape.tokens += n;
+    shape.max_pages = std::max<int64_t>(shape.max_pages, s.pages.size());
+  }
+  if (shape.tokens > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgumentError("a batch holds more than 2^31 tokens");
+  }
+  shape.rows = batch.all_logits ? shape.tokens : shape.sequences;
+  return OkStatus();
+}
+
+Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
+  Workspace& w = *ws_;
+  const uint64_t es = DTypeSize(act_dtype_);
+  const int64_t h = config_.hidden_size;
+  const int64_t qkv_dim =
+      (config_.num_attention_heads + 2 * config_.num_key_value_heads) *
+      config_.head_dim;
+  const int64_t q_dim = config_.num_attention_heads * config_.head_dim;
+  const int64_t inter = config_.intermediate_size;
+  // Token capacity: grows to the step (rounded to 64) and never shrinks.
+  if (shape.tokens > w.tokens || w.residual == nullptr) {
+    w.tokens = std::max(w.tokens, (shape.tokens + 63) / 64 * 64);
+  }
+  const uint64_t t = static_cast<uint64_t>(w.tokens);
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.residual, t * h * es, "residual"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.hidden, t * h * es, "hidden"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.normed, t * h * es, "normed"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv, t * qkv_dim * es, "qkv"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.attn, t * q_dim * es, "attention"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.gate_up, t * 2 * inter * es, "mlp"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.act, t * inter * es, "mlp"));
+  TSR_RETURN_IF_ERROR(
+      Reserve(device_, w.rows_h, shape.sequences * h * es, "last rows"));
+  const uint64_t v = static_cast<uint64_t>(config_.vocab_size);
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.logits, shape.rows * v * es, "logits"));
+  if (act_dtype_ != TSR_DTYPE_F32) {
+    TSR_RETURN_IF_ERROR(
+        Reserve(device_, w.logits_f32, shape.rows * v * 4, "logits"));
+  }
+  const uint64_t meta_ints = 3 * shape.tokens + 3 * shape.sequences + 1 +
+                             shape.sequences * shape.max_pages;
+  TSR_RETURN_IF_ERROR(Reserve(device_, w.meta, meta_ints * 4, "metadata"));
+  return OkStatus();
+}
+
+// Metadata layout (I32, back to back): ids [T], positions [T], slots [T],
+// seq_lens [B], query_start [B + 1], last_rows [B], block_table [B, P].
+Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
+  const int64_t t = shape.tokens, b = shape.sequences, p = shape.max_pages;
+  host_meta_.assign(static_cast<size_t>(3 * t + 3 * b + 1 + b * p), 0);
+  int32_t* ids = host_meta_.data();
+  int32_t* positions = ids + t;
+  int32_t* slots = positions + t;
+  int32_t* seq_lens = slots + t;
+  int32_t* query_start = seq_lens + b;
+  int32_t* last_rows = query_start + b + 1;
+  int32_t* block_table = last_rows + b;
+  int64_t row = 0;
+  for (int64_t s = 0; s < b; ++s) {
+    const SequenceInput& seq = batch.sequences[s];
+    const int64_t n = static_cast<int64_t>(seq.tokens.size());
+    query_start[s] = static_cast<int32_t>(row);
+    for (int64_t j = 0; j < n; ++j, ++row) {
+      const int64_t pos = seq.cached_len + j;
+      ids[row] = seq.tokens[j];
+      positions[row] = static_cast<int32_t>(pos);
+      slots[row] = kv_pool_->SlotOf(seq.pages, pos);
+    }
+    seq_lens[s] = static_cast<int32_t>(seq.cached_len + n);
+    last_rows[s] = static_cast<int32_t>(row - 1);
+    for (size_t k = 0; k < seq.pages.size(); ++k) {
+      block_table[s * p + static_cast<int64_t>(k)] = seq.pages[k];
+    }
+  }
+  query_start[b] = static_cast<int32_t>(row);
+  Workspace& w = *ws_;
+  w.ids = 0;
+  w.positions = 4 * t;
+  w.slots = 8 * t;
+  w.seq_lens = 12 * t;
+  w.query_start = w.seq_lens + 4 * b;
+  w.last_rows = w.query_start + 4 * (b + 1);
+  w.block_table = w.last_rows + 4 * b;
+  return stream_->CopyHostToDevice(*w.meta, 0, host_meta_.data(),
+                                   host_meta_.size() * sizeof(int32_t));
+}
+
+Status ModelRunner::Launch(tsr_op_id op, std::span<const tsr_tensor> inputs,
+                           std::span<const tsr_tensor> outputs,
+                           const void* params, size_t params_size,
+                           int64_t layer, const char* what) {
+  Status s = runtime_.dispatcher().Launch(*stream_, op, inputs, outputs,
+                                          params, params_size);
+  if (s.ok()) return s;
+  return s.WithContext(layer >= 0 ? fmt::format("{} layer {}: {}",
+                                                arch_->class_name, layer, what)
+                                  : fmt::format("{}: {}", arch_->class_name,
+                                                what));
+}
+
+Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
+  const Workspace& w = *ws_;
+  const LayerWeights& lw = weights_->layer(l);
+  const DType x = act_dtype_;
+  const uint64_t es = DTypeSize(x);
+  const int64_t t = shape.tokens, b = shape.sequences;
+  const int64_t h = config_.hidden_size, d = config_.head_dim;
+  const int64_t hq = config_.num_attention_heads;
+  const int64_t hk = config_.num_key_value_heads;
+  const int64_t qkv_dim = (hq + 2 * hk) * d;
+  const int64_t inter = config_.intermediate_size;
+  const tsr_rms_norm_params norm{sizeof(tsr_rms_norm_params),
+                                 static_cast<float>(config_.rms_norm_eps)};
+
+  const tsr_tensor residual = w.residual->View(x, {t, h});
+  const tsr_tensor hidden = w.hidden->View(x, {t, h});
+  const tsr_tensor normed = w.normed->View(x, {t, h});
+
+  // Input norm; from layer 1 on it also adds the previous MLP output.
+  if (l == 0) {
+    tsr_tensor in[] = {residual, lw.input_norm.View()};
+    tsr_tensor out[] = {normed};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_RMS_NORM, in, out, &norm, sizeof(norm),
+                               l, "input_layernorm"));
+  } else {
+    tsr_tensor in[] = {hidden, residual, lw.input_norm.View()};
+    tsr_tensor out[] = {normed, residual};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_ADD_RMS_NORM, in, out, &norm,
+                               sizeof(norm), l, "input_layernorm"));
+  }
+
+  // qkv = normed @ w_qkv^T (+ bias): [T, (Hq + 2 Hk) D].
+  const tsr_tensor qkv = w.qkv->View(x, {t, qkv_dim});
+  {
+    std::vector<tsr_tensor> in = {normed, lw.qkv.View()};
+    if (lw.qkv_bias.present()) in.push_back(lw.qkv_bias.View());
+    tsr_tensor out[] = {qkv};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "qkv projection"));
+  }
+  // Head views into qkv: q [T, Hq, D], k and v [T, Hk, D], row stride
+  // (Hq + 2 Hk) D.
+  const tsr_tensor q =
+      StridedView(*w.qkv, x, 0, {t, hq, d}, {qkv_dim, d, 1});
+  const tsr_tensor k =
+      StridedView(*w.qkv, x, hq * d * es, {t, hk, d}, {qkv_dim, d, 1});
+  const tsr_tensor v =
+      StridedView(*w.qkv, x, (hq + hk) * d * es, {t, hk, d}, {qkv_dim, d, 1});
+
+  if (arch_->qk_norm) {
+    tsr_tensor qin[] = {q, lw.q_norm.View()};
+    tsr_tensor qout[] = {q};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_RMS_NORM, qin, qout, &norm, sizeof(norm), l, "q_norm"));
+    tsr_tensor kin[] = {k, lw.k_norm.View()};
+    tsr_tensor kout[] = {k};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_RMS_NORM, kin, kout, &norm, sizeof(norm), l, "k_norm"));
+  }
+
+  {
+    const tsr_rope_params rope{sizeof(tsr_rope_params), arch_->rope_style};
+    tsr_tensor in[] = {w.meta->View(TSR_DTYPE_I32, {t}, w.positions),
+                       inv_freq_->View(TSR_DTYPE_F32, {d / 2}), q, k};
+    tsr_tensor out[] = {q, k};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_ROPE, in, out, &rope, sizeof(rope), l, "rope"));
+  }
+  {
+    tsr_tensor in[] = {k, v, w.meta->View(TSR_DTYPE_I32, {t}, w.slots)};
+    tsr_tensor out[] = {kv_pool_->KCache(l), kv_pool_->VCache(l)};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_KV_STORE, in, out, nullptr, 0, l, "kv_store"));
+  }
+  const tsr_tensor attn = w.attn->View(x, {t, hq, d});
+  {
+    tsr_paged_attention_params pa{};
+    pa.struct_size = sizeof(pa);
+    pa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+    pa.page_size = kv_pool_->page_size();
+    tsr_tensor in[] = {
+        q,
+        kv_pool_->KCache(l),
+        kv_pool_->VCache(l),
+        w.meta->View(TSR_DTYPE_I32, {b, shape.max_pages}, w.block_table),
+        w.meta->View(TSR_DTYPE_I32, {b}, w.seq_lens),
+        w.meta->View(TSR_DTYPE_I32, {b + 1}, w.query_start)};
+    tsr_tensor out[] = {attn};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_PAGED_ATTENTION, in, out, &pa,
+                               sizeof(pa), l, "paged_attention"));
+  }
+  {
+    std::vector<tsr_tensor> in = {w.attn->View(x, {t, hq * d}),
+                                  lw.o_proj.View()};
+    if (lw.o_bias.present()) in.push_back(lw.o_bias.View());
+    tsr_tensor out[] = {hidden};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "o projection"));
+  }
+  {
+    tsr_tensor in[] = {hidden, residual, lw.post_norm.View()};
+    tsr_tensor out[] = {normed, residual};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_ADD_RMS_NORM, in, out, &norm,
+                               sizeof(norm), l, "post_attention_layernorm"));
+  }
+  const tsr_tensor gate_up = w.gate_up->View(x, {t, 2 * inter});
+  const tsr_tensor act = w.act->View(x, {t, inter});
+  {
+    tsr_tensor in[] = {normed, lw.gate_up.View()};
+    tsr_tensor out[] = {gate_up};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "gate_up projection"));
+  }
+  {
+    tsr_tensor in[] = {gate_up};
+    tsr_tensor out[] = {act};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_SILU_AND_MUL, in, out, nullptr, 0, l, "silu_and_mul"));
+  }
+  {
+    tsr_tensor in[] = {act, lw.down.View()};
+    tsr_tensor out[] = {hidden};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "down projection"));
+  }
+  return OkStatus();
+}
+
+StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
+  StepShape shape;
+  TSR_RETURN_IF_ERROR(ValidateBatch(batch, shape));
+  if (pending_) {
+    // The previous step's metadata copy reads host_meta_.
+    TSR_RETURN_IF_ERROR(stream_->Synchronize());
+    pending_ = false;
+  }
+  TSR_RETURN_IF_ERROR(EnsureWorkspace(shape));
+  TSR_RETURN_IF_ERROR(UploadMetadata(batch, shape));
+  pending_ = true;
+
+  const Workspace& w = *ws_;
+  const DType x = act_dtype_;
+  const int64_t t = shape.tokens, h = config_.hidden_size;
+  const int64_t v = config_.vocab_size;
+  const tsr_tensor residual = w.residual->View(x, {t, h});
+  const tsr_tensor normed = w.normed->View(x, {t, h});
+  {
+    tsr_tensor in[] = {w.meta->View(TSR_DTYPE_I32, {t}, w.ids),
+                       weights_->embed().View()};
+    tsr_tensor out[] = {residual};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1, "embed_tokens"));
+  }
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    TSR_RETURN_IF_ERROR(RunLayer(l, shape));
+  }
+  {
+    const tsr_rms_norm_params norm{sizeof(tsr_rms_norm_params),
+                                   static_cast<float>(config_.rms_norm_eps)};
+    tsr_tensor in[] = {w.hidden->View(x, {t, h}), residual,
+                       weights_->final_norm().View()};
+    tsr_tensor out[] = {normed, residual};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_ADD_RMS_NORM, in, out, &norm,
+                               sizeof(norm), -1, "final norm"));
+  }
+  // The rows the logits come from: every token, or the last of each
+  // sequence gathered with the embedding op (a row gather).
+  tsr_tensor rows = normed;
+  if (!batch.all_logits) {
+    rows = w.rows_h->View(x, {shape.sequences, h});
+    tsr_tensor in[] = {
+        w.meta->View(TSR_DTYPE_I32, {shape.sequences}, w.last_rows), normed};
+    tsr_tensor out[] = {rows};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1,
+                               "gather last rows"));
+  }
+  tsr_tensor logits = w.logits->View(x, {shape.rows, v});
+  {
+    tsr_tensor in[] = {rows, weights_->lm_head().View()};
+    tsr_tensor out[] = {logits};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, -1, "lm_head"));
+  }
+  if (x != TSR_DTYPE_F32) {
+    tsr_tensor f32 = w.logits_f32->View(TSR_DTYPE_F32, {shape.rows, v});
+    tsr_tensor in[] = {logits};
+    tsr_tensor out[] = {f32};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_CAST, in, out, nullptr, 0, -1, "logits to f32"));
+    logits = f32;
+  }
+  return logits;
+}
+
+StatusOr<Logits> ModelRunner::Forward(const Batch& batch) {
+  TSR_ASSIGN_OR_RETURN(tsr_tensor device_logits, ForwardOnDevice(batch));
+  Logits out;
+  out.rows = device_logits.shape[0];
+  out.vocab = device_logits.shape[1];
+  out.data.resize(static_cast<size_t>(out.rows * out.vocab));
+  const Buffer& src =
+      act_dtype_ == TSR_DTYPE_F32 ? *ws_->logits : *ws_->logits_f32;
+  TSR_RETURN_IF_ERROR(stream_->CopyDeviceToHost(
+      out.data.data(), src, 0, out.data.size() * sizeof(float)));
+  TSR_RETURN_IF_ERROR(stream_->Synchronize());
+  pending_ = false;
+  return out;
+}
+
+}  // namespace tessera::model

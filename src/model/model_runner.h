@@ -1,0 +1,159 @@
+// ModelRunner: one model's forward pass on one device, built only from v1
+// ops through the runtime's OpDispatcher, with K/V in a paged KvPool.
+//
+// A Batch is B sequences; each brings its new tokens, how many of its
+// tokens are already in the KV cache (the cached prefix) and its page list
+// (block table). Prefill (possibly over a cached prefix, e.g. a chunked
+// prefill's second chunk) and decode (one new token) mix freely in one
+// call. The caller allocates the pages first (KvPool::EnsureCapacity on
+// kv_pool()), so the pages cover cached_len + new tokens positions.
+//
+// Per step, all ops on the runner's stream (T = total new tokens):
+//   embedding(ids) -> residual [T, H]
+//   per layer: rms_norm / add_rms_norm (residual fused) -> normed [T, H]
+//              linear qkv (+ bias)        -> qkv [T, (Hq + 2 Hk) D]
+//              [q/k norm] rms_norm over q [T, Hq, D] and k [T, Hk, D] views
+//              rope (positions per token) -> q, k in place
+//              kv_store(k, v, slots)      -> this layer's K/V slabs
+//              paged_attention            -> attn [T, Hq, D]
+//              linear o_proj (+ bias)     -> hidden [T, H]
+//              add_rms_norm               -> normed, residual
+//              linear gate_up, silu_and_mul, linear down -> hidden [T, H]
+//   add_rms_norm -> normed; embedding(last row of each sequence, normed)
+//   -> rows [B, H]; linear lm_head -> logits [B, V]; cast to F32 if needed.
+// Scratch activations live in a workspace sized for the largest batch seen
+// so far (grown on demand, never per op); metadata (ids, positions, slots,
+// block table, ...) goes up in one host-to-device copy.
+//
+// Thread-safety: not thread-safe; one thread drives a runner (its stream
+// is used from one thread at a time). The Runtime and the Checkpoint must
+// outlive it (weights are copied to the device; the checkpoint is only
+// read during Create).
+#ifndef TESSERA_MODEL_MODEL_RUNNER_H_
+#define TESSERA_MODEL_MODEL_RUNNER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "kv/kv_pool.h"
+#include "model/arch_registry.h"
+#include "model/checkpoint.h"
+#include "model/weights.h"
+#include "runtime/runtime.h"
+
+namespace tessera::model {
+
+struct ModelRunnerOptions {
+  // F32 or BF16; default: F32 for an F32 checkpoint, BF16 otherwise. The KV
+  // cache uses the same dtype.
+  std::optional<DType> activation_dtype;
+  int32_t device = 0;       // ordinal among the selected plugin's devices
+  int32_t page_size = 16;   // KV slots per page
+  // KV pool size: a token capacity, or (when positive) a memory budget.
+  int64_t kv_capacity_tokens = 4096;
+  uint64_t kv_memory_budget_bytes = 0;
+  // Initial workspace size (tokens per step); grows when a batch needs more.
+  int64_t max_batch_tokens = 256;
+  // Linear weights stored as F16 stay F16 (see weights.h).
+  bool keep_f16_linear = true;
+  // Weight-upload progress on stderr, only when stderr is a terminal.
+  bool show_progress = true;
+};
+
+// One sequence of a Batch. The spans are borrowed for the Forward call.
+struct SequenceInput {
+  std::span<const int32_t> tokens;  // new tokens (>= 1)
+  int64_t cached_len = 0;           // tokens already in the KV cache
+  std::span<const int32_t> pages;   // covers cached_len + tokens.size()
+};
+
+struct Batch {
+  std::vector<SequenceInput> sequences;
+  // false: one logits row per sequence (its last new token).
+  // true: one row per new token, sequences in order.
+  bool all_logits = false;
+};
+
+// Logits copied to the host: rows x vocab, F32, row-major.
+struct Logits {
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  std::vector<float> data;
+  std::span<const float> Row(int64_t r) const {
+    return std::span<const float>(data).subspan(r * vocab, vocab);
+  }
+};
+
+class ModelRunner {
+ public:
+  // Validates the checkpoint against its architecture, uploads the weights
+  // and the rope frequencies and creates the KV pool and a stream.
+  static StatusOr<std::unique_ptr<ModelRunner>> Create(
+      runtime::Runtime& runtime, const Checkpoint& checkpoint,
+      const ModelRunnerOptions& options = {});
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // Runs the batch and leaves F32 logits [rows, V] on the device (rows as
+  // Batch::all_logits says). The view stays valid until the next Forward;
+  // work may still be queued on stream() (stream order makes it safe to
+  // use there).
+  StatusOr<tsr_tensor> ForwardOnDevice(const Batch& batch);
+  // ForwardOnDevice, then copies the logits to the host (synchronous).
+  StatusOr<Logits> Forward(const Batch& batch);
+
+  const ModelConfig& config() const { return config_; }
+  const ArchitectureSpec& architecture() const { return *arch_; }
+  DType activation_dtype() const { return act_dtype_; }
+  kv::KvPool& kv_pool() { return *kv_pool_; }
+  const ModelWeights& weights() const { return *weights_; }
+  runtime::Runtime& runtime() const { return runtime_; }
+  runtime::Device& device() const { return device_; }
+  runtime::Stream& stream() const { return *stream_; }
+
+ private:
+  struct Workspace;
+  struct StepShape {
+    int64_t tokens = 0;     // T
+    int64_t sequences = 0;  // B
+    int64_t max_pages = 0;  // P (block table width)
+    int64_t rows = 0;       // logits rows
+  };
+
+  ModelRunner(runtime::Runtime& runtime, runtime::Device& device,
+              const ModelConfig& config, const ArchitectureSpec& arch,
+              DType act_dtype);
+
+  Status ValidateBatch(const Batch& batch, StepShape& shape) const;
+  Status EnsureWorkspace(const StepShape& shape);
+  Status UploadMetadata(const Batch& batch, const StepShape& shape);
+  Status RunLayer(int64_t layer, const StepShape& shape);
+  Status Launch(tsr_op_id op, std::span<const tsr_tensor> inputs,
+                std::span<const tsr_tensor> outputs, const void* params,
+                size_t params_size, int64_t layer, const char* what);
+
+  runtime::Runtime& runtime_;
+  runtime::Device& device_;
+  const ModelConfig config_;
+  const ArchitectureSpec* arch_;
+  const DType act_dtype_;
+  std::unique_ptr<ModelWeights> weights_;
+  runtime::BufferPtr inv_freq_;  // F32 [D / 2]
+  std::unique_ptr<kv::KvPool> kv_pool_;
+  runtime::StreamPtr stream_;
+  std::unique_ptr<Workspace> ws_;
+  // Host staging of the metadata copy; it must stay untouched until the
+  // stream passes the copy, so a Forward waits for the previous one first.
+  std::vector<int32_t> host_meta_;
+  bool pending_ = false;  // work of the last ForwardOnDevice may be queued
+};
+
+}  // namespace tessera::model
+
+#endif  // TESSERA_MODEL_MODEL_RUNNER_H_

@@ -1,0 +1,413 @@
+// The model runner against the float64 reference forward pass
+// (tests/model/reference_forward.h) on make-model checkpoints of every
+// architecture: prefill, decode steps reading the paged KV cache, chunked
+// prefill, mixed batches, BF16 activations and the paged_attention
+// fallback path.
+#include "model/model_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "model/reference_forward.h"
+#include "model/runner_test_util.h"
+
+namespace tessera::model {
+namespace {
+
+using testing::ArgmaxRow;
+using testing::CreateRuntime;
+using testing::MakeCheckpoint;
+using testing::RelativeError;
+using testing::ScopedEnvVar;
+using testing::ScratchDir;
+using ::tessera::testing::ReferenceModel;
+
+struct RunnerCase {
+  const char* name;
+  Architecture arch;
+  DType checkpoint_dtype;
+  DType activation_dtype;
+  double tolerance;  // max error relative to the largest reference logit
+};
+
+std::ostream& operator<<(std::ostream& os, const RunnerCase& c) {
+  return os << c.name;
+}
+
+std::vector<int32_t> PromptIds(int64_t n, int64_t vocab, uint32_t seed) {
+  std::vector<int32_t> ids(n);
+  uint64_t s = seed * 2654435761u + 1;
+  for (auto& id : ids) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>((s >> 33) % vocab);
+  }
+  return ids;
+}
+
+class RunnerVsReferenceTest : public ::testing::TestWithParam<RunnerCase> {
+ protected:
+  void SetUp() override { Start(); }
+
+  void Start() {
+    const RunnerCase& c = GetParam();
+    if (checkpoint_ == nullptr) {
+      auto ckpt = MakeCheckpoint(dir_.path().string(), c.arch,
+                                 c.checkpoint_dtype);
+      ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+      checkpoint_ = std::move(ckpt).value();
+      auto ref = ReferenceModel::Load(*checkpoint_);
+      ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+      reference_ = std::move(ref).value();
+    }
+    runner_.reset();
+    runtime_.reset();
+    auto rt = CreateRuntime();
+    ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+    runtime_ = std::move(rt).value();
+    ModelRunnerOptions options;
+    options.activation_dtype = c.activation_dtype;
+    options.page_size = 4;  // small pages: every sequence crosses several
+    options.kv_capacity_tokens = 256;
+    options.max_batch_tokens = 8;  // forces workspace growth
+    auto runner = ModelRunner::Create(*runtime_, *checkpoint_, options);
+    ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+    runner_ = std::move(runner).value();
+  }
+
+  int64_t vocab() const { return checkpoint_->config().vocab_size; }
+  double tolerance() const { return GetParam().tolerance; }
+
+  // Runs `tokens` of one sequence after `cached` tokens, all rows' logits.
+  Logits Run(std::vector<int32_t>& pages, int64_t cached,
+             const std::vector<int32_t>& tokens, bool all_logits = true) {
+    EXPECT_TRUE(runner_->kv_pool()
+                    .EnsureCapacity(pages, cached + int64_t(tokens.size()))
+                    .ok());
+    Batch batch;
+    batch.sequences.push_back({tokens, cached, pages});
+    batch.all_logits = all_logits;
+    auto logits = runner_->Forward(batch);
+    EXPECT_TRUE(logits.ok()) << logits.status().ToString();
+    return logits.ok() ? std::move(logits).value() : Logits{};
+  }
+
+  void ExpectClose(const Logits& got, int64_t row,
+                   const std::vector<double>& want, const std::string& what) {
+    ASSERT_LT(row, got.rows) << what;
+    ASSERT_EQ(got.vocab, static_cast<int64_t>(want.size()));
+    const double err = RelativeError(got.Row(row), want);
+    EXPECT_LE(err, tolerance()) << what << ": relative error " << err;
+    max_error_ = std::max(max_error_, err);
+  }
+
+  ScratchDir dir_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  std::unique_ptr<ReferenceModel> reference_;
+  std::unique_ptr<runtime::Runtime> runtime_;
+  std::unique_ptr<ModelRunner> runner_;
+  double max_error_ = 0.0;
+};
+
+TEST_P(RunnerVsReferenceTest, PrefillThenDecodeThroughThePagedCache) {
+  const std::vector<int32_t> prompt = PromptIds(10, vocab(), 1);
+  ReferenceModel::Cache cache = reference_->NewCache();
+  auto want = reference_->Forward(cache, prompt);
+  std::vector<int32_t> pages;
+  Logits got = Run(pages, 0, prompt);
+  ASSERT_EQ(got.rows, 10);
+  for (int64_t r = 0; r < 10; ++r) {
+    ExpectClose(got, r, want[r], "prefill row " + std::to_string(r));
+  }
+  int32_t next = ArgmaxRow(got.Row(9));
+  for (int step = 0; step < 5; ++step) {
+    const std::vector<int32_t> token = {next};
+    auto want_step = reference_->Forward(cache, token);
+    Logits step_logits = Run(pages, 10 + step, token, /*all_logits=*/false);
+    ASSERT_EQ(step_logits.rows, 1);
+    ExpectClose(step_logits, 0, want_step[0],
+                "decode step " + std::to_string(step));
+    next = ArgmaxRow(step_logits.Row(0));
+  }
+  EXPECT_EQ(pages.size(), 4u);  // 15 positions, pages of 4
+  RecordProperty("max_relative_error", std::to_string(max_error_));
+  std::printf("%s: max error relative to the logit scale %.3g\n",
+              GetParam().name, max_error_);
+  EXPECT_TRUE(runner_->kv_pool().CheckIntegrity().ok());
+}
+
+TEST_P(RunnerVsReferenceTest, ChunkedPrefillMatchesOneShot) {
+  const std::vector<int32_t> prompt = PromptIds(11, vocab(), 2);
+  ReferenceModel::Cache cache = reference_->NewCache();
+  auto want = reference_->Forward(cache, prompt);
+  std::vector<int32_t> pages;
+  // Chunks of 6 and 5: the second starts mid-page over a cached prefix.
+  const std::vector<int32_t> first(prompt.begin(), prompt.begin() + 6);
+  const std::vector<int32_t> second(prompt.begin() + 6, prompt.end());
+  Logits a = Run(pages, 0, first);
+  Logits b = Run(pages, 6, second);
+  for (int64_t r = 0; r < 6; ++r) ExpectClose(a, r, want[r], "chunk 1");
+  for (int64_t r = 0; r < 5; ++r) ExpectClose(b, r, want[6 + r], "chunk 2");
+}
+
+// Prefill, chunked prefill over a cached prefix and decode in one call.
+TEST_P(RunnerVsReferenceTest, MixedBatchMatchesSequencesAlone) {
+  const std::vector<int32_t> pa = PromptIds(7, vocab(), 3);
+  const std::vector<int32_t> pb = PromptIds(9, vocab(), 4);
+  const std::vector<int32_t> pc = PromptIds(8, vocab(), 5);
+  ReferenceModel::Cache ca = reference_->NewCache();
+  ReferenceModel::Cache cb = reference_->NewCache();
+  ReferenceModel::Cache cc = reference_->NewCache();
+  auto want_a = reference_->Forward(ca, pa);
+  auto want_b = reference_->Forward(cb, pb);
+  auto want_c = reference_->Forward(cc, pc);
+
+  // Step 1: b's prompt and the first 3 tokens of c.
+  std::vector<int32_t> pages_a, pages_b, pages_c;
+  kv::KvPool& pool = runner_->kv_pool();
+  ASSERT_TRUE(pool.EnsureCapacity(pages_b, 9).ok());
+  ASSERT_TRUE(pool.EnsureCapacity(pages_c, 3).ok());
+  const std::vector<int32_t> c_head(pc.begin(), pc.begin() + 3);
+  Batch first;
+  first.sequences = {{pb, 0, pages_b}, {c_head, 0, pages_c}};
+  auto l1 = runner_->Forward(first);
+  ASSERT_TRUE(l1.ok()) << l1.status().ToString();
+  ASSERT_EQ(l1->rows, 2);
+  ExpectClose(*l1, 0, want_b[8], "b prompt");
+  ExpectClose(*l1, 1, want_c[2], "c head");
+
+  // Step 2: a's prompt (fresh), b decodes one token, c's remaining 5.
+  const int32_t b_next = ArgmaxRow(l1->Row(0));
+  auto want_b_next = reference_->Forward(cb, std::vector<int32_t>{b_next});
+  ASSERT_TRUE(pool.EnsureCapacity(pages_a, 7).ok());
+  ASSERT_TRUE(pool.EnsureCapacity(pages_b, 10).ok());
+  ASSERT_TRUE(pool.EnsureCapacity(pages_c, 8).ok());
+  const std::vector<int32_t> c_tail(pc.begin() + 3, pc.end());
+  const std::vector<int32_t> b_tok = {b_next};
+  Batch second;
+  second.sequences = {{pa, 0, pages_a}, {b_tok, 9, pages_b},
+                      {c_tail, 3, pages_c}};
+  second.all_logits = true;
+  auto l2 = runner_->Forward(second);
+  ASSERT_TRUE(l2.ok()) << l2.status().ToString();
+  ASSERT_EQ(l2->rows, 7 + 1 + 5);
+  for (int64_t r = 0; r < 7; ++r) ExpectClose(*l2, r, want_a[r], "a prompt");
+  ExpectClose(*l2, 7, want_b_next[0], "b decode");
+  for (int64_t r = 0; r < 5; ++r) {
+    ExpectClose(*l2, 8 + r, want_c[3 + r], "c tail");
+  }
+}
+
+// TESSERA_DISABLE_OPS=paged_attention sends attention down the dispatcher's
+// fallback path; the logits must not change.
+TEST_P(RunnerVsReferenceTest, PagedAttentionFallbackGivesTheSameLogits) {
+  const std::vector<int32_t> prompt = PromptIds(9, vocab(), 6);
+  std::vector<int32_t> pages;
+  Logits native = Run(pages, 0, prompt);
+  ASSERT_EQ(native.rows, 9);
+  {
+    ScopedEnvVar disable("TESSERA_DISABLE_OPS", "paged_attention");
+    Start();
+  }
+  ASSERT_EQ(runtime_->dispatcher().Coverage(TSR_OP_PAGED_ATTENTION),
+            runtime::OpRoute::kFallback);
+  std::vector<int32_t> pages2;
+  Logits fallback = Run(pages2, 0, prompt);
+  ASSERT_EQ(fallback.rows, 9);
+  EXPECT_GT(runtime_->dispatcher().FallbackCount(TSR_OP_PAGED_ATTENTION), 0u);
+  ReferenceModel::Cache cache = reference_->NewCache();
+  auto want = reference_->Forward(cache, prompt);
+  for (int64_t r = 0; r < 9; ++r) {
+    ExpectClose(fallback, r, want[r], "fallback row");
+    if (runtime_->cpu_is_selected()) {
+      // Same kernels on the same device: bit-identical.
+      for (int64_t i = 0; i < native.vocab; ++i) {
+        ASSERT_EQ(native.Row(r)[i], fallback.Row(r)[i]) << r << "," << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, RunnerVsReferenceTest,
+    ::testing::Values(
+        RunnerCase{"qwen3_f32", Architecture::kQwen3, TSR_DTYPE_F32,
+                   TSR_DTYPE_F32, 1e-4},
+        RunnerCase{"qwen2_f32", Architecture::kQwen2, TSR_DTYPE_F32,
+                   TSR_DTYPE_F32, 1e-4},
+        RunnerCase{"llama_f32", Architecture::kLlama, TSR_DTYPE_F32,
+                   TSR_DTYPE_F32, 1e-4},
+        // BF16 weights are exact in F32: as tight as F32.
+        RunnerCase{"qwen2_bf16_weights_f32", Architecture::kQwen2,
+                   TSR_DTYPE_BF16, TSR_DTYPE_F32, 1e-4},
+        // BF16 activations and KV: rounding at every step.
+        RunnerCase{"qwen3_bf16", Architecture::kQwen3, TSR_DTYPE_BF16,
+                   TSR_DTYPE_BF16, 3e-2},
+        RunnerCase{"llama_bf16", Architecture::kLlama, TSR_DTYPE_BF16,
+                   TSR_DTYPE_BF16, 3e-2}),
+    [](const ::testing::TestParamInfo<RunnerCase>& info) {
+      return std::string(info.param.name);
+    });
+
+// ---------------------------------------------------------------------------
+// Create options, batch validation and weight layout.
+
+class ModelRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto rt = CreateRuntime();
+    ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+    runtime_ = std::move(rt).value();
+  }
+  std::unique_ptr<Checkpoint> Make(Architecture arch, DType dtype) {
+    auto ckpt = MakeCheckpoint(dir_.path().string(), arch, dtype);
+    EXPECT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+    return ckpt.ok() ? std::move(ckpt).value() : nullptr;
+  }
+
+  ScratchDir dir_;
+  std::unique_ptr<runtime::Runtime> runtime_;
+};
+
+TEST_F(ModelRunnerTest, ActivationDtypeDefaultsFollowTheCheckpoint) {
+  auto f32 = Make(Architecture::kLlama, TSR_DTYPE_F32);
+  ASSERT_NE(f32, nullptr);
+  auto r1 = ModelRunner::Create(*runtime_, *f32);
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_EQ((*r1)->activation_dtype(), TSR_DTYPE_F32);
+  EXPECT_EQ((*r1)->kv_pool().dtype(), TSR_DTYPE_F32);
+  EXPECT_EQ((*r1)->architecture().class_name, "LlamaForCausalLM");
+  r1->reset();
+
+  auto bf16 = Make(Architecture::kQwen3, TSR_DTYPE_BF16);
+  ASSERT_NE(bf16, nullptr);
+  auto r2 = ModelRunner::Create(*runtime_, *bf16);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ((*r2)->activation_dtype(), TSR_DTYPE_BF16);
+  EXPECT_EQ((*r2)->kv_pool().dtype(), TSR_DTYPE_BF16);
+  EXPECT_TRUE((*r2)->weights().layer(0).q_norm.present());
+}
+
+TEST_F(ModelRunnerTest, FusesQkvAndGateUpInCheckpointOrder) {
+  auto ckpt = Make(Architecture::kQwen2, TSR_DTYPE_F32);
+  ASSERT_NE(ckpt, nullptr);
+  auto runner = ModelRunner::Create(*runtime_, *ckpt);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  const ModelConfig& c = ckpt->config();
+  const LayerWeights& lw = (*runner)->weights().layer(1);
+  const int64_t qkv_rows =
+      (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
+  ASSERT_EQ(lw.qkv.shape, (std::vector<int64_t>{qkv_rows, c.hidden_size}));
+  ASSERT_EQ(lw.gate_up.shape,
+            (std::vector<int64_t>{2 * c.intermediate_size, c.hidden_size}));
+  ASSERT_TRUE(lw.qkv_bias.present());
+  EXPECT_FALSE(lw.o_bias.present());  // Qwen2: never on o_proj
+
+  auto expect_stacked = [&](const DeviceWeight& w,
+                            std::vector<std::string> parts) {
+    std::vector<float> got(NumElements(w.shape));
+    ASSERT_TRUE(w.buffer->CopyToHost(got.data(), 0, got.size() * 4).ok());
+    size_t at = 0;
+    for (const std::string& name : parts) {
+      auto t = ckpt->Get(LayerTensorName(1, name));
+      ASSERT_TRUE(t.ok());
+      std::vector<float> want(t->num_elements());
+      std::memcpy(want.data(), t->data(), t->size_bytes());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[at + i], want[i]) << name << " element " << i;
+      }
+      at += want.size();
+    }
+    EXPECT_EQ(at, got.size());
+  };
+  expect_stacked(lw.qkv, {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                          "self_attn.v_proj.weight"});
+  expect_stacked(lw.qkv_bias, {"self_attn.q_proj.bias", "self_attn.k_proj.bias",
+                               "self_attn.v_proj.bias"});
+  expect_stacked(lw.gate_up, {"mlp.gate_proj.weight", "mlp.up_proj.weight"});
+}
+
+TEST_F(ModelRunnerTest, RejectsBatchesItCannotRun) {
+  auto ckpt = Make(Architecture::kLlama, TSR_DTYPE_F32);
+  ASSERT_NE(ckpt, nullptr);
+  ModelRunnerOptions options;
+  options.page_size = 4;
+  options.kv_capacity_tokens = 16;
+  auto runner = ModelRunner::Create(*runtime_, *ckpt, options);
+  ASSERT_TRUE(runner.ok());
+  ModelRunner& r = **runner;
+  std::vector<int32_t> pages;
+  ASSERT_TRUE(r.kv_pool().EnsureCapacity(pages, 4).ok());
+  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+  const std::vector<int32_t> empty;
+  const std::vector<int32_t> bad = {1, 1024};
+
+  auto expect = [&](Batch batch, const std::string& needle) {
+    auto out = r.Forward(batch);
+    ASSERT_FALSE(out.ok()) << needle;
+    EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(out.status().message().find(needle), std::string::npos)
+        << out.status().message();
+  };
+  expect(Batch{}, "at least one sequence");
+  expect(Batch{{{five, 0, pages}}}, "EnsureCapacity");
+  expect(Batch{{{empty, 0, pages}}}, "no new tokens");
+  expect(Batch{{{bad, 0, pages}}}, "outside the vocabulary");
+  const std::vector<int32_t> foreign = {3};  // never allocated
+  expect(Batch{{{std::vector<int32_t>{1}, 0, foreign}}}, "not an allocated");
+
+  // Asking for more pages than the pool has is the pool's clear error.
+  std::vector<int32_t> big;
+  Status s = r.kv_pool().EnsureCapacity(big, 100);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("asked for 25 pages, 3 of 4 pages are free"),
+            std::string::npos)
+      << s.message();
+  // A valid batch still runs after the rejected ones.
+  const std::vector<int32_t> two = {1, 2};
+  auto ok = r.Forward(Batch{{{two, 0, pages}}});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->rows, 1);
+}
+
+TEST(ArchRegistryTest, DescribesEachArchitecture) {
+  EXPECT_EQ(RegisteredArchitectures().size(), 3u);
+  auto llama = FindArchitecture(Architecture::kLlama);
+  auto qwen2 = FindArchitecture(Architecture::kQwen2);
+  auto qwen3 = FindArchitecture(Architecture::kQwen3);
+  ASSERT_TRUE(llama.ok() && qwen2.ok() && qwen3.ok());
+  ModelConfig biased;
+  biased.attention_bias = true;
+  EXPECT_TRUE((*llama)->HasOBias(biased));
+  EXPECT_FALSE((*qwen2)->HasOBias(biased));
+  EXPECT_TRUE((*qwen2)->HasQkvBias(biased));
+  EXPECT_FALSE((*qwen2)->HasQkvBias(ModelConfig{}));
+  EXPECT_TRUE((*qwen3)->qk_norm);
+  EXPECT_FALSE((*llama)->qk_norm);
+  for (auto* spec : RegisteredArchitectures()) {
+    EXPECT_EQ(spec->class_name, ArchitectureClassName(spec->id));
+  }
+}
+
+TEST(WeightsTest, ConvertsBetweenFloatDtypes) {
+  const float values[] = {1.0f, -2.5f, 3.14159f, 65504.0f};
+  std::vector<uint16_t> bf16(4), f16(4);
+  std::vector<float> back(4);
+  ConvertFloatElements(reinterpret_cast<const std::byte*>(values),
+                       TSR_DTYPE_F32, bf16.data(), TSR_DTYPE_BF16, 4);
+  ConvertFloatElements(reinterpret_cast<const std::byte*>(values),
+                       TSR_DTYPE_F32, f16.data(), TSR_DTYPE_F16, 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(bf16[i], FloatToBf16(values[i]));
+    EXPECT_EQ(f16[i], FloatToF16(values[i]));
+  }
+  ConvertFloatElements(reinterpret_cast<const std::byte*>(bf16.data()),
+                       TSR_DTYPE_BF16, back.data(), TSR_DTYPE_F32, 4);
+  EXPECT_EQ(back[1], -2.5f);
+  EXPECT_NEAR(back[2], 3.14159f, 0.02f);
+}
+
+}  // namespace
+}  // namespace tessera::model

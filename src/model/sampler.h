@@ -1,0 +1,74 @@
+// Sampler: turns a batch of F32 logits on the device into next-token ids
+// with the argmax and sample ops, one row per sequence.
+//
+// Each row has its own SamplingParams and, unless it is greedy, its own
+// SamplerRng (a request's seeded generator). Every non-greedy row draws
+// exactly one uniform per call from its generator, so a seeded request
+// samples the same tokens whatever else shares its batch. When every row is
+// greedy (temperature <= 0) the argmax op runs alone; otherwise the sample
+// op (which treats temperature <= 0 rows as argmax, ties to the lowest id).
+//
+// Thread-safety: not thread-safe; use one Sampler per stream and thread.
+// The Runtime and the stream must outlive it.
+#ifndef TESSERA_MODEL_SAMPLER_H_
+#define TESSERA_MODEL_SAMPLER_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "runtime/runtime.h"
+
+namespace tessera::model {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // <= 0: greedy
+  int32_t top_k = 0;         // <= 0: all
+  float top_p = 1.0f;        // >= 1: all
+  float min_p = 0.0f;        // <= 0: none
+  bool greedy() const { return temperature <= 0.0f; }
+};
+
+// A small seeded generator (splitmix64): the same seed gives the same
+// sequence of uniforms on every machine.
+class SamplerRng {
+ public:
+  explicit SamplerRng(uint64_t seed) : state_(seed) {}
+  uint64_t NextU64();
+  // Uniform in [0, 1), 24 bits of resolution (exact in F32).
+  float Uniform();
+
+ private:
+  uint64_t state_;
+};
+
+struct SampleRow {
+  SamplingParams params;
+  SamplerRng* rng = nullptr;  // required unless params.greedy()
+};
+
+class Sampler {
+ public:
+  Sampler(runtime::Runtime& runtime, runtime::Device& device,
+          runtime::Stream& stream)
+      : runtime_(runtime), device_(device), stream_(stream) {}
+
+  // `logits`: F32 [B, V] on the device, B == rows.size(). Enqueues on the
+  // stream and waits for the ids.
+  StatusOr<std::vector<int32_t>> Sample(const tsr_tensor& logits,
+                                        std::span<const SampleRow> rows);
+
+ private:
+  runtime::Runtime& runtime_;
+  runtime::Device& device_;
+  runtime::Stream& stream_;
+  runtime::BufferPtr params_;  // I32/F32 [6, B] (see Sample)
+  std::vector<uint32_t> host_params_;
+  std::vector<int32_t> host_ids_;
+};
+
+}  // namespace tessera::model
+
+#endif  // TESSERA_MODEL_SAMPLER_H_

@@ -1,0 +1,104 @@
+// ModelWeights: a checkpoint's tensors uploaded to one device, in the form
+// the forward pass consumes them.
+//
+// At load time
+//   - q_proj, k_proj and v_proj are stacked into one qkv weight
+//     [(Hq + 2 Hk) * D, H] (q rows, then k, then v) and their biases into
+//     [(Hq + 2 Hk) * D], so attention's input projection is one linear;
+//   - gate_proj and up_proj are stacked into gate_up [2 I, H] (gate rows
+//     first, as silu_and_mul expects);
+//   - every tensor is converted to the activation dtype, except linear
+//     weights stored as F16, which stay F16 when keep_f16_linear (the linear
+//     op takes F16 weights with F32 or BF16 activations);
+//   - a tied lm_head reuses the embedding table (a copy in the file is
+//     ignored, as Hugging Face does).
+// The checkpoint must already have passed Checkpoint::Validate().
+// Conversion runs on the host in bounded chunks straight from the mapped
+// files; weights go into uncached device buffers (large, long-lived).
+//
+// Thread-safety: immutable after Load(); views may be taken from any thread.
+#ifndef TESSERA_MODEL_WEIGHTS_H_
+#define TESSERA_MODEL_WEIGHTS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "model/arch_registry.h"
+#include "model/checkpoint.h"
+#include "runtime/buffer.h"
+#include "runtime/device.h"
+
+namespace tessera::model {
+
+// One weight on the device; absent when buffer is null.
+struct DeviceWeight {
+  runtime::BufferPtr buffer;
+  DType dtype = TSR_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+
+  bool present() const { return buffer != nullptr; }
+  // The contiguous view of the whole weight.
+  tsr_tensor View() const { return buffer->View(dtype, shape); }
+};
+
+struct LayerWeights {
+  DeviceWeight input_norm;  // [H]
+  DeviceWeight qkv;         // [(Hq + 2 Hk) * D, H]
+  DeviceWeight qkv_bias;    // [(Hq + 2 Hk) * D], or absent
+  DeviceWeight q_norm;      // [D] (qk_norm architectures), or absent
+  DeviceWeight k_norm;      // [D], or absent
+  DeviceWeight o_proj;      // [H, Hq * D]
+  DeviceWeight o_bias;      // [H], or absent
+  DeviceWeight post_norm;   // [H]
+  DeviceWeight gate_up;     // [2 I, H]
+  DeviceWeight down;        // [H, I]
+};
+
+struct WeightLoadOptions {
+  DType activation_dtype = TSR_DTYPE_F32;  // F32 or BF16
+  bool keep_f16_linear = true;
+  // Called after each tensor: (source bytes read so far, total).
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+class ModelWeights {
+ public:
+  static StatusOr<std::unique_ptr<ModelWeights>> Load(
+      runtime::Device& device, const Checkpoint& checkpoint,
+      const ArchitectureSpec& arch, const WeightLoadOptions& options);
+
+  const DeviceWeight& embed() const { return embed_; }  // [V, H]
+  const LayerWeights& layer(int64_t l) const { return layers_[l]; }
+  int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+  const DeviceWeight& final_norm() const { return final_norm_; }  // [H]
+  // [V, H]: the embedding table when tied.
+  const DeviceWeight& lm_head() const {
+    return lm_head_.present() ? lm_head_ : embed_;
+  }
+  bool tied() const { return !lm_head_.present(); }
+  // Bytes of device memory the weights occupy.
+  uint64_t device_bytes() const { return device_bytes_; }
+
+ private:
+  class Loader;
+  ModelWeights() = default;
+
+  DeviceWeight embed_;
+  std::vector<LayerWeights> layers_;
+  DeviceWeight final_norm_;
+  DeviceWeight lm_head_;
+  uint64_t device_bytes_ = 0;
+};
+
+// Converts `count` elements between float dtypes (F32, BF16, F16; round to
+// nearest even). `src` may be unaligned; `dst` is aligned for `dst_dtype`.
+void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
+                          DType dst_dtype, int64_t count);
+
+}  // namespace tessera::model
+
+#endif  // TESSERA_MODEL_WEIGHTS_H_
