@@ -647,16 +647,30 @@ tsr_status CheckTensor(const tsr_tensor* t, tsr_dtype dtype, int32_t device,
       return Fail(TSR_ERR_INVALID_ARGUMENT, "%s: bad shape/stride at dim %d",
                   what, k);
     }
-    if (t->shape[k] == 0)
+    if (t->shape[k] == 0) {
       empty = true;
-    else
-      last += uint64_t(t->shape[k] - 1) * uint64_t(t->strides[k]);
+      continue;
+    }
+    // Huge strides must not wrap around and pass the bounds check below.
+    uint64_t span = 0;
+    if (__builtin_mul_overflow(uint64_t(t->shape[k] - 1),
+                               uint64_t(t->strides[k]), &span) ||
+        __builtin_add_overflow(last, span, &last)) {
+      return Fail(TSR_ERR_INVALID_ARGUMENT,
+                  "%s: shape and strides address more than 2^64 elements",
+                  what);
+    }
   }
   if (like != nullptr && like->ndim != t->ndim) {
     return Fail(TSR_ERR_INVALID_ARGUMENT, "%s: rank %d, expected %d", what,
                 t->ndim, like->ndim);
   }
-  uint64_t bytes = empty ? 0 : (last + 1) * DTypeSize(dtype);
+  uint64_t bytes = 0;
+  if (!empty && __builtin_mul_overflow(last + 1, uint64_t(DTypeSize(dtype)),
+                                       &bytes)) {
+    return Fail(TSR_ERR_INVALID_ARGUMENT,
+                "%s: addresses bytes past the end of its buffer", what);
+  }
   if (t->offset > b->size || bytes > b->size - t->offset) {
     return Fail(TSR_ERR_INVALID_ARGUMENT,
                 "%s: addresses bytes past the end of its buffer", what);

@@ -64,15 +64,27 @@ void ReduceSlice(const std::vector<const char*>& sends, char* staging, tsr_reduc
 CommGroup::CommGroup(std::vector<int> devices)
     : devices_(std::move(devices)),
       live_ranks_(static_cast<int>(devices_.size())),
-      next_seq_(devices_.size(), 0) {}
+      next_seq_(devices_.size(), 0),
+      last_stream_(devices_.size(), nullptr) {}
 
 void CommGroup::ReleaseRank() {
   if (live_ranks_.fetch_sub(1) == 1) Abort();
 }
 
-uint64_t CommGroup::NextSequence(int rank) {
+Status CommGroup::NextSequence(int rank, const void* stream, uint64_t* seq) {
   std::lock_guard<std::mutex> lock(mu_);
-  return next_seq_[rank]++;
+  const uint64_t mine = next_seq_[rank];
+  for (int q = 0; q < size(); ++q) {
+    if (q != rank && next_seq_[q] == mine + 1 && last_stream_[q] == stream) {
+      return InvalidArgument("rank ", q, " already queued this collective on the same stream; "
+                             "each rank must enqueue on its own stream or the stream would "
+                             "wait for itself");
+    }
+  }
+  next_seq_[rank] = mine + 1;
+  last_stream_[rank] = stream;
+  *seq = mine;
+  return OkStatus();
 }
 
 void CommGroup::Abort() {

@@ -54,8 +54,10 @@ class CommGroup {
   int size() const { return static_cast<int>(devices_.size()); }
   int device(int rank) const { return devices_[rank]; }
 
-  // The sequence number of `rank`'s next collective (called at enqueue).
-  uint64_t NextSequence(int rank);
+  // Assigns `rank`'s next collective its sequence number (at enqueue).
+  // Fails when another rank queued the same collective on the same stream
+  // (`stream` identifies it): that stream could never run both halves.
+  Status NextSequence(int rank, const void* stream, uint64_t* seq);
   // Runs `rank`'s part of collective `seq` (on its stream worker).
   Status RunCollective(int rank, uint64_t seq, const CollectiveArgs& args, ExecContext& ctx);
   Status Send(int rank, int peer, const void* data, tsr_dtype dtype, int64_t count);
@@ -96,6 +98,7 @@ class CommGroup {
   std::condition_variable cv_;
   bool aborted_ = false;                 // guarded by mu_
   std::vector<uint64_t> next_seq_;       // guarded by mu_
+  std::vector<const void*> last_stream_; // guarded by mu_: per rank
   std::map<uint64_t, Round> rounds_;     // guarded by mu_
   std::map<std::pair<int, int>, std::deque<Message>> channels_;  // (from, to)
 };

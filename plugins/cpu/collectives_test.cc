@@ -110,6 +110,25 @@ TEST_F(CollectivesTest, SingleRankCommunicatorIsTrivial) {
   EXPECT_EQ(api_->comm->comm_destroy(solo), TSR_ERR_INVALID_HANDLE);
 }
 
+TEST_F(CollectivesTest, TwoRanksOnOneStreamIsRejected) {
+  int32_t devices[2] = {0, 0};  // two ranks on one device
+  tsr_comm pair[2];
+  ASSERT_EQ(api_->comm->comm_init_all(devices, 2, pair), TSR_OK);
+  DeviceTensor a = Zeros(TSR_DTYPE_F32, {2});
+  ASSERT_EQ(api_->comm->all_reduce(pair[0], streams_[0], &a.desc, &a.desc, TSR_REDUCE_SUM),
+            TSR_OK);
+  EXPECT_EQ(api_->comm->all_reduce(pair[1], streams_[0], &a.desc, &a.desc, TSR_REDUCE_SUM),
+            TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(api_->last_error(), ::testing::HasSubstr("own stream"));
+  tsr_stream second;
+  ASSERT_EQ(api_->stream_create(0, &second), TSR_OK);
+  ASSERT_EQ(api_->comm->all_reduce(pair[1], second, &a.desc, &a.desc, TSR_REDUCE_SUM), TSR_OK);
+  EXPECT_EQ(api_->stream_synchronize(second), TSR_OK);
+  EXPECT_EQ(api_->stream_synchronize(streams_[0]), TSR_OK);
+  EXPECT_EQ(api_->stream_destroy(second), TSR_OK);
+  for (tsr_comm c : pair) EXPECT_EQ(api_->comm->comm_destroy(c), TSR_OK);
+}
+
 TEST_F(CollectivesTest, ArgumentsAreValidatedSynchronously) {
   DeviceTensor a = Zeros(TSR_DTYPE_F32, {2, 2});
   DeviceTensor a_t = Zeros(TSR_DTYPE_F32, {2, 2}, {1, 2});  // not contiguous

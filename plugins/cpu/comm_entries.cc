@@ -54,7 +54,8 @@ Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, cons
                          CollectiveArgs args, std::vector<std::shared_ptr<Buffer>> keep) {
   std::shared_ptr<CommGroup> group = comm->group;
   const int rank = comm->rank;
-  const uint64_t seq = group->NextSequence(rank);
+  uint64_t seq = 0;
+  TSR_CPU_RETURN_IF_ERROR(group->NextSequence(rank, stream.core().get(), &seq));
   return stream.Enqueue(what, [group, rank, seq, args, keep = std::move(keep)](ExecContext& ctx) {
     return group->RunCollective(rank, seq, args, ctx);
   });

@@ -22,6 +22,9 @@ struct Command {
 Command AddDoctorCommand(CLI::App& root);
 Command AddPluginCheckCommand(CLI::App& root);
 Command AddMakeModelCommand(CLI::App& root);
+Command AddTokenizeCommand(CLI::App& root);
+Command AddDetokenizeCommand(CLI::App& root);
+Command AddGenerateCommand(CLI::App& root);
 
 }  // namespace tessera::cli
 

@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
       tessera::cli::AddDoctorCommand(app),
       tessera::cli::AddPluginCheckCommand(app),
       tessera::cli::AddMakeModelCommand(app),
+      tessera::cli::AddTokenizeCommand(app),
+      tessera::cli::AddDetokenizeCommand(app),
+      tessera::cli::AddGenerateCommand(app),
   };
 
   CLI11_PARSE(app, argc, argv);

@@ -74,8 +74,7 @@ Command AddMakeModelCommand(CLI::App& root) {
       ->check(CLI::IsMember({"qwen3", "qwen2", "llama"}))
       ->capture_default_str();
   std::string preset_help = fmt::format(
-      "model shape: {}",
-      fmt::join(model::MakeModelPresetNames(), ", "));
+      "model shape: {}", fmt::join(model::MakeModelPresetNames(), ", "));
   command.app->add_option("--preset", args->preset, preset_help)
       ->required()
       ->check(CLI::IsMember(model::MakeModelPresetNames()));
@@ -91,10 +90,11 @@ Command AddMakeModelCommand(CLI::App& root) {
   command.app->add_flag("--force", args->force,
                         "write into an existing non-empty directory "
                         "(overwrites the model files there)");
-  command.app->add_option("--shard-size-mib", args->shard_mib,
-                          "split the weights into shards of at most this many "
-                          "MiB plus model.safetensors.index.json (0: one "
-                          "file)")
+  command.app
+      ->add_option("--shard-size-mib", args->shard_mib,
+                   "split the weights into shards of at most this many "
+                   "MiB plus model.safetensors.index.json (0: one "
+                   "file)")
       ->capture_default_str();
 
   command.run = [args]() -> int {
@@ -121,22 +121,22 @@ Command AddMakeModelCommand(CLI::App& root) {
     // Read back what was written: a make-model that writes a checkpoint
     // Tessera cannot load is a bug worth failing on loudly.
     auto checkpoint = model::Checkpoint::Open(options.out_dir);
-    Status valid = checkpoint.ok() ? (*checkpoint)->Validate()
-                                   : checkpoint.status();
+    Status valid =
+        checkpoint.ok() ? (*checkpoint)->Validate() : checkpoint.status();
     if (!valid.ok()) {
       fmt::print(stderr, "error: the written checkpoint does not load: {}\n",
                  valid.message());
       return 1;
     }
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-    fmt::print("wrote {} ({} {} {}, {:.1f}M parameters, {:.1f} MiB of "
-               "weights, seed {}) in {:.1f} s\n",
-               options.out_dir,
-               model::ArchitectureClassName(options.arch), args->preset,
-               args->dtype, result->num_parameters / 1e6,
-               result->weight_bytes / 1048576.0, args->seed, seconds);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    fmt::print(
+        "wrote {} ({} {} {}, {:.1f}M parameters, {:.1f} MiB of "
+        "weights, seed {}) in {:.1f} s\n",
+        options.out_dir, model::ArchitectureClassName(options.arch),
+        args->preset, args->dtype, result->num_parameters / 1e6,
+        result->weight_bytes / 1048576.0, args->seed, seconds);
     return 0;
   };
   return command;

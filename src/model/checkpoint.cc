@@ -19,8 +19,8 @@ using Json = nlohmann::json;
 constexpr size_t kMaxReportedProblems = 40;
 
 bool IsPlainFileName(const std::string& name) {
-  return !name.empty() && name.find('/') == std::string::npos &&
-         name != "." && name != "..";
+  return !name.empty() && name.find('/') == std::string::npos && name != "." &&
+         name != "..";
 }
 
 }  // namespace
@@ -61,12 +61,13 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
     std::string hint;
     if (fs::exists(root / "pytorch_model.bin", ec) ||
         fs::exists(root / "pytorch_model.bin.index.json", ec)) {
-      hint = "; it has pytorch_model.bin, which Tessera does not read: "
-             "convert it to safetensors";
+      hint =
+          "; it has pytorch_model.bin, which Tessera does not read: "
+          "convert it to safetensors";
     }
-    return NotFoundError(fmt::format(
-        "{}: no weights: neither {} nor {} exists{}", dir,
-        kSafetensorsFileName, kSafetensorsIndexFileName, hint));
+    return NotFoundError(
+        fmt::format("{}: no weights: neither {} nor {} exists{}", dir,
+                    kSafetensorsFileName, kSafetensorsIndexFileName, hint));
   }
   return ckpt;
 }
@@ -150,8 +151,8 @@ Status Checkpoint::OpenSharded(const std::string& index_path) {
       }
     }
     if (file->tensors().size() != names.size()) {
-      TSR_LOG_DEBUG("{}: {} holds {} tensors, the index names {}",
-                    index_path, path, file->tensors().size(), names.size());
+      TSR_LOG_DEBUG("{}: {} holds {} tensors, the index names {}", index_path,
+                    path, file->tensors().size(), names.size());
     }
     TSR_RETURN_IF_ERROR(AddFile(std::move(file)));
   }
@@ -177,10 +178,10 @@ Status Checkpoint::Validate(std::span<const WeightSpec> expected) const {
     }
     const TensorInfo& info = *it->second.second;
     if (info.shape != spec.shape) {
-      problems.push_back(fmt::format(
-          "shape mismatch for {} in {}: expected {}, found {}", spec.name,
-          files_[it->second.first]->path(), FormatShape(spec.shape),
-          FormatShape(info.shape)));
+      problems.push_back(
+          fmt::format("shape mismatch for {} in {}: expected {}, found {}",
+                      spec.name, files_[it->second.first]->path(),
+                      FormatShape(spec.shape), FormatShape(info.shape)));
     }
   }
   for (const auto& [name, where] : index_) {
@@ -243,7 +244,8 @@ uint64_t Checkpoint::total_tensor_bytes() const {
 
 std::vector<int32_t> Checkpoint::EosTokenIds() const {
   std::vector<int32_t> ids;
-  for (const auto* list : {&generation_.eos_token_ids, &config_.eos_token_ids}) {
+  for (const auto* list :
+       {&generation_.eos_token_ids, &config_.eos_token_ids}) {
     for (int32_t id : *list) {
       if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
     }

@@ -120,15 +120,18 @@ TEST(CheckpointTest, ExpectedWeightsPerArchitecture) {
     return out;
   };
   auto qwen2 = ExpectedWeights(c);
-  EXPECT_THAT(names(qwen2), ::testing::Contains("model.layers.1.self_attn.k_proj.bias"));
+  EXPECT_THAT(names(qwen2),
+              ::testing::Contains("model.layers.1.self_attn.k_proj.bias"));
   EXPECT_THAT(names(qwen2), ::testing::Not(::testing::Contains(
                                 "model.layers.0.self_attn.o_proj.bias")));
-  EXPECT_EQ(qwen2.size(), 2u + 2 * 12 + 1);  // embed, 12 per layer, norm, lm_head
+  EXPECT_EQ(qwen2.size(),
+            2u + 2 * 12 + 1);  // embed, 12 per layer, norm, lm_head
   c.architecture = Architecture::kQwen3;
   c.attention_bias = false;
   c.tie_word_embeddings = true;
   auto qwen3 = ExpectedWeights(c);
-  EXPECT_THAT(names(qwen3), ::testing::Contains("model.layers.0.self_attn.q_norm.weight"));
+  EXPECT_THAT(names(qwen3),
+              ::testing::Contains("model.layers.0.self_attn.q_norm.weight"));
   EXPECT_EQ(qwen3.back().name, "lm_head.weight");
   EXPECT_TRUE(qwen3.back().optional);
   for (const auto& s : qwen3) {
@@ -187,8 +190,9 @@ TEST(CheckpointTest, MissingTensor) {
     return s.name == "model.layers.1.mlp.up_proj.weight";
   }));
   WriteCheckpoint(dir, c, specs);
-  ExpectInvalid(dir, {"1 problem", "missing tensor model.layers.1.mlp.up_proj.weight",
-                      "expected shape [32, 16]", "Qwen2ForCausalLM"});
+  ExpectInvalid(
+      dir, {"1 problem", "missing tensor model.layers.1.mlp.up_proj.weight",
+            "expected shape [32, 16]", "Qwen2ForCausalLM"});
 }
 
 TEST(CheckpointTest, UnexpectedTensor) {
@@ -209,9 +213,10 @@ TEST(CheckpointTest, WrongShape) {
     if (s.name == "model.layers.0.self_attn.k_proj.weight") s.shape = {16, 16};
   }
   WriteCheckpoint(dir, c, specs);
-  ExpectInvalid(dir, {"shape mismatch for model.layers.0.self_attn.k_proj.weight",
-                      dir.File("model.safetensors"), "expected [8, 16]",
-                      "found [16, 16]"});
+  ExpectInvalid(
+      dir,
+      {"shape mismatch for model.layers.0.self_attn.k_proj.weight",
+       dir.File("model.safetensors"), "expected [8, 16]", "found [16, 16]"});
 }
 
 TEST(CheckpointTest, ReportsEveryProblemAtOnce) {
@@ -233,9 +238,9 @@ TEST(CheckpointTest, UnsupportedArchitecture) {
   std::string config = ReadFile(dir.File("config.json"));
   config.replace(config.find("Qwen2ForCausalLM"), 16, "GPT2LMHeadModel");
   WriteFile(dir.File("config.json"), config);
-  ExpectInvalid(dir, {dir.File("config.json"), "\"GPT2LMHeadModel\"",
-                      "Qwen3ForCausalLM"},
-                StatusCode::kUnimplemented);
+  ExpectInvalid(
+      dir, {dir.File("config.json"), "\"GPT2LMHeadModel\"", "Qwen3ForCausalLM"},
+      StatusCode::kUnimplemented);
 }
 
 TEST(CheckpointTest, MalformedConfig) {
@@ -260,13 +265,15 @@ TEST(CheckpointTest, TruncatedWeights) {
 TEST(CheckpointTest, UnsupportedDTypeInCheckpoint) {
   ScratchDir dir;
   WriteFile(dir.File("config.json"), ModelConfigToJson(SmallConfig()));
-  WriteFile(dir.File("model.safetensors"),
-            testing::RawSafetensors(
-                R"({"model.embed_tokens.weight":{"dtype":"I8","shape":[2],"data_offsets":[0,2]}})",
-                "ab"));
-  ExpectInvalid(dir, {dir.File("model.safetensors"), "model.embed_tokens.weight",
-                      "dtype I8"},
-                StatusCode::kUnimplemented);
+  WriteFile(
+      dir.File("model.safetensors"),
+      testing::RawSafetensors(
+          R"({"model.embed_tokens.weight":{"dtype":"I8","shape":[2],"data_offsets":[0,2]}})",
+          "ab"));
+  ExpectInvalid(
+      dir,
+      {dir.File("model.safetensors"), "model.embed_tokens.weight", "dtype I8"},
+      StatusCode::kUnimplemented);
 }
 
 TEST(CheckpointTest, MissingFiles) {
@@ -316,19 +323,21 @@ TEST(CheckpointTest, MissingShard) {
   ScratchDir dir;
   WriteSharded(dir);
   std::filesystem::remove(dir.File("model-00002-of-00002.safetensors"));
-  ExpectInvalid(dir, {"model-00002-of-00002.safetensors", "missing",
-                      "model.safetensors.index.json"},
+  ExpectInvalid(dir,
+                {"model-00002-of-00002.safetensors", "missing",
+                 "model.safetensors.index.json"},
                 StatusCode::kNotFound);
 }
 
 TEST(CheckpointTest, InconsistentIndex) {
   ScratchDir dir;
   WriteSharded(dir);
-  auto index = nlohmann::json::parse(ReadFile(dir.File("model.safetensors.index.json")));
+  auto index =
+      nlohmann::json::parse(ReadFile(dir.File("model.safetensors.index.json")));
   index["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors";
   WriteFile(dir.File("model.safetensors.index.json"), index.dump());
-  ExpectInvalid(dir, {"\"model.norm.weight\"", "model-00001-of-00002.safetensors",
-                      "no such tensor"});
+  ExpectInvalid(dir, {"\"model.norm.weight\"",
+                      "model-00001-of-00002.safetensors", "no such tensor"});
 
   WriteFile(dir.File("model.safetensors.index.json"), "{\"weight_map\": [");
   ExpectInvalid(dir, {"model.safetensors.index.json", "malformed JSON"});
@@ -343,7 +352,8 @@ TEST(CheckpointTest, TensorInTwoShards) {
   ModelConfig c = SmallConfig();
   // Put model.norm.weight into the first shard as well.
   auto specs = Required(c);
-  std::vector<WeightSpec> first(specs.begin(), specs.begin() + specs.size() / 2);
+  std::vector<WeightSpec> first(specs.begin(),
+                                specs.begin() + specs.size() / 2);
   first.push_back({"model.norm.weight", {16}});
   WriteCheckpoint(dir, c, first, "model-00001-of-00002.safetensors");
   ExpectInvalid(dir, {"\"model.norm.weight\" is in both"});

@@ -15,8 +15,8 @@ using Json = nlohmann::json;
 
 Status TypeError(std::string_view source, std::string_view key,
                  std::string_view expected, const Json& found) {
-  return InvalidArgumentError(fmt::format(
-      "{}: \"{}\" must be {}, found {}", source, key, expected, found.dump()));
+  return InvalidArgumentError(fmt::format("{}: \"{}\" must be {}, found {}",
+                                          source, key, expected, found.dump()));
 }
 
 StatusOr<int64_t> AsInt(const Json& j, std::string_view source,
@@ -49,7 +49,8 @@ StatusOr<GenerationConfig> ParseGenerationConfig(std::string_view json_text,
     if (value.is_null()) continue;
     bool known = true;
     if (key == "do_sample") {
-      if (!value.is_boolean()) return TypeError(source, key, "a boolean", value);
+      if (!value.is_boolean())
+        return TypeError(source, key, "a boolean", value);
       g.do_sample = value.get<bool>();
     } else if (key == "temperature" || key == "top_p" || key == "min_p" ||
                key == "repetition_penalty") {
@@ -81,7 +82,8 @@ StatusOr<GenerationConfig> ParseGenerationConfig(std::string_view json_text,
     }
     if (known) g.present.insert(key);
   }
-  auto range_error = [&](std::string_view key, double v, std::string_view rule) {
+  auto range_error = [&](std::string_view key, double v,
+                         std::string_view rule) {
     return InvalidArgumentError(
         fmt::format("{}: \"{}\" is {}; it must be {}", source, key, v, rule));
   };
@@ -113,7 +115,8 @@ StatusOr<GenerationConfig> LoadGenerationConfig(const std::string& path) {
 
 std::string GenerationConfigToJson(const GenerationConfig& g) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  if (g.Has("bos_token_id") && g.bos_token_id) j["bos_token_id"] = *g.bos_token_id;
+  if (g.Has("bos_token_id") && g.bos_token_id)
+    j["bos_token_id"] = *g.bos_token_id;
   if (g.Has("do_sample")) j["do_sample"] = g.do_sample;
   if (g.Has("eos_token_id")) {
     if (g.eos_token_ids.size() == 1) {
@@ -124,8 +127,10 @@ std::string GenerationConfigToJson(const GenerationConfig& g) {
   }
   if (g.Has("max_new_tokens")) j["max_new_tokens"] = g.max_new_tokens;
   if (g.Has("min_p")) j["min_p"] = g.min_p;
-  if (g.Has("pad_token_id") && g.pad_token_id) j["pad_token_id"] = *g.pad_token_id;
-  if (g.Has("repetition_penalty")) j["repetition_penalty"] = g.repetition_penalty;
+  if (g.Has("pad_token_id") && g.pad_token_id)
+    j["pad_token_id"] = *g.pad_token_id;
+  if (g.Has("repetition_penalty"))
+    j["repetition_penalty"] = g.repetition_penalty;
   if (g.Has("temperature")) j["temperature"] = g.temperature;
   if (g.Has("top_k")) j["top_k"] = g.top_k;
   if (g.Has("top_p")) j["top_p"] = g.top_p;

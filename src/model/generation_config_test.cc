@@ -25,8 +25,7 @@ TEST(GenerationConfigTest, AbsentFileGivesDefaults) {
 }
 
 TEST(GenerationConfigTest, Stories260k) {
-  TSR_REQUIRE_SHARED_FIXTURE(path,
-                             "models/stories260k/generation_config.json");
+  TSR_REQUIRE_SHARED_FIXTURE(path, "models/stories260k/generation_config.json");
   auto g = LoadGenerationConfig(path);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(g->eos_token_ids, std::vector<int32_t>{2});

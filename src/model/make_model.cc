@@ -36,16 +36,19 @@ struct Preset {
 constexpr Preset kPresets[] = {
     {"tiny", 64, 128, 2, 4, 2, 16, 1024, 2048, 10000.0, false},
     {"small", 256, 768, 4, 8, 4, 32, 8192, 4096, 1000000.0, true},
-    {"qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.0,
-     true},
+    {"qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.0, true},
 };
 
 std::string TorchDTypeName(DType dtype) {
   switch (dtype) {
-    case TSR_DTYPE_F32: return "float32";
-    case TSR_DTYPE_F16: return "float16";
-    case TSR_DTYPE_BF16: return "bfloat16";
-    default: return "";
+    case TSR_DTYPE_F32:
+      return "float32";
+    case TSR_DTYPE_F16:
+      return "float16";
+    case TSR_DTYPE_BF16:
+      return "bfloat16";
+    default:
+      return "";
   }
 }
 
@@ -65,9 +68,8 @@ Status WriteTextFile(const fs::path& path, std::string_view text) {
   std::error_code ec;
   fs::rename(partial, path, ec);
   if (ec) {
-    return InternalError(
-        fmt::format("{}: cannot rename into place: {}", path.string(),
-                    ec.message()));
+    return InternalError(fmt::format("{}: cannot rename into place: {}",
+                                     path.string(), ec.message()));
   }
   return OkStatus();
 }
@@ -76,9 +78,9 @@ Status PrepareOutputDir(const fs::path& dir, bool force) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) {
-      return FailedPreconditionError(fmt::format(
-          "{}: exists and is not a directory; choose another --out",
-          dir.string()));
+      return FailedPreconditionError(
+          fmt::format("{}: exists and is not a directory; choose another --out",
+                      dir.string()));
     }
     if (!fs::is_empty(dir, ec) && !force) {
       return FailedPreconditionError(fmt::format(
@@ -94,9 +96,8 @@ Status PrepareOutputDir(const fs::path& dir, bool force) {
           std::regex_match(name, kShard)) {
         fs::remove(entry.path(), ec);
         if (ec) {
-          return InternalError(fmt::format("{}: cannot remove: {}",
-                                           entry.path().string(),
-                                           ec.message()));
+          return InternalError(fmt::format(
+              "{}: cannot remove: {}", entry.path().string(), ec.message()));
         }
       }
     }
@@ -139,7 +140,7 @@ GenerationConfig MakeGenerationConfig(const ModelConfig& config,
   g.top_k = 20;
   g.top_p = 0.95;
   g.present = {"bos_token_id", "pad_token_id", "eos_token_id", "do_sample",
-               "temperature", "top_k", "top_p"};
+               "temperature",  "top_k",        "top_p"};
   return g;
 }
 
@@ -158,14 +159,14 @@ StatusOr<ModelConfig> MakeModelPresetConfig(std::string_view preset,
     if (p.name == preset) found = &p;
   }
   if (found == nullptr) {
-    return InvalidArgumentError(fmt::format(
-        "unknown preset \"{}\" (presets: {})", preset,
-        fmt::join(MakeModelPresetNames(), ", ")));
+    return InvalidArgumentError(
+        fmt::format("unknown preset \"{}\" (presets: {})", preset,
+                    fmt::join(MakeModelPresetNames(), ", ")));
   }
   if (TorchDTypeName(dtype).empty()) {
-    return InvalidArgumentError(fmt::format(
-        "dtype {} cannot hold weights; use f32, f16 or bf16",
-        DTypeName(dtype)));
+    return InvalidArgumentError(
+        fmt::format("dtype {} cannot hold weights; use f32, f16 or bf16",
+                    DTypeName(dtype)));
   }
   ModelConfig c;
   c.architecture = arch;
@@ -183,8 +184,8 @@ StatusOr<ModelConfig> MakeModelPresetConfig(std::string_view preset,
   c.attention_bias = arch == Architecture::kQwen2;
   c.torch_dtype = TorchDTypeName(dtype);
   // The synthetic tokenizer's special tokens sit at the top three ids.
-  c.bos_token_id = int32_t(found->vocab - 3);            // <|endoftext|>
-  c.eos_token_ids = {int32_t(found->vocab - 1)};         // <|im_end|>
+  c.bos_token_id = int32_t(found->vocab - 3);     // <|endoftext|>
+  c.eos_token_ids = {int32_t(found->vocab - 1)};  // <|im_end|>
   c.hidden_act = "silu";
   return c;
 }
@@ -201,20 +202,18 @@ StatusOr<MakeModelResult> MakeModel(const MakeModelOptions& options) {
 
   MakeModelResult result;
   result.config = config;
-  TSR_ASSIGN_OR_RETURN(
-      SyntheticTokenizer tokenizer,
-      MakeSyntheticTokenizer(config.vocab_size,
-                             config.max_position_embeddings));
+  TSR_ASSIGN_OR_RETURN(SyntheticTokenizer tokenizer,
+                       MakeSyntheticTokenizer(config.vocab_size,
+                                              config.max_position_embeddings));
   auto write_text = [&](std::string_view name, std::string_view text) {
     fs::path path = dir / name;
     result.files.push_back(path.string());
     return WriteTextFile(path, text);
   };
   TSR_RETURN_IF_ERROR(write_text(kConfigFileName, ModelConfigToJson(config)));
-  TSR_RETURN_IF_ERROR(write_text(
-      kGenerationConfigFileName,
-      GenerationConfigToJson(
-          MakeGenerationConfig(config, tokenizer.endoftext_id))));
+  TSR_RETURN_IF_ERROR(write_text(kGenerationConfigFileName,
+                                 GenerationConfigToJson(MakeGenerationConfig(
+                                     config, tokenizer.endoftext_id))));
   TSR_RETURN_IF_ERROR(write_text("tokenizer.json", tokenizer.tokenizer_json));
   TSR_RETURN_IF_ERROR(
       write_text("tokenizer_config.json", tokenizer.tokenizer_config_json));
@@ -223,7 +222,8 @@ StatusOr<MakeModelResult> MakeModel(const MakeModelOptions& options) {
   std::vector<TensorDecl> decls;
   for (WeightSpec& spec : ExpectedWeights(config)) {
     if (spec.optional) continue;
-    decls.push_back({std::move(spec.name), options.dtype, std::move(spec.shape)});
+    decls.push_back(
+        {std::move(spec.name), options.dtype, std::move(spec.shape)});
   }
   const size_t elem = DTypeSize(options.dtype);
   auto decl_bytes = [&](const TensorDecl& d) {

@@ -10,8 +10,6 @@
 
 #include "model/checkpoint.h"
 #include "model/test_util.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tessera::model {
 namespace {
@@ -116,9 +114,9 @@ TEST(MakeModelTest, SameSeedSameBytesOtherSeedOtherWeights) {
   ASSERT_TRUE(Make(a, Architecture::kQwen3, 1234, TSR_DTYPE_BF16).ok());
   ASSERT_TRUE(Make(b, Architecture::kQwen3, 1234, TSR_DTYPE_BF16).ok());
   ASSERT_TRUE(Make(c, Architecture::kQwen3, 1235, TSR_DTYPE_BF16).ok());
-  for (const char* name : {"config.json", "generation_config.json",
-                           "tokenizer.json", "tokenizer_config.json",
-                           "model.safetensors"}) {
+  for (const char* name :
+       {"config.json", "generation_config.json", "tokenizer.json",
+        "tokenizer_config.json", "model.safetensors"}) {
     std::string bytes_a = ReadFile(a + "/" + name);
     EXPECT_FALSE(bytes_a.empty()) << name;
     EXPECT_EQ(bytes_a, ReadFile(b + "/" + name)) << name;
@@ -160,7 +158,8 @@ TEST(MakeModelTest, RefusesNonEmptyDirectoryWithoutForce) {
   auto made = MakeModel(options);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   EXPECT_EQ(ReadFile(dir.File("notes.txt")), "keep me");
-  EXPECT_FALSE(std::filesystem::exists(dir.File("model.safetensors.index.json")));
+  EXPECT_FALSE(
+      std::filesystem::exists(dir.File("model.safetensors.index.json")));
   EXPECT_FALSE(
       std::filesystem::exists(dir.File("model-00001-of-00003.safetensors")));
   auto ckpt = Checkpoint::Open(dir.path().string());
@@ -205,8 +204,8 @@ TEST(MakeModelTest, ShardedOutput) {
 }
 
 TEST(MakeModelTest, Qwen3SixHundredMillionPresetShape) {
-  auto c = MakeModelPresetConfig("qwen3-0.6b", Architecture::kQwen3,
-                                 TSR_DTYPE_BF16);
+  auto c =
+      MakeModelPresetConfig("qwen3-0.6b", Architecture::kQwen3, TSR_DTYPE_BF16);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->hidden_size, 1024);
   EXPECT_EQ(c->num_hidden_layers, 28);
@@ -230,32 +229,10 @@ TEST(MakeModelTest, Qwen3SixHundredMillionPresetShape) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->head_dim, 128);
 
-  auto unknown = MakeModelPresetConfig("huge", Architecture::kQwen3,
-                                       TSR_DTYPE_BF16);
+  auto unknown =
+      MakeModelPresetConfig("huge", Architecture::kQwen3, TSR_DTYPE_BF16);
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.status().message(), HasSubstr("tiny, small, qwen3-0.6b"));
-}
-
-TEST(MakeModelTest, GeneratedTokenizerAndChatTemplateLoad) {
-  ScratchDir dir;
-  ASSERT_TRUE(Make(dir.path().string(), Architecture::kQwen3, 0).ok());
-  auto tokenizer = Tokenizer::Load(dir.path().string());
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
-  EXPECT_EQ((*tokenizer)->vocab_size(), 1024);
-  EXPECT_EQ((*tokenizer)->eos_id(), 1023);
-  auto chat = ChatTemplate::FromTokenizerConfig(dir.File("tokenizer_config.json"));
-  ASSERT_TRUE(chat.ok()) << chat.status().ToString();
-  nlohmann::ordered_json messages = nlohmann::ordered_json::parse(
-      R"([{"role": "system", "content": "Be brief."},
-          {"role": "user", "content": "Hi!"}])");
-  auto text = chat->Render(messages, nullptr, true, nullptr);
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  EXPECT_EQ(*text,
-            "<|im_start|>system\nBe brief.<|im_end|>\n"
-            "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
-  std::vector<int32_t> ids = (*tokenizer)->Encode(*text, false);
-  EXPECT_EQ(ids.front(), 1022);  // <|im_start|>
-  EXPECT_EQ((*tokenizer)->Decode(ids, false), *text);
 }
 
 }  // namespace

@@ -32,8 +32,7 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return InvalidArgumentError(
-        fmt::format("{}: not a regular file", path));
+    return InvalidArgumentError(fmt::format("{}: not a regular file", path));
   }
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;

@@ -46,8 +46,9 @@ class Fields {
   StatusOr<int64_t> RequiredInt(std::string_view key) const {
     TSR_ASSIGN_OR_RETURN(std::optional<int64_t> v, Int(key));
     if (!v) {
-      return Error(key, "is missing; every config.json of this "
-                        "architecture must set it");
+      return Error(key,
+                   "is missing; every config.json of this "
+                   "architecture must set it");
     }
     return *v;
   }
@@ -59,8 +60,8 @@ class Fields {
     const Json* j = Find(key);
     if (j == nullptr) return fallback;
     if (!j->is_number()) {
-      return Error(key, fmt::format("must be a number, found {}",
-                                    j->type_name()));
+      return Error(key,
+                   fmt::format("must be a number, found {}", j->type_name()));
     }
     return j->get<double>();
   }
@@ -68,8 +69,8 @@ class Fields {
     const Json* j = Find(key);
     if (j == nullptr) return fallback;
     if (!j->is_boolean()) {
-      return Error(key, fmt::format("must be true or false, found {}",
-                                    j->dump()));
+      return Error(key,
+                   fmt::format("must be true or false, found {}", j->dump()));
     }
     return j->get<bool>();
   }
@@ -78,8 +79,8 @@ class Fields {
     const Json* j = Find(key);
     if (j == nullptr) return fallback;
     if (!j->is_string()) {
-      return Error(key, fmt::format("must be a string, found {}",
-                                    j->type_name()));
+      return Error(key,
+                   fmt::format("must be a string, found {}", j->type_name()));
     }
     return j->get<std::string>();
   }
@@ -119,9 +120,9 @@ class Fields {
 Status ParseRopeScaling(const Json& scaling, std::string_view key,
                         std::string_view source, ModelConfig* config) {
   if (!scaling.is_object()) {
-    return InvalidArgumentError(fmt::format(
-        "{}: \"{}\" must be null or an object, found {}", source, key,
-        scaling.dump()));
+    return InvalidArgumentError(
+        fmt::format("{}: \"{}\" must be null or an object, found {}", source,
+                    key, scaling.dump()));
   }
   Fields f(scaling, source);
   std::string type;
@@ -147,14 +148,13 @@ Status ParseRopeScaling(const Json& scaling, std::string_view key,
   for (const char* name : {"factor", "low_freq_factor", "high_freq_factor",
                            "original_max_position_embeddings"}) {
     if (f.Find(name) == nullptr) {
-      return InvalidArgumentError(fmt::format(
-          "{}: {} of type llama3 needs \"{}\"", source, key, name));
+      return InvalidArgumentError(
+          fmt::format("{}: {} of type llama3 needs \"{}\"", source, key, name));
     }
   }
   TSR_ASSIGN_OR_RETURN(r.factor, f.DoubleOr("factor", 1));
   TSR_ASSIGN_OR_RETURN(r.low_freq_factor, f.DoubleOr("low_freq_factor", 1));
-  TSR_ASSIGN_OR_RETURN(r.high_freq_factor,
-                       f.DoubleOr("high_freq_factor", 4));
+  TSR_ASSIGN_OR_RETURN(r.high_freq_factor, f.DoubleOr("high_freq_factor", 4));
   TSR_ASSIGN_OR_RETURN(r.original_max_position_embeddings,
                        f.IntOr("original_max_position_embeddings", 8192));
   if (!(r.factor > 0) || !(r.low_freq_factor > 0) ||
@@ -175,18 +175,24 @@ Status ParseRopeScaling(const Json& scaling, std::string_view key,
 
 std::string_view ArchitectureClassName(Architecture arch) {
   switch (arch) {
-    case Architecture::kLlama: return "LlamaForCausalLM";
-    case Architecture::kQwen2: return "Qwen2ForCausalLM";
-    case Architecture::kQwen3: return "Qwen3ForCausalLM";
+    case Architecture::kLlama:
+      return "LlamaForCausalLM";
+    case Architecture::kQwen2:
+      return "Qwen2ForCausalLM";
+    case Architecture::kQwen3:
+      return "Qwen3ForCausalLM";
   }
   return "";
 }
 
 std::string_view ArchitectureModelType(Architecture arch) {
   switch (arch) {
-    case Architecture::kLlama: return "llama";
-    case Architecture::kQwen2: return "qwen2";
-    case Architecture::kQwen3: return "qwen3";
+    case Architecture::kLlama:
+      return "llama";
+    case Architecture::kQwen2:
+      return "qwen2";
+    case Architecture::kQwen3:
+      return "qwen3";
   }
   return "";
 }
@@ -229,9 +235,10 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
   std::string arch_name;
   if (const Json* archs = f.Find("architectures")) {
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
-      return f.Error("architectures", fmt::format(
-          "must be a non-empty list of class names, found {}",
-          archs->dump()));
+      return f.Error(
+          "architectures",
+          fmt::format("must be a non-empty list of class names, found {}",
+                      archs->dump()));
     }
     arch_name = (*archs)[0].get<std::string>();
   } else {
@@ -245,10 +252,10 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
   }
   std::optional<Architecture> arch = ParseArchitecture(arch_name);
   if (!arch) {
-    return UnimplementedError(fmt::format(
-        "{}: architecture \"{}\" is not supported; supported "
-        "architectures: {}",
-        source, arch_name, SupportedArchitecturesList()));
+    return UnimplementedError(
+        fmt::format("{}: architecture \"{}\" is not supported; supported "
+                    "architectures: {}",
+                    source, arch_name, SupportedArchitecturesList()));
   }
   c.architecture = *arch;
   const bool is_llama = c.architecture == Architecture::kLlama;
@@ -256,41 +263,42 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
   const bool is_qwen3 = c.architecture == Architecture::kQwen3;
 
   TSR_ASSIGN_OR_RETURN(c.hidden_size, f.RequiredInt("hidden_size"));
-  TSR_ASSIGN_OR_RETURN(c.intermediate_size,
-                       f.RequiredInt("intermediate_size"));
-  TSR_ASSIGN_OR_RETURN(c.num_hidden_layers,
-                       f.RequiredInt("num_hidden_layers"));
+  TSR_ASSIGN_OR_RETURN(c.intermediate_size, f.RequiredInt("intermediate_size"));
+  TSR_ASSIGN_OR_RETURN(c.num_hidden_layers, f.RequiredInt("num_hidden_layers"));
   TSR_ASSIGN_OR_RETURN(c.num_attention_heads,
                        f.RequiredInt("num_attention_heads"));
   TSR_ASSIGN_OR_RETURN(c.vocab_size, f.RequiredInt("vocab_size"));
-  for (auto [key, value] :
-       {std::pair{"hidden_size", c.hidden_size},
-        {"intermediate_size", c.intermediate_size},
-        {"num_hidden_layers", c.num_hidden_layers},
-        {"num_attention_heads", c.num_attention_heads},
-        {"vocab_size", c.vocab_size}}) {
-    if (value <= 0) return f.Error(key, fmt::format("must be > 0, is {}", value));
+  for (auto [key, value] : {std::pair{"hidden_size", c.hidden_size},
+                            {"intermediate_size", c.intermediate_size},
+                            {"num_hidden_layers", c.num_hidden_layers},
+                            {"num_attention_heads", c.num_attention_heads},
+                            {"vocab_size", c.vocab_size}}) {
+    if (value <= 0)
+      return f.Error(key, fmt::format("must be > 0, is {}", value));
   }
   TSR_ASSIGN_OR_RETURN(c.num_key_value_heads,
                        f.IntOr("num_key_value_heads", c.num_attention_heads));
   if (c.num_key_value_heads <= 0 ||
       c.num_attention_heads % c.num_key_value_heads != 0) {
-    return f.Error("num_key_value_heads", fmt::format(
-        "is {}; it must be > 0 and divide num_attention_heads ({})",
-        c.num_key_value_heads, c.num_attention_heads));
+    return f.Error(
+        "num_key_value_heads",
+        fmt::format("is {}; it must be > 0 and divide num_attention_heads ({})",
+                    c.num_key_value_heads, c.num_attention_heads));
   }
   int64_t default_head_dim =
       is_qwen3 ? 128 : c.hidden_size / c.num_attention_heads;
   TSR_ASSIGN_OR_RETURN(c.head_dim, f.IntOr("head_dim", default_head_dim));
   if (c.head_dim <= 0 || c.head_dim % 2 != 0) {
-    return f.Error("head_dim", fmt::format(
-        "is {}; rope needs a positive even head_dim (hidden_size {} / "
-        "num_attention_heads {})",
-        c.head_dim, c.hidden_size, c.num_attention_heads));
+    return f.Error(
+        "head_dim",
+        fmt::format(
+            "is {}; rope needs a positive even head_dim (hidden_size {} / "
+            "num_attention_heads {})",
+            c.head_dim, c.hidden_size, c.num_attention_heads));
   }
-  TSR_ASSIGN_OR_RETURN(c.max_position_embeddings,
-                       f.IntOr("max_position_embeddings",
-                               is_llama ? 2048 : 32768));
+  TSR_ASSIGN_OR_RETURN(
+      c.max_position_embeddings,
+      f.IntOr("max_position_embeddings", is_llama ? 2048 : 32768));
   if (c.max_position_embeddings <= 0) {
     return f.Error("max_position_embeddings", "must be > 0");
   }
@@ -325,9 +333,9 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
 
   TSR_ASSIGN_OR_RETURN(c.hidden_act, f.StringOr("hidden_act", "silu"));
   if (c.hidden_act != "silu") {
-    return UnimplementedError(fmt::format(
-        "{}: hidden_act \"{}\" is not supported (supported: silu)", source,
-        c.hidden_act));
+    return UnimplementedError(
+        fmt::format("{}: hidden_act \"{}\" is not supported (supported: silu)",
+                    source, c.hidden_act));
   }
   TSR_ASSIGN_OR_RETURN(bool mlp_bias, f.BoolOr("mlp_bias", false));
   if (mlp_bias) {
@@ -384,8 +392,8 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["architectures"] = {ArchitectureClassName(c.architecture)};
   j["attention_bias"] = c.attention_bias;
   j["attention_dropout"] = 0.0;
-  j["bos_token_id"] = c.bos_token_id ? OrderedJson(*c.bos_token_id)
-                                     : OrderedJson(nullptr);
+  j["bos_token_id"] =
+      c.bos_token_id ? OrderedJson(*c.bos_token_id) : OrderedJson(nullptr);
   if (c.eos_token_ids.size() == 1) {
     j["eos_token_id"] = c.eos_token_ids[0];
   } else if (c.eos_token_ids.empty()) {
@@ -411,13 +419,12 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["rms_norm_eps"] = c.rms_norm_eps;
   if (c.rope_scaling.type == RopeScaling::Type::kLlama3) {
     const RopeScaling& r = c.rope_scaling;
-    j["rope_scaling"] = {
-        {"factor", r.factor},
-        {"high_freq_factor", r.high_freq_factor},
-        {"low_freq_factor", r.low_freq_factor},
-        {"original_max_position_embeddings",
-         r.original_max_position_embeddings},
-        {"rope_type", "llama3"}};
+    j["rope_scaling"] = {{"factor", r.factor},
+                         {"high_freq_factor", r.high_freq_factor},
+                         {"low_freq_factor", r.low_freq_factor},
+                         {"original_max_position_embeddings",
+                          r.original_max_position_embeddings},
+                         {"rope_type", "llama3"}};
   } else {
     j["rope_scaling"] = nullptr;
   }

@@ -1,7 +1,7 @@
 #include "model/model_config.h"
 
-#include <gmock/gmock.h>
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "testing/fixtures.h"
@@ -124,8 +124,8 @@ TEST(ModelConfigTest, MalformedConfigs) {
     std::string part;
   };
   const std::vector<Case> cases = {
-      {R"({"architectures": ["LlamaForCausalLM"], )", StatusCode::kInvalidArgument,
-       "malformed JSON"},
+      {R"({"architectures": ["LlamaForCausalLM"], )",
+       StatusCode::kInvalidArgument, "malformed JSON"},
       {"[1]", StatusCode::kInvalidArgument, "expected a JSON object"},
       {R"({"architectures": ["LlamaForCausalLM"], "intermediate_size": 1,
            "num_hidden_layers": 1, "num_attention_heads": 1,
@@ -172,20 +172,19 @@ TEST(ModelConfigTest, MalformedConfigs) {
 
 TEST(ModelConfigTest, RopeScalingTypes) {
   auto plain = ParseModelConfig(
-      Minimal("LlamaForCausalLM",
-              R"(, "rope_scaling": {"type": "default"})"),
+      Minimal("LlamaForCausalLM", R"(, "rope_scaling": {"type": "default"})"),
       "c");
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   EXPECT_EQ(plain->rope_scaling.type, RopeScaling::Type::kDefault);
 
-  auto llama3 = ParseModelConfig(
-      Minimal("LlamaForCausalLM",
-              R"(, "rope_theta": 500000.0, "rope_scaling": {
+  auto llama3 =
+      ParseModelConfig(Minimal("LlamaForCausalLM",
+                               R"(, "rope_theta": 500000.0, "rope_scaling": {
                  "factor": 8.0, "low_freq_factor": 1.0,
                  "high_freq_factor": 4.0,
                  "original_max_position_embeddings": 8192,
                  "rope_type": "llama3"})"),
-      "c");
+                       "c");
   ASSERT_TRUE(llama3.ok()) << llama3.status().ToString();
   const RopeScaling& r = llama3->rope_scaling;
   EXPECT_EQ(r.type, RopeScaling::Type::kLlama3);
@@ -195,18 +194,18 @@ TEST(ModelConfigTest, RopeScalingTypes) {
   EXPECT_EQ(r.original_max_position_embeddings, 8192);
 
   // Newer transformers files: rope_parameters with rope_theta inside.
-  auto params = ParseModelConfig(
-      Minimal("Qwen3ForCausalLM",
-              R"(, "rope_parameters": {"rope_type": "default",
+  auto params =
+      ParseModelConfig(Minimal("Qwen3ForCausalLM",
+                               R"(, "rope_parameters": {"rope_type": "default",
                                        "rope_theta": 1000000})"),
-      "c");
+                       "c");
   ASSERT_TRUE(params.ok()) << params.status().ToString();
   EXPECT_DOUBLE_EQ(params->rope_theta, 1e6);
 }
 
 TEST(ModelConfigTest, JsonRoundTrip) {
-  for (Architecture arch : {Architecture::kLlama, Architecture::kQwen2,
-                            Architecture::kQwen3}) {
+  for (Architecture arch :
+       {Architecture::kLlama, Architecture::kQwen2, Architecture::kQwen3}) {
     ModelConfig c;
     c.architecture = arch;
     c.hidden_size = 96;

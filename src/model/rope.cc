@@ -23,8 +23,9 @@ std::vector<double> ComputeRopeInvFreq(int64_t rotary_dim, double theta,
     if (wavelen > low_freq_wavelen) {
       f = f / scaling.factor;
     } else if (wavelen >= high_freq_wavelen) {
-      const double smooth = (old_context / wavelen - scaling.low_freq_factor) /
-                            (scaling.high_freq_factor - scaling.low_freq_factor);
+      const double smooth =
+          (old_context / wavelen - scaling.low_freq_factor) /
+          (scaling.high_freq_factor - scaling.low_freq_factor);
       f = (1.0 - smooth) * f / scaling.factor + smooth * f;
     }
   }
@@ -32,9 +33,8 @@ std::vector<double> ComputeRopeInvFreq(int64_t rotary_dim, double theta,
 }
 
 std::vector<float> RopeInvFreq(const ModelConfig& config) {
-  std::vector<double> wide =
-      ComputeRopeInvFreq(config.head_dim, config.rope_theta,
-                         config.rope_scaling);
+  std::vector<double> wide = ComputeRopeInvFreq(
+      config.head_dim, config.rope_theta, config.rope_scaling);
   return std::vector<float>(wide.begin(), wide.end());
 }
 

@@ -19,13 +19,11 @@ constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 
 // Safetensors dtypes Tessera recognises but does not load.
 constexpr std::string_view kOtherDTypes[] = {
-    "F64", "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8",
-    "BOOL", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2",
-    "F4", "C64"};
+    "F64",     "I64",     "I32",     "I16",  "I8",      "U64",
+    "U32",     "U16",     "U8",      "BOOL", "F8_E4M3", "F8_E5M2",
+    "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",   "C64"};
 
-std::string DescribeType(const Json& j) {
-  return std::string(j.type_name());
-}
+std::string DescribeType(const Json& j) { return std::string(j.type_name()); }
 
 // Reads a non-negative integer that fits in int64/size_t.
 std::optional<uint64_t> AsUnsigned(const Json& j) {
@@ -51,10 +49,14 @@ int64_t NumElements(std::span<const int64_t> shape) {
 
 std::string_view SafetensorsDTypeName(DType dtype) {
   switch (dtype) {
-    case TSR_DTYPE_F32: return "F32";
-    case TSR_DTYPE_F16: return "F16";
-    case TSR_DTYPE_BF16: return "BF16";
-    default: return "INVALID";
+    case TSR_DTYPE_F32:
+      return "F32";
+    case TSR_DTYPE_F16:
+      return "F16";
+    case TSR_DTYPE_BF16:
+      return "BF16";
+    default:
+      return "INVALID";
   }
 }
 
@@ -90,8 +92,8 @@ Status SafetensorsFile::Parse() {
   }
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) {
-    header_len = (header_len << 8) |
-                 std::to_integer<uint64_t>(file_->data()[i]);
+    header_len =
+        (header_len << 8) | std::to_integer<uint64_t>(file_->data()[i]);
   }
   if (header_len > kMaxHeaderBytes) {
     return InvalidArgumentError(fmt::format(
@@ -107,8 +109,7 @@ Status SafetensorsFile::Parse() {
         "corrupt",
         path, header_len, file_size));
   }
-  const char* header_begin =
-      reinterpret_cast<const char*>(file_->data()) + 8;
+  const char* header_begin = reinterpret_cast<const char*>(file_->data()) + 8;
   std::string_view header(header_begin, header_len);
   if (header.empty() || header.front() != '{') {
     return InvalidArgumentError(fmt::format(
@@ -122,8 +123,7 @@ Status SafetensorsFile::Parse() {
   std::unordered_set<std::string> seen_keys;
   Json::parser_callback_t on_event = [&](int depth, Json::parse_event_t event,
                                          Json& parsed) {
-    if (event == Json::parse_event_t::key && depth == 1 &&
-        parsed.is_string()) {
+    if (event == Json::parse_event_t::key && depth == 1 && parsed.is_string()) {
       const auto& key = parsed.get_ref<const std::string&>();
       if (!seen_keys.insert(key).second && duplicate.empty()) {
         duplicate = key;
@@ -135,19 +135,18 @@ Status SafetensorsFile::Parse() {
   try {
     root = Json::parse(header.begin(), header.end(), on_event);
   } catch (const Json::parse_error& e) {
-    return InvalidArgumentError(fmt::format(
-        "{}: malformed header JSON ({} bytes): {}", path, header_len,
-        e.what()));
+    return InvalidArgumentError(
+        fmt::format("{}: malformed header JSON ({} bytes): {}", path,
+                    header_len, e.what()));
   }
   if (!root.is_object()) {
-    return InvalidArgumentError(fmt::format(
-        "{}: malformed header: expected a JSON object, found {}", path,
-        DescribeType(root)));
+    return InvalidArgumentError(
+        fmt::format("{}: malformed header: expected a JSON object, found {}",
+                    path, DescribeType(root)));
   }
   if (!duplicate.empty()) {
     return InvalidArgumentError(fmt::format(
-        "{}: malformed header: tensor \"{}\" appears twice", path,
-        duplicate));
+        "{}: malformed header: tensor \"{}\" appears twice", path, duplicate));
   }
 
   const size_t data_start = 8 + header_len;
@@ -173,13 +172,13 @@ Status SafetensorsFile::Parse() {
       continue;
     }
     auto bad = [&](std::string_view what) {
-      return InvalidArgumentError(fmt::format(
-          "{}: malformed header entry for tensor \"{}\": {}", path, name,
-          what));
+      return InvalidArgumentError(
+          fmt::format("{}: malformed header entry for tensor \"{}\": {}", path,
+                      name, what));
     };
     if (!entry.is_object()) {
-      return bad(fmt::format("expected an object, found {}",
-                             DescribeType(entry)));
+      return bad(
+          fmt::format("expected an object, found {}", DescribeType(entry)));
     }
     auto dtype_it = entry.find("dtype");
     auto shape_it = entry.find("shape");
@@ -192,8 +191,9 @@ Status SafetensorsFile::Parse() {
     }
     if (offsets_it == entry.end() || !offsets_it->is_array() ||
         offsets_it->size() != 2) {
-      return bad("\"data_offsets\" is missing or not an array of two "
-                 "integers");
+      return bad(
+          "\"data_offsets\" is missing or not an array of two "
+          "integers");
     }
     const std::string dtype_name = dtype_it->get<std::string>();
     std::optional<DType> dtype = ParseSafetensorsDType(dtype_name);
@@ -218,9 +218,10 @@ Status SafetensorsFile::Parse() {
     for (const Json& dim : *shape_it) {
       std::optional<uint64_t> d = AsUnsigned(dim);
       if (!d || *d > uint64_t(std::numeric_limits<int64_t>::max())) {
-        return bad(fmt::format("shape {} has an entry that is not a "
-                               "non-negative integer",
-                               shape_it->dump()));
+        return bad(
+            fmt::format("shape {} has an entry that is not a "
+                        "non-negative integer",
+                        shape_it->dump()));
       }
       info.shape.push_back(static_cast<int64_t>(*d));
       if (*d != 0 && elements > std::numeric_limits<uint64_t>::max() / *d) {
@@ -239,8 +240,8 @@ Status SafetensorsFile::Parse() {
                              *begin, *end));
     }
     const uint64_t elem_size = DTypeSize(info.dtype);
-    if (overflow || elements > std::numeric_limits<uint64_t>::max() /
-                                   elem_size ||
+    if (overflow ||
+        elements > std::numeric_limits<uint64_t>::max() / elem_size ||
         elements * elem_size != *end - *begin) {
       return InvalidArgumentError(fmt::format(
           "{}: tensor \"{}\": data_offsets [{}, {}] span {} bytes but shape "

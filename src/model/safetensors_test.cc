@@ -77,7 +77,8 @@ TEST(SafetensorsTest, WriterOutputReadsBack) {
 TEST(SafetensorsTest, WriterChecksWhatItIsGiven) {
   ScratchDir dir;
   std::vector<float> two = {1, 2};
-  std::vector<TensorBytes> wrong_size = {{{"t", TSR_DTYPE_F32, {3}}, AsBytes(two)}};
+  std::vector<TensorBytes> wrong_size = {
+      {{"t", TSR_DTYPE_F32, {3}}, AsBytes(two)}};
   Status s = WriteSafetensors(dir.File("a.safetensors"), wrong_size);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("\"t\""));
@@ -93,9 +94,9 @@ TEST(SafetensorsTest, WriterChecksWhatItIsGiven) {
   EXPECT_FALSE(i32.ok());
 
   // Too much data, and Finish with too little.
-  auto writer = SafetensorsWriter::Create(dir.File("d.safetensors"),
-                                          {{"t", TSR_DTYPE_F32, {1}},
-                                           {"u", TSR_DTYPE_F32, {2}}});
+  auto writer = SafetensorsWriter::Create(
+      dir.File("d.safetensors"),
+      {{"t", TSR_DTYPE_F32, {1}}, {"u", TSR_DTYPE_F32, {2}}});
   ASSERT_TRUE(writer.ok());
   std::vector<float> four = {1, 2, 3, 4};
   EXPECT_EQ((*writer)->Append(AsBytes(four)).code(), StatusCode::kOutOfRange);
@@ -169,8 +170,8 @@ TEST(SafetensorsTest, RejectsMalformedHeaderJson) {
   ScratchDir dir;
   ExpectBroken(dir, RawSafetensors(R"({"w": {"dtype": "F32",)", ""),
                StatusCode::kInvalidArgument, {"malformed header JSON"});
-  ExpectBroken(dir, RawSafetensors("[1, 2]", ""),
-               StatusCode::kInvalidArgument, {"malformed header"});
+  ExpectBroken(dir, RawSafetensors("[1, 2]", ""), StatusCode::kInvalidArgument,
+               {"malformed header"});
   ExpectBroken(dir, RawSafetensors(R"({"w": 3})", ""),
                StatusCode::kInvalidArgument, {"\"w\"", "expected an object"});
   ExpectBroken(dir,
@@ -188,8 +189,7 @@ TEST(SafetensorsTest, RejectsMalformedHeaderJson) {
                      R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                      std::string(8, '\0')),
       StatusCode::kInvalidArgument, {"\"w\" appears twice"});
-  ExpectBroken(dir,
-               RawSafetensors(R"({"__metadata__":{"format":3}})", ""),
+  ExpectBroken(dir, RawSafetensors(R"({"__metadata__":{"format":3}})", ""),
                StatusCode::kInvalidArgument, {"__metadata__.format"});
 }
 
@@ -200,12 +200,11 @@ TEST(SafetensorsTest, RejectsUnsupportedDTypes) {
       RawSafetensors(R"({"q":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})",
                      std::string(4, '\0')),
       StatusCode::kUnimplemented, {"tensor \"q\"", "dtype I8"});
-  ExpectBroken(
-      dir,
-      RawSafetensors(
-          R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
-          std::string(8, '\0')),
-      StatusCode::kUnimplemented, {"tensor \"d\"", "dtype F64"});
+  ExpectBroken(dir,
+               RawSafetensors(
+                   R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
+                   std::string(8, '\0')),
+               StatusCode::kUnimplemented, {"tensor \"d\"", "dtype F64"});
   ExpectBroken(
       dir,
       RawSafetensors(R"({"z":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})",
@@ -216,25 +215,26 @@ TEST(SafetensorsTest, RejectsUnsupportedDTypes) {
 TEST(SafetensorsTest, RejectsInconsistentOffsets) {
   ScratchDir dir;
   // Size does not match the shape.
-  ExpectBroken(
-      dir,
-      RawSafetensors(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
-                     std::string(8, '\0')),
-      StatusCode::kInvalidArgument, {"\"w\"", "span 8 bytes", "needs 12"});
+  ExpectBroken(dir,
+               RawSafetensors(
+                   R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+                   std::string(8, '\0')),
+               StatusCode::kInvalidArgument,
+               {"\"w\"", "span 8 bytes", "needs 12"});
   // Overlap.
-  ExpectBroken(
-      dir,
-      RawSafetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                     R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                     std::string(12, '\0')),
-      StatusCode::kInvalidArgument, {"\"a\"", "\"b\"", "overlap"});
+  ExpectBroken(dir,
+               RawSafetensors(
+                   R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                   R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                   std::string(12, '\0')),
+               StatusCode::kInvalidArgument, {"\"a\"", "\"b\"", "overlap"});
   // Gap.
-  ExpectBroken(
-      dir,
-      RawSafetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                     R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                     std::string(12, '\0')),
-      StatusCode::kInvalidArgument, {"\"b\"", "belong to no tensor"});
+  ExpectBroken(dir,
+               RawSafetensors(
+                   R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                   std::string(12, '\0')),
+               StatusCode::kInvalidArgument, {"\"b\"", "belong to no tensor"});
   // Trailing bytes.
   ExpectBroken(dir, RawSafetensors(kGoodHeader, std::string(12, '\0')),
                StatusCode::kInvalidArgument, {"4 bytes after the last"});
@@ -246,11 +246,12 @@ TEST(SafetensorsTest, RejectsInconsistentOffsets) {
           std::string(8, '\0')),
       StatusCode::kDataLoss, {"\"w\"", "truncated"});
   // end < begin.
-  ExpectBroken(
-      dir,
-      RawSafetensors(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})",
-                     std::string(8, '\0')),
-      StatusCode::kInvalidArgument, {"\"w\"", "end before they begin"});
+  ExpectBroken(dir,
+               RawSafetensors(
+                   R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})",
+                   std::string(8, '\0')),
+               StatusCode::kInvalidArgument,
+               {"\"w\"", "end before they begin"});
 }
 
 TEST(SafetensorsTest, MissingFileIsNotFound) {

@@ -79,19 +79,19 @@ StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   for (const TensorDecl& t : w->tensors_) w->data_bytes_ += DeclBytes(t);
   w->file_ = std::fopen(w->partial_path_.c_str(), "wb");
   if (w->file_ == nullptr) {
-    return InternalError(fmt::format("{}: cannot create: {}",
-                                     w->partial_path_, std::strerror(errno)));
+    return InternalError(fmt::format("{}: cannot create: {}", w->partial_path_,
+                                     std::strerror(errno)));
   }
   w->buffer_.reset(new char[kStdioBufferBytes]);
   std::setvbuf(w->file_, w->buffer_.get(), _IOFBF, kStdioBufferBytes);
   unsigned char length[8];
   uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    length[i] = static_cast<unsigned char>(n >> (8 * i));
   if (std::fwrite(length, 1, 8, w->file_) != 8 ||
-      std::fwrite(header.data(), 1, header.size(), w->file_) !=
-          header.size()) {
-    return InternalError(fmt::format("{}: write failed: {}",
-                                     w->partial_path_, std::strerror(errno)));
+      std::fwrite(header.data(), 1, header.size(), w->file_) != header.size()) {
+    return InternalError(fmt::format("{}: write failed: {}", w->partial_path_,
+                                     std::strerror(errno)));
   }
   return w;
 }
@@ -115,9 +115,9 @@ Status SafetensorsWriter::Append(std::span<const std::byte> bytes) {
         path_, bytes.size(), data_bytes_, appended_));
   }
   if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-    Status error = InternalError(fmt::format(
-        "{}: write failed after {} bytes: {} (is the disk full?)",
-        partial_path_, appended_, std::strerror(errno)));
+    Status error = InternalError(
+        fmt::format("{}: write failed after {} bytes: {} (is the disk full?)",
+                    partial_path_, appended_, std::strerror(errno)));
     std::fclose(file_);
     file_ = nullptr;
     return error;
@@ -178,9 +178,8 @@ Status WriteSafetensors(const std::string& path,
     }
     decls.push_back(t.decl);
   }
-  TSR_ASSIGN_OR_RETURN(auto writer,
-                       SafetensorsWriter::Create(path, std::move(decls),
-                                                 metadata));
+  TSR_ASSIGN_OR_RETURN(
+      auto writer, SafetensorsWriter::Create(path, std::move(decls), metadata));
   for (const TensorBytes& t : tensors) {
     TSR_RETURN_IF_ERROR(writer->Append(t.bytes));
   }

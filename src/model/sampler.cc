@@ -84,8 +84,13 @@ StatusOr<std::vector<int32_t>> Sampler::Sample(
                        view(3, TSR_DTYPE_F32),
                        view(4, TSR_DTYPE_F32)};
     tsr_tensor out[] = {ids};
-    TSR_RETURN_IF_ERROR(
-        runtime_.dispatcher().Launch(stream_, TSR_OP_SAMPLE, in, out));
+    Status launched =
+        runtime_.dispatcher().Launch(stream_, TSR_OP_SAMPLE, in, out);
+    if (!launched.ok()) {
+      // The queued copy still reads host_params_: let it finish first.
+      (void)stream_.Synchronize();
+      return launched;
+    }
   }
   host_ids_.assign(static_cast<size_t>(b), 0);
   TSR_RETURN_IF_ERROR(

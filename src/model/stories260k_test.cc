@@ -5,6 +5,7 @@
 // prompts in one batch. Also reports decode throughput.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "model/model_runner.h"
+#include "model/reference_forward.h"
 #include "model/runner_test_util.h"
 #include "model/sampler.h"
 #include "testing/fixtures.h"
@@ -181,6 +183,31 @@ TEST_F(Stories260kTest, AllPromptsInOneBatchGiveTheSameTokens) {
   const double tps = double(n) * (kSteps - 1) / decode_seconds;
   RecordProperty("batched_decode_tokens_per_second", std::to_string(tps));
   std::printf("stories260k batch-%zu decode: %.0f tok/s\n", n, tps);
+}
+
+// The oracle the synthetic-model tests trust, checked against the golden
+// file's independent float64 reference: first-step top-5 logits and the
+// first greedy tokens.
+TEST(Stories260kReferenceTest, ReferenceForwardMatchesGolden) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  auto ckpt = Checkpoint::Open(dir);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  auto ref = ::tessera::testing::ReferenceModel::Load(**ckpt);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  const GoldenCase c = LoadGolden(golden).at(0);
+  auto cache = (*ref)->NewCache();
+  auto logits = (*ref)->Forward(cache, c.prompt_ids);
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_NEAR(logits.back()[c.top5_ids[k]], c.top5_logits[k], 1e-4);
+  }
+  for (int step = 0; step < 8 && step < c.stable_prefix; ++step) {
+    const auto& row = logits.back();
+    const int32_t next = static_cast<int32_t>(
+        std::max_element(row.begin(), row.end()) - row.begin());
+    ASSERT_EQ(next, c.greedy_output_ids[step]) << "step " << step;
+    logits = (*ref)->Forward(cache, std::vector<int32_t>{next});
+  }
 }
 
 }  // namespace

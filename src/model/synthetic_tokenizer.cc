@@ -19,8 +19,8 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr std::string_view kSplitPattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-constexpr std::string_view kSpecialTokens[] = {
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+constexpr std::string_view kSpecialTokens[] = {"<|endoftext|>", "<|im_start|>",
+                                               "<|im_end|>"};
 
 // Letters appended by the synthetic merges, most frequent first.
 constexpr std::string_view kFillLetters = "etaoinsrhldcumfpgwybvkxjqz";
@@ -94,9 +94,9 @@ std::vector<std::string_view> TrainingWords(std::string_view text) {
       while (i < n && IsLetter(at(i))) ++i;
     } else if (IsDigit(c)) {
       ++i;
-    } else if (!IsSpace(c) || (c == ' ' && at(i + 1) != 0 &&
-                               !IsSpace(at(i + 1)) && !IsLetter(at(i + 1)) &&
-                               !IsDigit(at(i + 1)))) {
+    } else if (!IsSpace(c) ||
+               (c == ' ' && at(i + 1) != 0 && !IsSpace(at(i + 1)) &&
+                !IsLetter(at(i + 1)) && !IsDigit(at(i + 1)))) {
       if (c == ' ') ++i;
       while (i < n && !IsSpace(at(i)) && !IsLetter(at(i)) && !IsDigit(at(i))) {
         ++i;
@@ -158,8 +158,8 @@ void LearnMerges(size_t base_size, Vocab* vocab) {
     const int32_t left = int32_t(best >> 32);
     const int32_t right = int32_t(best & 0xFFFFFFFFu);
     vocab->Merge(left, right);
-    const int32_t merged = vocab->ids.at(vocab->tokens[left] +
-                                         vocab->tokens[right]);
+    const int32_t merged =
+        vocab->ids.at(vocab->tokens[left] + vocab->tokens[right]);
     for (auto& [ids, count] : words) {
       std::vector<int32_t> out;
       out.reserve(ids.size());
@@ -249,9 +249,9 @@ StatusOr<SyntheticTokenizer> MakeSyntheticTokenizer(int64_t vocab_size,
   const int64_t learned = int64_t(vocab.merges.size());
   FillMerges(base_size, &vocab);
   if (vocab.tokens.size() != base_size) {
-    return InternalError(fmt::format(
-        "tokenizer generation made {} tokens instead of {}",
-        vocab.tokens.size(), base_size));
+    return InternalError(
+        fmt::format("tokenizer generation made {} tokens instead of {}",
+                    vocab.tokens.size(), base_size));
   }
 
   SyntheticTokenizer out;
@@ -267,31 +267,32 @@ StatusOr<SyntheticTokenizer> MakeSyntheticTokenizer(int64_t vocab_size,
     t.update(AddedTokenJson(kSpecialTokens[k]));
     added.push_back(std::move(t));
   }
-  OrderedJson pre_tokenizer = {
-      {"type", "Sequence"},
-      {"pretokenizers",
-       {{{"type", "Split"},
-         {"pattern", {{"Regex", kSplitPattern}}},
-         {"behavior", "Isolated"},
-         {"invert", false}},
-        ByteLevelStep()}}};
+  OrderedJson pre_tokenizer = {{"type", "Sequence"},
+                               {"pretokenizers",
+                                {{{"type", "Split"},
+                                  {"pattern", {{"Regex", kSplitPattern}}},
+                                  {"behavior", "Isolated"},
+                                  {"invert", false}},
+                                 ByteLevelStep()}}};
 
   // The vocabulary and merges are written by hand: ordered_json inserts in
   // linear time per key, too slow for 150k entries.
   std::string json;
   json.reserve(vocab.tokens.size() * 40);
-  json += "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n"
-          "  \"padding\": null,\n";
+  json +=
+      "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n"
+      "  \"padding\": null,\n";
   json += "  \"added_tokens\": " + added.dump() + ",\n";
   json += "  \"normalizer\": null,\n";
   json += "  \"pre_tokenizer\": " + pre_tokenizer.dump() + ",\n";
   json += "  \"post_processor\": " + ByteLevelStep().dump() + ",\n";
   json += "  \"decoder\": " + ByteLevelStep().dump() + ",\n";
-  json += "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n"
-          "    \"unk_token\": null,\n    \"continuing_subword_prefix\": \"\",\n"
-          "    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
-          "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n"
-          "    \"vocab\": {";
+  json +=
+      "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n"
+      "    \"unk_token\": null,\n    \"continuing_subword_prefix\": \"\",\n"
+      "    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
+      "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n"
+      "    \"vocab\": {";
   std::vector<std::string> spelled(vocab.tokens.size());
   for (size_t id = 0; id < vocab.tokens.size(); ++id) {
     spelled[id] = Quote(ToByteLevel(vocab.tokens[id]));

@@ -5,11 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/make_model.h"
+#include "model/test_util.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera::model {
 namespace {
 
+using ::tessera::model::testing::ScratchDir;
 using ::testing::HasSubstr;
 
 std::unique_ptr<Tokenizer> Load(const SyntheticTokenizer& t) {
@@ -59,7 +63,8 @@ TEST(SyntheticTokenizerTest, RoundTripsEnglishAndUtf8) {
   const std::vector<std::string> texts = {
       "The baker opened his shop at five o'clock, as he did every day.",
       "Hello, world!  Two spaces,\ttabs\nand\r\nnewlines.\n\n",
-      "naïve café, résumé — 日本語のテキスト, привет мир, 🙂🚀 emoji",
+      "naïve café, résumé — 日本語のテキスト, привет мир, 🙂🚀 "
+      "emoji",
       "def add(a, b):\n    return a + b  # 3.14159 and 1,000,000",
       "   leading and trailing spaces   ",
       "<|im_start|>user\nhi<|im_end|>",
@@ -118,6 +123,32 @@ TEST(SyntheticTokenizerTest, DeterministicAndWellFormed) {
   auto small = MakeSyntheticTokenizer(258, 512);
   ASSERT_FALSE(small.ok());
   EXPECT_THAT(small.status().message(), HasSubstr("at least 259"));
+}
+
+TEST(SyntheticTokenizerTest, MakeModelDirectoryTokenizerAndChatTemplate) {
+  ScratchDir dir;
+  MakeModelOptions options;
+  options.preset = "tiny";
+  options.out_dir = dir.path().string();
+  ASSERT_TRUE(MakeModel(options).ok());
+  auto tokenizer = Tokenizer::Load(dir.path().string());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
+  EXPECT_EQ((*tokenizer)->vocab_size(), 1024);
+  EXPECT_EQ((*tokenizer)->eos_id(), 1023);
+  auto chat =
+      ChatTemplate::FromTokenizerConfig(dir.File("tokenizer_config.json"));
+  ASSERT_TRUE(chat.ok()) << chat.status().ToString();
+  nlohmann::ordered_json messages = nlohmann::ordered_json::parse(
+      R"([{"role": "system", "content": "Be brief."},
+          {"role": "user", "content": "Hi!"}])");
+  auto text = chat->Render(messages, nullptr, true, nullptr);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text,
+            "<|im_start|>system\nBe brief.<|im_end|>\n"
+            "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
+  std::vector<int32_t> ids = (*tokenizer)->Encode(*text, false);
+  EXPECT_EQ(ids.front(), 1022);  // <|im_start|>
+  EXPECT_EQ((*tokenizer)->Decode(ids, false), *text);
 }
 
 }  // namespace

@@ -23,10 +23,9 @@ class ScratchDir {
   ScratchDir() {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = info != nullptr
-                           ? std::string(info->test_suite_name()) + "." +
-                                 info->name()
-                           : "model_test";
+    std::string name = info != nullptr ? std::string(info->test_suite_name()) +
+                                             "." + info->name()
+                                       : "model_test";
     path_ = std::filesystem::temp_directory_path() /
             ("tessera_model_" + std::to_string(::getpid()) + "_" +
              std::to_string(counter++) + "_" + name);

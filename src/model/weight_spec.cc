@@ -40,7 +40,8 @@ std::vector<WeightSpec> ExpectedWeights(const ModelConfig& c) {
     add("mlp.down_proj.weight", {h, inter});
   }
   specs.push_back({std::string(kFinalNormName), {h}});
-  specs.push_back({std::string(kLmHeadName), {c.vocab_size, h},
+  specs.push_back({std::string(kLmHeadName),
+                   {c.vocab_size, h},
                    /*optional=*/c.tie_word_embeddings});
   return specs;
 }

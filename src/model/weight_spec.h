@@ -36,7 +36,8 @@
 
 namespace tessera::model {
 
-inline constexpr std::string_view kEmbedTokensName = "model.embed_tokens.weight";
+inline constexpr std::string_view kEmbedTokensName =
+    "model.embed_tokens.weight";
 inline constexpr std::string_view kFinalNormName = "model.norm.weight";
 inline constexpr std::string_view kLmHeadName = "lm_head.weight";
 

@@ -310,7 +310,9 @@ enum {
    *   attends causally to positions 0..p, whose K/V live at slot
    *   block_table[b][pos / page_size] * page_size + pos % page_size.
    *   Query head h reads KV head h / (Hq / Hk) (GQA; Hq % Hk == 0).
-   *   o = softmax(scale * q k^T) v over those positions.
+   *   o = softmax(scale * q k^T) v over those positions. With
+   *   sliding_window W > 0 only positions p-W+1..p are attended. Rows of o
+   *   past query_start[B] (query_start[B] <= T) are left untouched.
    *   params: tsr_paged_attention_params. */
   TSR_OP_PAGED_ATTENTION = 7,
   /* silu_and_mul v1: in x X [.., 2I]; out y X [.., I].
@@ -334,11 +336,13 @@ enum {
    *     - temperature <= 0: argmax (ties to the lowest index);
    *     - else p = softmax(logits / temperature); order ids by p descending,
    *       ties by lower id; keep the first top_k (top_k <= 0 or >= V: all);
-   *       then the shortest prefix whose mass reaches top_p (at least one id;
+   *       then the shortest prefix whose mass (of the probabilities p, not
+   *       renormalised after top_k) reaches top_p (at least one id;
    *       top_p >= 1: all); then drop ids with p < min_p * p_max (min_p <= 0:
-   *       none); renormalise; return the first id in that order whose
-   *       cumulative probability exceeds uniform * total (the last kept id if
-   *       rounding leaves none). params: none (NULL). */
+   *       none; the first id is always kept); renormalise; return the first
+   *       id in that order whose cumulative probability exceeds
+   *       uniform * total (the last kept id if rounding leaves none).
+   *       params: none (NULL). */
   TSR_OP_SAMPLE = 12,
   /* logprobs v1: in logits F32 [B, V], ids I32 [B];
    *   out logprob F32 [B], and optionally top_ids I32 [B, K],

@@ -1,0 +1,137 @@
+// Prompt preparation for `tessera tokenize`, `tessera detokenize` and
+// `tessera generate`: a model directory's tokenizer and chat template, and
+// the JSON request bodies of the first two (shaped like the server's
+// /tokenize and /detokenize bodies).
+//
+// Tokenize request, exactly one of:
+//   {"prompt": "text", "add_special_tokens": true}
+//   {"messages": [...], "tools": [...] | null, "add_generation_prompt": true,
+//    "chat_template_kwargs": {...} | null, "add_special_tokens": false}
+// add_special_tokens defaults to true for "prompt" (the tokenizer's
+// post-processor decides what that adds, e.g. Llama's BOS) and to false for
+// "messages" (the template writes the special tokens itself);
+// add_generation_prompt defaults to true. "model" is accepted and ignored
+// (servers take it); any other key is an error, so a misspelt option is not
+// silently dropped.
+// Detokenize request: {"tokens": [int, ...], "skip_special_tokens": true}.
+//
+// Every error is a Status whose message says what is wrong and what to do;
+// codes: InvalidArgument (malformed or mistyped request, template failure),
+// NotFound (missing directory, file or chat template).
+//
+// Thread-safety: PromptTools is immutable after Load apart from the lazily
+// loaded chat template; use it from one thread.
+#ifndef TESSERA_CLI_GENERATE_PROMPT_H_
+#define TESSERA_CLI_GENERATE_PROMPT_H_
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera::cli {
+
+// Exit codes shared by tokenize, detokenize and generate.
+inline constexpr int kExitOk = 0;
+// The device or the model failed while running (a plugin error, out of
+// device memory, an I/O error after the inputs were accepted).
+inline constexpr int kExitRuntimeFailure = 1;
+// What the command was given cannot be used: bad flags, a malformed or
+// mistyped request, a missing model directory or tokenizer, a chat template
+// that is absent or fails on the request, an unusable plugin choice.
+inline constexpr int kExitBadInput = 2;
+
+// Prints "error: <message>" as one line on stderr (newlines in the message
+// become "; ") and returns `exit_code`.
+int ReportError(const Status& status, int exit_code);
+
+// A --request value: inline JSON text, "@path" for a file's contents or
+// "@-" for stdin. Errors name the file.
+StatusOr<std::string> ReadRequestArgument(const std::string& argument);
+
+// Parses JSON text; the error gives the parser's position. `what` names the
+// text in messages ("--request").
+StatusOr<nlohmann::ordered_json> ParseJsonText(const std::string& text,
+                                               const std::string& what);
+
+// Serialises for output; invalid UTF-8 in strings (which a tokenizer never
+// produces) is replaced rather than throwing.
+std::string DumpJson(const nlohmann::ordered_json& value);
+
+struct TokenizeRequest {
+  std::optional<std::string> prompt;  // set: plain text; else messages
+  nlohmann::ordered_json messages;    // array
+  nlohmann::ordered_json tools;       // null or array
+  nlohmann::ordered_json chat_template_kwargs;  // null or object
+  bool add_generation_prompt = true;
+  bool add_special_tokens = true;  // defaulted by the request's kind
+};
+
+StatusOr<TokenizeRequest> ParseTokenizeRequest(
+    const nlohmann::ordered_json& body);
+
+struct DetokenizeRequest {
+  std::vector<int32_t> tokens;
+  bool skip_special_tokens = true;
+};
+
+StatusOr<DetokenizeRequest> ParseDetokenizeRequest(
+    const nlohmann::ordered_json& body);
+
+// A prompt ready for the model: its text (the rendered chat for messages)
+// and its token ids.
+struct PreparedPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// The tokenizer of a model directory and, loaded on first use, its chat
+// template (the directory's tokenizer_config.json / chat_template.jinja, or
+// an override file).
+class PromptTools {
+ public:
+  // `model_dir` must hold tokenizer.json; config.json and weights are not
+  // needed. `chat_template_file` (may be empty) replaces the model's
+  // template: a Jinja file, or a .json file shaped like
+  // tokenizer_config.json.
+  static StatusOr<std::unique_ptr<PromptTools>> Load(
+      const std::string& model_dir, const std::string& chat_template_file);
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+
+  // Renders `messages` through the chat template.
+  StatusOr<std::string> RenderChat(const nlohmann::ordered_json& messages,
+                                   const nlohmann::ordered_json& tools,
+                                   bool add_generation_prompt,
+                                   const nlohmann::ordered_json& kwargs);
+
+  // The prompt a tokenize request describes.
+  StatusOr<PreparedPrompt> Prepare(const TokenizeRequest& request);
+
+  // InvalidArgument naming the first id outside [0, vocab_size).
+  Status CheckTokenIds(const std::vector<int32_t>& ids) const;
+
+ private:
+  PromptTools() = default;
+  StatusOr<const ChatTemplate*> Template();
+
+  std::string model_dir_;
+  std::string chat_template_file_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<ChatTemplate> chat_template_;
+};
+
+// Checks `model_dir` is an existing directory; NotFound saying what to pass
+// otherwise.
+Status CheckModelDir(const std::string& model_dir);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_GENERATE_PROMPT_H_
