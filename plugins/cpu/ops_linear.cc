@@ -25,13 +25,16 @@ namespace {
 
 typedef float V8 __attribute__((vector_size(32)));
 
-inline V8 Load8(const float* p) {
+// always_inline: a 32-byte vector returned across a call between a
+// target_clones clone (AVX2) and a default-ABI function is passed
+// differently on each side; at -O0 nothing would inline it otherwise.
+__attribute__((always_inline)) inline V8 Load8(const float* p) {
   V8 v;
   __builtin_memcpy(&v, p, sizeof(v));
   return v;
 }
 
-inline float HSum(V8 v) {
+__attribute__((always_inline)) inline float HSum(V8 v) {
   return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
 

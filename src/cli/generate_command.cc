@@ -9,7 +9,9 @@
 // without it a random seed is drawn and reported. Generation stops at any
 // EOS id (generation_config.json, config.json and the tokenizer's eos
 // token) unless --ignore-eos, or after --max-new-tokens (128), capped to the
-// model's max_position_embeddings with a warning.
+// model's max_position_embeddings with a warning. The prompt is prefilled
+// in chunks of --chunked-prefill-size tokens (2048), each over the KV cache
+// of the ones before.
 //
 // Output: without --json, the continuation streams to stdout (flushed per
 // token) and the timing line goes to stderr. With --json, stdout holds
@@ -55,6 +57,7 @@ struct GenerateOptions {
   double min_p = 0.0;
   uint64_t seed = 0;
   bool ignore_eos = false;
+  int64_t chunked_prefill_size = 2048;
   bool json = false;
   runtime::RuntimeFlags flags;
   // Set after parsing: which sampling flags were given.
@@ -78,9 +81,14 @@ Status CheckFlags(const GenerateOptions& o) {
     return InvalidArgumentError(
         fmt::format("--top-p {} must be in (0, 1]", o.top_p));
   }
-  if (o.top_k < -1) {
+  if (o.chunked_prefill_size < -1) {
     return InvalidArgumentError(fmt::format(
-        "--top-k {} must be >= 0 (0 or -1: all tokens)", o.top_k));
+        "--chunked-prefill-size {} must be positive (0 or -1: no chunking)",
+        o.chunked_prefill_size));
+  }
+  if (o.top_k < -1) {
+    return InvalidArgumentError(
+        fmt::format("--top-k {} must be >= 0 (0 or -1: all tokens)", o.top_k));
   }
   if (!(o.min_p >= 0 && o.min_p <= 1)) {
     return InvalidArgumentError(
@@ -89,25 +97,49 @@ Status CheckFlags(const GenerateOptions& o) {
   return OkStatus();
 }
 
-// The sampling settings: flags, else generation_config.json, else
-// SGLang's defaults.
-model::SamplingParams ResolveSampling(const GenerateOptions& o,
-                                      const model::GenerationConfig& gen) {
-  model::SamplingParams p;
-  p.temperature = float(o.temperature_opt->count() > 0 ? o.temperature
-                        : gen.Has("temperature")       ? gen.temperature
-                                                       : 1.0);
-  p.top_p = float(o.top_p_opt->count() > 0 ? o.top_p
-                  : gen.Has("top_p")       ? gen.top_p
-                                           : 1.0);
-  int64_t top_k = o.top_k_opt->count() > 0 ? o.top_k
-                  : gen.Has("top_k")       ? gen.top_k
-                                           : 0;
-  p.top_k = top_k < 0 ? 0 : int32_t(top_k);
-  p.min_p = float(o.min_p_opt->count() > 0 ? o.min_p
-                  : gen.Has("min_p")       ? gen.min_p
-                                           : 0.0);
-  return p;
+// The sampling settings as given (doubles, for exact reporting): flags,
+// else generation_config.json, else SGLang's defaults.
+struct ResolvedSampling {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = 0;  // 0: all
+  double min_p = 0.0;
+
+  model::SamplingParams ToParams() const {
+    model::SamplingParams p;
+    p.temperature = float(temperature);
+    p.top_p = float(top_p);
+    p.top_k = int32_t(top_k);
+    p.min_p = float(min_p);
+    return p;
+  }
+};
+
+ResolvedSampling ResolveSampling(const GenerateOptions& o,
+                                 const model::GenerationConfig& gen) {
+  ResolvedSampling r;
+  if (o.temperature_opt->count() > 0) {
+    r.temperature = o.temperature;
+  } else if (gen.Has("temperature")) {
+    r.temperature = gen.temperature;
+  }
+  if (o.top_p_opt->count() > 0) {
+    r.top_p = o.top_p;
+  } else if (gen.Has("top_p")) {
+    r.top_p = gen.top_p;
+  }
+  if (o.top_k_opt->count() > 0) {
+    r.top_k = o.top_k;
+  } else if (gen.Has("top_k")) {
+    r.top_k = gen.top_k;
+  }
+  if (r.top_k < 0) r.top_k = 0;  // SGLang's -1: all tokens
+  if (o.min_p_opt->count() > 0) {
+    r.min_p = o.min_p;
+  } else if (gen.Has("min_p")) {
+    r.min_p = gen.min_p;
+  }
+  return r;
 }
 
 // Any of the checkpoint's EOS ids and the tokenizer's eos token.
@@ -145,9 +177,9 @@ int RunGenerate(const GenerateOptions& o) {
   PreparedPrompt prompt;
   if (o.chat) {
     Json messages = Json::array({{{"role", "user"}, {"content", o.prompt}}});
-    auto rendered = (*tools)->RenderChat(messages, nullptr,
-                                         /*add_generation_prompt=*/true,
-                                         nullptr);
+    auto rendered =
+        (*tools)->RenderChat(messages, nullptr,
+                             /*add_generation_prompt=*/true, nullptr);
     if (!rendered.ok()) {
       return ReportError(rendered.status().WithContext("--chat"),
                          kExitBadInput);
@@ -173,15 +205,16 @@ int RunGenerate(const GenerateOptions& o) {
   const int64_t prompt_len = int64_t(prompt.ids.size());
   const int64_t context = config.max_position_embeddings;
   if (prompt_len >= context) {
-    return ReportError(
-        InvalidArgumentError(fmt::format(
-            "the prompt has {} tokens but the model's context "
-            "(max_position_embeddings) is {}; shorten it",
-            prompt_len, context)),
-        kExitBadInput);
+    return ReportError(InvalidArgumentError(fmt::format(
+                           "the prompt has {} tokens but the model's context "
+                           "(max_position_embeddings) is {}; shorten it",
+                           prompt_len, context)),
+                       kExitBadInput);
   }
   GenerateParams params;
   params.max_new_tokens = o.max_new_tokens;
+  params.prefill_chunk_tokens =
+      o.chunked_prefill_size > 0 ? o.chunked_prefill_size : prompt_len;
   if (prompt_len + params.max_new_tokens > context) {
     params.max_new_tokens = context - prompt_len;
     fmt::print(stderr,
@@ -189,11 +222,13 @@ int RunGenerate(const GenerateOptions& o) {
                "the context of {}; generating at most {}\n",
                o.max_new_tokens, prompt_len, context, params.max_new_tokens);
   }
-  params.sampling = ResolveSampling(o, (*checkpoint)->generation_config());
-  params.seed = o.seed_opt->count() > 0 ? o.seed
-                                        : (uint64_t(std::random_device{}())
-                                           << 32) |
-                                              std::random_device{}();
+  const ResolvedSampling sampling =
+      ResolveSampling(o, (*checkpoint)->generation_config());
+  params.sampling = sampling.ToParams();
+  params.seed =
+      o.seed_opt->count() > 0
+          ? o.seed
+          : (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   if (!o.ignore_eos) params.eos_ids = EosIds(**checkpoint, tokenizer);
 
   auto runtime_config = runtime::RuntimeConfig::FromEnvironment(o.flags);
@@ -214,21 +249,19 @@ int RunGenerate(const GenerateOptions& o) {
   runner_options.kv_capacity_tokens = prompt_len + params.max_new_tokens;
   runner_options.max_batch_tokens =
       std::min(prompt_len, params.prefill_chunk_tokens);
-  auto runner =
-      model::ModelRunner::Create(**rt, **checkpoint, runner_options);
+  auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
   if (!runner.ok()) {
     return ReportError(runner.status(), ModelFailureCode(runner.status()));
   }
   const runtime::Device& device = (*runner)->device();
   fmt::print(stderr,
-             "loaded {} ({}, {} layers, {}) on {} ({}) in {:.2f} s; prompt "
+             "loaded {} ({}, {} layers, {}) on {} ({}) in {:.0f} ms; prompt "
              "{} tokens\n",
              o.model_path, model::ArchitectureClassName(config.architecture),
-             config.num_hidden_layers,
-             DTypeName((*runner)->activation_dtype()), device.Label(),
-             (*rt)->plugin().name(),
-             std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                           load_start)
+             config.num_hidden_layers, DTypeName((*runner)->activation_dtype()),
+             device.Label(), (*rt)->plugin().name(),
+             std::chrono::duration<double, std::milli>(
+                 std::chrono::steady_clock::now() - load_start)
                  .count(),
              prompt_len);
   std::fflush(stderr);
@@ -240,8 +273,7 @@ int RunGenerate(const GenerateOptions& o) {
       std::fflush(stdout);
     };
   }
-  auto result =
-      Generate(**runner, tokenizer, prompt.ids, params, on_text);
+  auto result = Generate(**runner, tokenizer, prompt.ids, params, on_text);
   if (!result.ok()) {
     if (!o.json) std::fputc('\n', stdout);
     return ReportError(result.status().WithContext("generating"),
@@ -267,10 +299,10 @@ int RunGenerate(const GenerateOptions& o) {
     out["decode_seconds"] = result->decode_seconds;
     out["prefill_tokens_per_s"] = result->prefill_tokens_per_s();
     out["decode_tokens_per_s"] = result->decode_tokens_per_s();
-    out["sampling"] = {{"temperature", params.sampling.temperature},
-                       {"top_p", params.sampling.top_p},
-                       {"top_k", params.sampling.top_k},
-                       {"min_p", params.sampling.min_p},
+    out["sampling"] = {{"temperature", sampling.temperature},
+                       {"top_p", sampling.top_p},
+                       {"top_k", sampling.top_k},
+                       {"min_p", sampling.min_p},
                        {"seed", params.seed},
                        {"max_new_tokens", params.max_new_tokens},
                        {"ignore_eos", o.ignore_eos}};
@@ -301,8 +333,7 @@ Command AddGenerateCommand(CLI::App& root) {
                    "Hugging Face model folder (config.json, *.safetensors, "
                    "tokenizer.json)")
       ->required();
-  command.app->add_option("--prompt", o->prompt, "the prompt text")
-      ->required();
+  command.app->add_option("--prompt", o->prompt, "the prompt text")->required();
   command.app->add_flag("--chat", o->chat,
                         "send the prompt as one user message through the "
                         "chat template (with the generation prompt)");
@@ -316,20 +347,27 @@ Command AddGenerateCommand(CLI::App& root) {
   o->temperature_opt = command.app->add_option(
       "--temperature", o->temperature,
       "0: greedy (default: generation_config.json, else 1.0)");
-  o->top_p_opt = command.app->add_option(
-      "--top-p", o->top_p, "nucleus mass in (0, 1] (default: "
-                           "generation_config.json, else 1)");
-  o->top_k_opt = command.app->add_option(
-      "--top-k", o->top_k, "keep the k likeliest tokens; 0 or -1: all "
-                           "(default: generation_config.json, else all)");
-  o->min_p_opt = command.app->add_option(
-      "--min-p", o->min_p, "drop tokens below min_p x the top probability "
-                           "(default: generation_config.json, else off)");
+  o->top_p_opt = command.app->add_option("--top-p", o->top_p,
+                                         "nucleus mass in (0, 1] (default: "
+                                         "generation_config.json, else 1)");
+  o->top_k_opt =
+      command.app->add_option("--top-k", o->top_k,
+                              "keep the k likeliest tokens; 0 or -1: all "
+                              "(default: generation_config.json, else all)");
+  o->min_p_opt =
+      command.app->add_option("--min-p", o->min_p,
+                              "drop tokens below min_p x the top probability "
+                              "(default: generation_config.json, else off)");
   o->seed_opt = command.app->add_option(
       "--seed", o->seed, "sampling seed (default: random, reported)");
   command.app->add_flag("--ignore-eos", o->ignore_eos,
                         "do not stop at EOS; always generate "
                         "--max-new-tokens");
+  command.app
+      ->add_option("--chunked-prefill-size", o->chunked_prefill_size,
+                   "prefill the prompt in chunks of at most this many tokens "
+                   "(0 or -1: all at once)")
+      ->capture_default_str();
   command.app->add_flag("--json", o->json,
                         "print one JSON object (ids, text, finish_reason, "
                         "tokens/s) instead of streaming text");

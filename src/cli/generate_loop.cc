@@ -30,9 +30,9 @@ class PageLease {
   Status Cover(int64_t num_tokens) {
     Status status = pool_.EnsureCapacity(pages_, num_tokens);
     if (!status.ok()) {
-      return status.WithContext(fmt::format(
-          "KV cache for {} positions (pages of {} slots)", num_tokens,
-          pool_.page_size()));
+      return status.WithContext(
+          fmt::format("KV cache for {} positions (pages of {} slots)",
+                      num_tokens, pool_.page_size()));
     }
     return OkStatus();
   }

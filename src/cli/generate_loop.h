@@ -39,9 +39,9 @@ struct GenerateParams {
   int64_t max_new_tokens = 128;  // >= 1
   model::SamplingParams sampling;
   uint64_t seed = 0;
-  std::vector<int32_t> eos_ids;      // any of them stops generation
+  std::vector<int32_t> eos_ids;         // any of them stops generation
   int64_t prefill_chunk_tokens = 2048;  // >= 1
-  bool skip_special_tokens = true;   // for the streamed text
+  bool skip_special_tokens = true;      // for the streamed text
 };
 
 struct GenerateResult {
@@ -50,7 +50,7 @@ struct GenerateResult {
   std::string finish_reason;        // "stop" or "length"
   int64_t prefill_tokens = 0;       // prompt tokens run
   double prefill_seconds = 0.0;
-  int64_t decode_tokens = 0;        // tokens from decode steps
+  int64_t decode_tokens = 0;  // tokens from decode steps
   double decode_seconds = 0.0;
 
   double prefill_tokens_per_s() const {

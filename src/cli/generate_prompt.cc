@@ -44,9 +44,9 @@ const char* JsonTypeName(const Json& value) {
 
 Status WrongType(const std::string& key, const char* expected,
                  const Json& got) {
-  return InvalidArgumentError(fmt::format(
-      "request field \"{}\" must be {}, not {}", key, expected,
-      JsonTypeName(got)));
+  return InvalidArgumentError(
+      fmt::format("request field \"{}\" must be {}, not {}", key, expected,
+                  JsonTypeName(got)));
 }
 
 // Reads an optional boolean field into `out`.
@@ -110,8 +110,7 @@ StatusOr<std::string> ReadRequestArgument(const std::string& argument) {
   return ReadWholeFile(path, "request file");
 }
 
-StatusOr<Json> ParseJsonText(const std::string& text,
-                             const std::string& what) {
+StatusOr<Json> ParseJsonText(const std::string& text, const std::string& what) {
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
@@ -137,11 +136,11 @@ StatusOr<TokenizeRequest> ParseTokenizeRequest(const Json& body) {
         "{{\"prompt\": \"text\"}} or {{\"messages\": [...]}}, not {}",
         JsonTypeName(body)));
   }
-  TSR_RETURN_IF_ERROR(CheckKeys(
-      body,
-      {"prompt", "messages", "tools", "add_generation_prompt",
-       "chat_template_kwargs", "add_special_tokens"},
-      "tokenize"));
+  TSR_RETURN_IF_ERROR(
+      CheckKeys(body,
+                {"prompt", "messages", "tools", "add_generation_prompt",
+                 "chat_template_kwargs", "add_special_tokens"},
+                "tokenize"));
   const bool has_prompt = body.contains("prompt");
   const bool has_messages = body.contains("messages");
   if (has_prompt == has_messages) {
@@ -206,10 +205,10 @@ StatusOr<TokenizeRequest> ParseTokenizeRequest(const Json& body) {
 
 StatusOr<DetokenizeRequest> ParseDetokenizeRequest(const Json& body) {
   if (!body.is_object()) {
-    return InvalidArgumentError(fmt::format(
-        "the detokenize request must be a JSON object such as "
-        "{{\"tokens\": [1, 2, 3]}}, not {}",
-        JsonTypeName(body)));
+    return InvalidArgumentError(
+        fmt::format("the detokenize request must be a JSON object such as "
+                    "{{\"tokens\": [1, 2, 3]}}, not {}",
+                    JsonTypeName(body)));
   }
   TSR_RETURN_IF_ERROR(
       CheckKeys(body, {"tokens", "skip_special_tokens"}, "detokenize"));
@@ -224,13 +223,13 @@ StatusOr<DetokenizeRequest> ParseDetokenizeRequest(const Json& body) {
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& id = (*it)[i];
     if (!id.is_number_integer()) {
-      return InvalidArgumentError(fmt::format(
-          "tokens[{}] must be an integer token id, not {}", i,
-          JsonTypeName(id)));
+      return InvalidArgumentError(
+          fmt::format("tokens[{}] must be an integer token id, not {}", i,
+                      JsonTypeName(id)));
     }
     const int64_t value = id.get<int64_t>();
-    if (id.is_number_unsigned() && id.get<uint64_t>() >
-        uint64_t(std::numeric_limits<int32_t>::max())) {
+    if (id.is_number_unsigned() &&
+        id.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max())) {
       return InvalidArgumentError(
           fmt::format("tokens[{}] = {} is not a token id", i, id.dump()));
     }
@@ -240,8 +239,8 @@ StatusOr<DetokenizeRequest> ParseDetokenizeRequest(const Json& body) {
     }
     request.tokens.push_back(static_cast<int32_t>(value));
   }
-  TSR_RETURN_IF_ERROR(OptionalBool(body, "skip_special_tokens",
-                                   &request.skip_special_tokens));
+  TSR_RETURN_IF_ERROR(
+      OptionalBool(body, "skip_special_tokens", &request.skip_special_tokens));
   return request;
 }
 
@@ -334,9 +333,15 @@ StatusOr<const ChatTemplate*> PromptTools::Template() {
     chat_template_ = std::move(loaded);
     return &*chat_template_;
   }
-  TSR_ASSIGN_OR_RETURN(ChatTemplate loaded,
-                       ChatTemplate::FromTokenizerConfig(config));
-  chat_template_ = std::move(loaded);
+  auto loaded = ChatTemplate::FromTokenizerConfig(config);
+  if (!loaded.ok()) {
+    if (loaded.status().code() == StatusCode::kNotFound) {
+      return NotFoundError(loaded.status().message() +
+                           " with --chat-template FILE");
+    }
+    return loaded.status();
+  }
+  chat_template_ = std::move(loaded).value();
   return &*chat_template_;
 }
 
@@ -358,11 +363,9 @@ StatusOr<PreparedPrompt> PromptTools::Prepare(const TokenizeRequest& request) {
   if (request.prompt) {
     out.text = *request.prompt;
   } else {
-    TSR_ASSIGN_OR_RETURN(
-        out.text,
-        RenderChat(request.messages, request.tools,
-                   request.add_generation_prompt,
-                   request.chat_template_kwargs));
+    TSR_ASSIGN_OR_RETURN(out.text, RenderChat(request.messages, request.tools,
+                                              request.add_generation_prompt,
+                                              request.chat_template_kwargs));
   }
   out.ids = tokenizer_->Encode(out.text, request.add_special_tokens);
   return out;

@@ -25,7 +25,13 @@ int main(int argc, char** argv) {
       tessera::cli::AddGenerateCommand(app),
   };
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error (a missing or
+    // malformed flag) exits 2, the code the subcommands use for bad input.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (!log_level.empty() && !tessera::SetLogLevel(log_level)) {
     fmt::print(stderr, "error: unknown --log-level '{}'\n", log_level);
     return 2;

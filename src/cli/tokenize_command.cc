@@ -92,9 +92,9 @@ int RunTokenize(const TokenizeOptions& options) {
     fmt::print("{}\n", *line);
   }
   if (in.bad()) {
-    return ReportError(InternalError(fmt::format(
-                           "error reading {}", options.requests_jsonl)),
-                       kExitRuntimeFailure);
+    return ReportError(
+        InternalError(fmt::format("error reading {}", options.requests_jsonl)),
+        kExitRuntimeFailure);
   }
   std::fflush(stdout);
   return kExitOk;

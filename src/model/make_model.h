@@ -4,9 +4,9 @@
 //
 // Presets (shape only; the architecture flavour is chosen separately):
 //   tiny        H 64,   L 2,  Hq 4,  Hk 2, D 16,  I 128,  V 1024,
-//               untied lm_head, rope_theta 1e4   (tests; ~0.3 MB in f32)
+//               untied lm_head, rope_theta 1e4   (tests; 0.2M params, 0.8 MiB f32)
 //   small       H 256,  L 4,  Hq 8,  Hk 4, D 32,  I 768,  V 8192,
-//               tied, rope_theta 1e6             (CPU benchmarks)
+//               tied, rope_theta 1e6             (CPU benchmarks; 5.2M params)
 //   qwen3-0.6b  H 1024, L 28, Hq 16, Hk 8, D 128, I 3072, V 151936,
 //               tied, rope_theta 1e6, rms_norm_eps 1e-6, max positions
 //               40960 (exactly Qwen3-0.6B's shape; ~1.2 GB in bf16)

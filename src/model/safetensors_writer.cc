@@ -114,6 +114,7 @@ Status SafetensorsWriter::Append(std::span<const std::byte> bytes) {
         "already written)",
         path_, bytes.size(), data_bytes_, appended_));
   }
+  if (bytes.empty()) return OkStatus();
   if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
     Status error = InternalError(
         fmt::format("{}: write failed after {} bytes: {} (is the disk full?)",

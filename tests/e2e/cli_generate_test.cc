@@ -86,7 +86,8 @@ Json GenerateJson(const std::string& model, const std::string& prompt,
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto parsed = Json::parse(r.out, nullptr, /*allow_exceptions=*/false);
   EXPECT_TRUE(parsed.is_object()) << "stdout is not one JSON object:\n"
-                                  << r.out << "\nstderr:\n" << r.err;
+                                  << r.out << "\nstderr:\n"
+                                  << r.err;
   return parsed.is_object() ? parsed : Json::object();
 }
 
@@ -122,9 +123,8 @@ TEST(CliGenerateTest, GreedyMatchesStories260kGolden) {
     const Json out =
         GenerateJson(dir, prompt, "--temperature 0 --max-new-tokens 64");
     ASSERT_FALSE(out.empty());
-    for (const char* key :
-         {"prompt_ids", "output_ids", "text", "finish_reason",
-          "prefill_tokens_per_s", "decode_tokens_per_s"}) {
+    for (const char* key : {"prompt_ids", "output_ids", "text", "finish_reason",
+                            "prefill_tokens_per_s", "decode_tokens_per_s"}) {
       EXPECT_TRUE(out.contains(key)) << key;
     }
     EXPECT_EQ(out["prompt"], prompt);
@@ -150,7 +150,9 @@ TEST(CliGenerateTest, GreedyMatchesStories260kGolden) {
     for (int32_t id : output) all.push_back(id);
     const std::string whole = prompt + out["text"].get<std::string>();
     EXPECT_EQ(whole, Detokenize(dir, all));
-    if (output == expected) EXPECT_EQ(whole, c["full_text"]);
+    if (output == expected) {
+      EXPECT_EQ(whole, c["full_text"]);
+    }
     EXPECT_GT(out["prefill_tokens_per_s"].get<double>(), 0);
     EXPECT_GT(out["decode_tokens_per_s"].get<double>(), 0);
     decode_tps_sum += out["decode_tokens_per_s"].get<double>();
@@ -160,10 +162,29 @@ TEST(CliGenerateTest, GreedyMatchesStories260kGolden) {
   std::printf("tessera generate stories260k: mean decode %.0f tok/s\n", tps);
 }
 
+TEST(CliGenerateTest, ChunkedPrefillGivesTheSameTokens) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  const std::vector<Json> cases = ReadJsonl(golden);
+  ASSERT_GE(cases.size(), 2u);
+  // Prompt of 12 tokens in chunks of 5: three forward passes over a growing
+  // cached prefix before the first token.
+  const Json& c = cases[1];
+  const size_t stable = c["stable_prefix"].get<size_t>();
+  const Json out = GenerateJson(
+      dir, c["prompt"].get<std::string>(),
+      "--temperature 0 --max-new-tokens 64 --chunked-prefill-size 5");
+  ASSERT_GE(out["output_ids"].size(), stable);
+  for (size_t i = 0; i < stable; ++i) {
+    EXPECT_EQ(out["output_ids"][i], c["greedy_output_ids"][i]) << "step " << i;
+  }
+}
+
 TEST(CliGenerateTest, StreamsTheSameTextWithTimingOnStderr) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   const std::string prompt = "Once upon a time";
-  const Json out = GenerateJson(dir, prompt, "--temperature 0 --max-new-tokens 40");
+  const Json out =
+      GenerateJson(dir, prompt, "--temperature 0 --max-new-tokens 40");
   const Result streamed =
       Tessera("generate --model-path " + ShellQuote(dir) + " --prompt " +
               ShellQuote(prompt) + " --temperature 0 --max-new-tokens 40");
@@ -190,9 +211,8 @@ TEST(CliGenerateTest, SeededSamplingIsReproducible) {
   // Other seeds sample other continuations (at least one of three differs).
   std::set<Json> distinct = {a["output_ids"]};
   for (int seed : {1, 2, 3}) {
-    distinct.insert(GenerateJson(dir, prompt,
-                                 args + " --seed " + std::to_string(seed))
-                        ["output_ids"]);
+    distinct.insert(GenerateJson(
+        dir, prompt, args + " --seed " + std::to_string(seed))["output_ids"]);
   }
   EXPECT_GT(distinct.size(), 1u);
 }
@@ -222,11 +242,16 @@ TEST(CliGenerateTest, DefaultsComeFromGenerationConfig) {
 
 TEST(CliGenerateTest, ChatOnAMakeModelCheckpoint) {
   const std::string model = ScratchPath("tiny");
-  const Result made = Tessera("make-model --preset tiny --arch qwen3 --seed 3 "
-                              "--out " + ShellQuote(model));
+  const Result made = Tessera(
+      "make-model --preset tiny --arch qwen3 --seed 3 "
+      "--out " +
+      ShellQuote(model));
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const Json out =
       GenerateJson(model, "Hello there", "--chat --max-new-tokens 12 --seed 9");
+  const Json greedy = GenerateJson(
+      model, "Hello there",
+      "--chat --max-new-tokens 12 --temperature 0 --top-k 5 --ignore-eos");
   fs::remove_all(model);
   ASSERT_FALSE(out.empty());
   const std::string rendered = out["prompt"].get<std::string>();
@@ -238,10 +263,21 @@ TEST(CliGenerateTest, ChatOnAMakeModelCheckpoint) {
   const size_t n = out["output_ids"].size();
   EXPECT_GE(n, 1u);
   EXPECT_LE(n, 12u);
-  EXPECT_TRUE(out["finish_reason"] == "stop" || out["finish_reason"] == "length")
+  EXPECT_TRUE(out["finish_reason"] == "stop" ||
+              out["finish_reason"] == "length")
       << out["finish_reason"];
   EXPECT_TRUE(out["text"].is_string());
   EXPECT_GT(out["prompt_ids"].size(), 5u);
+  // make-model's generation_config.json: temperature 0.6, top_p 0.95,
+  // top_k 20 (flags beat it).
+  EXPECT_EQ(out["sampling"]["temperature"], 0.6);
+  EXPECT_EQ(out["sampling"]["top_p"], 0.95);
+  EXPECT_EQ(out["sampling"]["top_k"], 20);
+  EXPECT_EQ(out["sampling"]["seed"], 9);
+  EXPECT_EQ(greedy["sampling"]["temperature"], 0.0);
+  EXPECT_EQ(greedy["sampling"]["top_k"], 5);
+  EXPECT_EQ(greedy["output_ids"].size(), 12u);
+  EXPECT_EQ(greedy["finish_reason"], "length");
 }
 
 TEST(CliGenerateTest, BadInputsAreOneLineErrorsWithExit2) {
@@ -270,9 +306,8 @@ TEST(CliGenerateTest, BadInputsAreOneLineErrorsWithExit2) {
     // The last stderr line is the one-line error.
     std::string last = r.err;
     if (!last.empty() && last.back() == '\n') last.pop_back();
-    last = last.substr(last.rfind('\n') == std::string::npos
-                           ? 0
-                           : last.rfind('\n') + 1);
+    last = last.substr(
+        last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
     EXPECT_EQ(last.rfind("error: ", 0), 0u) << r.err;
     EXPECT_NE(last.find(c.message), std::string::npos) << r.err;
   }

@@ -76,9 +76,9 @@ std::string ShellQuote(const std::string& s) {
 Result Tessera(const std::string& args) {
   static int calls = 0;
   const std::string err_path =
-      (fs::temp_directory_path() / ("tessera_cli_tokenize_err_" +
-                                    std::to_string(::getpid()) + "_" +
-                                    std::to_string(calls++)))
+      (fs::temp_directory_path() /
+       ("tessera_cli_tokenize_err_" + std::to_string(::getpid()) + "_" +
+        std::to_string(calls++)))
           .string();
   const std::string command =
       std::string(TSR_TESSERA_BIN) + " " + args + " 2>" + err_path;
@@ -152,10 +152,9 @@ TEST(CliTokenizeTest, EveryGoldenEncodeCaseIsExact) {
     by_default += Json{{"prompt", c["text"]}}.dump() + "\n";
   }
   for (const std::string& requests : {explicit_false, by_default}) {
-    const Result r =
-        Tessera("tokenize --model-path " + ShellQuote(dir) +
-                " --requests-jsonl " +
-                ShellQuote(scratch.File("requests.jsonl", requests)));
+    const Result r = Tessera(
+        "tokenize --model-path " + ShellQuote(dir) + " --requests-jsonl " +
+        ShellQuote(scratch.File("requests.jsonl", requests)));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<Json> lines = JsonLines(r.out);
     ASSERT_EQ(lines.size(), cases.size()) << r.out;
@@ -190,9 +189,9 @@ TEST(CliTokenizeTest, EveryGoldenChatCaseRendersAndEncodesExactly) {
   ScratchDir scratch;
   std::string requests;
   for (const Json& c : cases) requests += ChatRequest(c).dump() + "\n";
-  const Result r = Tessera(
-      "tokenize --model-path " + ShellQuote(dir) + " --requests-jsonl " +
-      ShellQuote(scratch.File("chat.jsonl", requests)));
+  const Result r = Tessera("tokenize --model-path " + ShellQuote(dir) +
+                           " --requests-jsonl " +
+                           ShellQuote(scratch.File("chat.jsonl", requests)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<Json> lines = JsonLines(r.out);
   ASSERT_EQ(lines.size(), cases.size()) << r.out;
@@ -217,14 +216,16 @@ TEST(CliTokenizeTest, SingleRequestInlineAndFromFile) {
   const Result inline_prompt =
       Tessera(Tokenize(dir, R"({"prompt": "Hello, world!"})"));
   ASSERT_EQ(inline_prompt.exit_code, 0) << inline_prompt.err;
-  EXPECT_EQ(Json::parse(inline_prompt.out),
-            (Json{{"tokens", {9707, 11, 1879, 0}}, {"prompt", "Hello, world!"}}));
+  EXPECT_EQ(
+      Json::parse(inline_prompt.out),
+      (Json{{"tokens", {9707, 11, 1879, 0}}, {"prompt", "Hello, world!"}}));
 }
 
 TEST(CliTokenizeTest, PromptAddsSpecialTokensByDefaultMessagesDoNot) {
   // stories260k's tokenizer adds BOS (id 1) for add_special_tokens.
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Result with = Tessera(Tokenize(dir, R"({"prompt": "Once upon a time"})"));
+  const Result with =
+      Tessera(Tokenize(dir, R"({"prompt": "Once upon a time"})"));
   ASSERT_EQ(with.exit_code, 0) << with.err;
   EXPECT_EQ(Json::parse(with.out)["tokens"],
             Json::parse("[1, 403, 407, 261, 378]"));
@@ -236,20 +237,21 @@ TEST(CliTokenizeTest, PromptAddsSpecialTokensByDefaultMessagesDoNot) {
 
   // A chat through an override template: no BOS unless asked.
   ScratchDir scratch;
-  const std::string tmpl = scratch.File(
-      "t.jinja",
-      "{% for m in messages %}{{ m['content'] }}{% endfor %}"
-      "{% if add_generation_prompt %} time{% endif %}");
-  const std::string chat = R"({"messages": [{"role": "user", "content": "Once upon a"}]})";
+  const std::string tmpl =
+      scratch.File("t.jinja",
+                   "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+                   "{% if add_generation_prompt %} time{% endif %}");
+  const std::string chat =
+      R"({"messages": [{"role": "user", "content": "Once upon a"}]})";
   const Result rendered =
       Tessera(Tokenize(dir, chat, " --chat-template " + ShellQuote(tmpl)));
   ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
-  EXPECT_EQ(Json::parse(rendered.out),
-            (Json{{"tokens", {403, 407, 261, 378}},
-                  {"prompt", "Once upon a time"}}));
+  EXPECT_EQ(Json::parse(rendered.out), (Json{{"tokens", {403, 407, 261, 378}},
+                                             {"prompt", "Once upon a time"}}));
   const Result bos = Tessera(Tokenize(
       dir,
-      R"({"messages": [{"role": "user", "content": "Once upon a"}], "add_generation_prompt": false, "add_special_tokens": true})",
+      R"({"messages": [{"role": "user", "content": "Once upon a"}],)"
+      R"( "add_generation_prompt": false, "add_special_tokens": true})",
       " --chat-template " + ShellQuote(tmpl)));
   ASSERT_EQ(bos.exit_code, 0) << bos.err;
   EXPECT_EQ(Json::parse(bos.out),
@@ -336,7 +338,8 @@ TEST(CliTokenizeTest, MissingDirectoryFileAndTemplateAreExit2) {
   ExpectOneLineError(r, "cannot open request file");
 
   // stories260k is a base model: its tokenizer_config.json has no template.
-  const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}]})";
+  const std::string chat =
+      R"({"messages": [{"role": "user", "content": "hi"}]})";
   r = Tessera(Tokenize(dir, chat));
   EXPECT_EQ(r.exit_code, 2);
   ExpectOneLineError(r, "no chat_template");
