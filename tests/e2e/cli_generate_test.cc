@@ -311,6 +311,15 @@ TEST(CliGenerateTest, BadInputsAreOneLineErrorsWithExit2) {
     EXPECT_EQ(last.rfind("error: ", 0), 0u) << r.err;
     EXPECT_NE(last.find(c.message), std::string::npos) << r.err;
   }
+  // Usage errors caught by the flag parser are exit 2 as well.
+  for (const std::string& args :
+       {std::string("--model-path ") + ShellQuote(dir),
+        model + " --prompt hi --max-new-tokens many"}) {
+    SCOPED_TRACE(args);
+    const Result r = Tessera("generate " + args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
 }
 
 }  // namespace
