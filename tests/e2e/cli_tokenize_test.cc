@@ -17,24 +17,16 @@
 #include <vector>
 
 #include "testing/fixtures.h"
+#include "testing/subprocess.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tessera::testing::ReadFile;
+using tessera::testing::ShellQuote;
+using Result = tessera::testing::CommandResult;
 
 // A scratch folder removed at the end of the test.
 class ScratchDir {
@@ -59,42 +51,9 @@ class ScratchDir {
   fs::path path_;
 };
 
-// Quotes `s` for /bin/sh.
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 // Runs `tessera <args>` (args already quoted), capturing stdout and stderr.
 Result Tessera(const std::string& args) {
-  static int calls = 0;
-  const std::string err_path =
-      (fs::temp_directory_path() /
-       ("tessera_cli_tokenize_err_" + std::to_string(::getpid()) + "_" +
-        std::to_string(calls++)))
-          .string();
-  const std::string command =
-      std::string(TSR_TESSERA_BIN) + " " + args + " 2>" + err_path;
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) {
-    result.out.append(chunk.data(), n);
-  }
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = ReadFile(err_path);
-  fs::remove(err_path);
-  return result;
+  return tessera::testing::RunShell(std::string(TSR_TESSERA_BIN) + " " + args);
 }
 
 // One JSON object per stdout line.

@@ -1,21 +1,17 @@
 // `tessera doctor` end to end: runs the built binary with flags and
 // environment variables, checks exit codes, messages and the --json object.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "testing/subprocess.h"
+
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout (and stderr when asked)
-};
+using Result = tessera::testing::CommandResult;
 
 // Runs `tessera doctor <args>` with exactly the TESSERA_* variables in `env`
 // (all others unset). Merges stderr into `out` when `with_stderr`.
@@ -34,17 +30,7 @@ Result Doctor(const std::string& args,
   }
   command += std::string(" ") + TSR_TESSERA_BIN + " doctor " + args;
   command += with_stderr ? " 2>&1" : " 2>/dev/null";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) {
-    result.out.append(chunk.data(), n);
-  }
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return tessera::testing::RunShell(command, /*capture_stderr=*/false);
 }
 
 nlohmann::json DoctorJson(const std::string& args,
