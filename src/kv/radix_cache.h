@@ -1,0 +1,188 @@
+// RadixCache: the token-keyed prefix cache over KV slots (RadixAttention).
+//
+// A radix tree whose edges are token-id sequences. Each non-root node holds
+//   key:   (len,) token ids of its edge,
+//   slots: (len,) int32 KV slot indices of those tokens, as the paged pool
+//          addresses them (slot = page * page_size + offset),
+// plus its parent, a lock_ref count and a last-access tick (a monotonic
+// counter, not wall time). A request whose prompt shares a cached prefix
+// reuses those slots instead of recomputing them.
+//
+// Paging: with page_size > 1 the tree works in whole pages, as SGLang does
+// for paged caches. Edge lengths are multiples of page_size, nodes split
+// only at page boundaries, MatchPrefix results are truncated down to whole
+// pages, and Insert caches only the page-aligned prefix of its input.
+// Children are keyed by the first page of their edge (page_size tokens; the
+// first token when page_size == 1), so siblings never share a first page.
+// Slots of one page must be page-contiguous: slots[i*ps + j] ==
+// slots[i*ps] + j with slots[i*ps] % ps == 0; Insert rejects anything else.
+//
+// Ownership of slots: slots in the tree belong to the cache; they go back to
+// the pool only through the FreeFn given to Evict or Reset. Insert returns
+// how much of its input was already cached; the caller still owns (and
+// normally frees) those duplicate slots and the unaligned tail.
+//
+// Locking: IncLockRef(n) adds one to lock_ref of n and every ancestor up to
+// (not including) the root; DecLockRef undoes it. A node with lock_ref > 0 is
+// never evicted. Node pointers stay valid while the node is locked (splits
+// keep the deeper half as the original object); an unlocked node may be
+// evicted by the next Evict.
+//
+// Invariants (CheckIntegrity verifies them all):
+//  - every child's map key equals the first page of its key; parent pointers
+//    point back; no non-root node has an empty key; key and slot lengths are
+//    equal and multiples of page_size; slot pages are contiguous;
+//  - lock_ref(n) == direct_locks(n) + sum of lock_ref over n's children,
+//    where direct_locks(n) counts IncLockRef(n) calls not yet undone; so
+//    lock_ref(n) >= 0 and lock_ref(parent) >= sum of its children's;
+//  - evictable_size() (tokens in nodes with lock_ref == 0) and
+//    protected_size() (lock_ref > 0) equal a recomputation over the tree;
+//  - no slot appears twice in the tree; no tick is beyond the clock.
+//
+// Disabled mode (--disable-radix-cache): MatchPrefix always matches 0 tokens
+// (queries still count in the statistics) and Insert takes nothing and
+// returns the full length, so the caller frees every slot at once.
+//
+// Thread-safety: not thread-safe. The scheduler thread owns the cache (and
+// the KV pool it sits on) and serialises every call.
+#ifndef TESSERA_KV_RADIX_CACHE_H_
+#define TESSERA_KV_RADIX_CACHE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tessera::kv {
+
+class RadixCache;
+class RadixCacheTestPeer;  // test-only: corrupts trees for CheckIntegrity tests
+
+class RadixNode {
+ public:
+  const std::vector<int32_t>& key() const { return key_; }
+  const std::vector<int32_t>& slots() const { return slots_; }
+  const RadixNode* parent() const { return parent_; }
+  int32_t lock_ref() const { return lock_ref_; }
+  uint64_t last_access() const { return last_access_; }
+  size_t num_children() const { return children_.size(); }
+
+ private:
+  friend class RadixCache;
+  friend class RadixCacheTestPeer;
+
+  std::vector<int32_t> key_;    // (len,) token ids of the edge
+  std::vector<int32_t> slots_;  // (len,) KV slot per token
+  // Keyed by the first page (page_size tokens) of the child's key.
+  std::map<std::vector<int32_t>, std::unique_ptr<RadixNode>> children_;
+  RadixNode* parent_ = nullptr;
+  int32_t lock_ref_ = 0;
+  int32_t direct_locks_ = 0;  // IncLockRef(this) calls not yet undone
+  uint64_t last_access_ = 0;
+};
+
+struct RadixCacheOptions {
+  int32_t page_size = 1;  // slots per KV page, >= 1
+  bool disabled = false;  // --disable-radix-cache
+};
+
+class RadixCache {
+ public:
+  // Receives slots leaving the cache; returns them to the pool. With
+  // page_size > 1 it always gets whole pages (length multiple of page_size).
+  using FreeFn = std::function<void(std::span<const int32_t> slots)>;
+
+  struct MatchResult {
+    int64_t length = 0;              // matched tokens, a multiple of page_size
+    std::vector<int32_t> slots;      // (length,) KV slots of the matched prefix
+    RadixNode* last_node = nullptr;  // node ending at `length` (root if 0)
+  };
+
+  // page_size < 1 is clamped to 1.
+  explicit RadixCache(RadixCacheOptions options = {});
+  RadixCache(const RadixCache&) = delete;
+  RadixCache& operator=(const RadixCache&) = delete;
+
+  // Longest cached prefix of `tokens`, truncated to whole pages. Splits the
+  // node where the match ends inside an edge, so last_node ends exactly at
+  // `length`. Refreshes the last-access tick along the path and counts the
+  // query in the hit statistics.
+  MatchResult MatchPrefix(std::span<const int32_t> tokens);
+
+  // Caches `tokens` with their `slots` (same length), e.g. prompt plus
+  // generated tokens of a finished request or a prefill chunk. Only the
+  // page-aligned prefix aligned = n - n % page_size is cached. Returns the
+  // length p (a multiple of page_size) that was already cached: the cache
+  // takes ownership of slots[p, aligned); the caller keeps slots[0, p) (the
+  // duplicates; free them or swap in the cached ones) and slots[aligned, n).
+  // InvalidArgument when lengths differ or a page's slots are not contiguous
+  // (then nothing changes). Disabled: takes nothing and returns n.
+  StatusOr<int64_t> Insert(std::span<const int32_t> tokens,
+                           std::span<const int32_t> slots);
+
+  // Locks `node` and its ancestors against eviction (root: no-op).
+  void IncLockRef(RadixNode* node);
+  // Undoes one IncLockRef(node). FailedPrecondition (and no change) when
+  // `node` holds no lock of its own.
+  Status DecLockRef(RadixNode* node);
+
+  // Frees up to `num_tokens` (at least, when enough is evictable) by removing
+  // unlocked leaves, least recently used first; a parent left childless and
+  // unlocked becomes a candidate in turn. Returns the tokens freed.
+  int64_t Evict(int64_t num_tokens, const FreeFn& free_fn);
+
+  // flush_cache: drops every node, handing all slots to `free_fn` (when
+  // set), and clears the statistics. FailedPrecondition (and no change)
+  // while any node is locked, i.e. while requests still run.
+  Status Reset(const FreeFn& free_fn = nullptr);
+
+  int32_t page_size() const { return options_.page_size; }
+  bool disabled() const { return options_.disabled; }
+  int64_t evictable_size() const { return evictable_size_; }
+  int64_t protected_size() const { return protected_size_; }
+  int64_t total_size() const { return evictable_size_ + protected_size_; }
+  int64_t num_nodes() const { return num_nodes_; }  // excluding the root
+  const RadixNode* root() const { return root_.get(); }
+
+  // Hit statistics since construction or Reset: every token passed to
+  // MatchPrefix counts as queried (an unaligned tail too, so with
+  // page_size > 1 the rate stays below 1), matched tokens as matched.
+  int64_t tokens_queried() const { return tokens_queried_; }
+  int64_t tokens_matched() const { return tokens_matched_; }
+  double hit_rate() const {
+    return tokens_queried_ == 0 ? 0.0
+                                : static_cast<double>(tokens_matched_) /
+                                      static_cast<double>(tokens_queried_);
+  }
+
+  // Internal error describing the first broken invariant, or OK.
+  Status CheckIntegrity() const;
+
+ private:
+  friend class RadixCacheTestPeer;
+
+  std::vector<int32_t> PageKey(std::span<const int32_t> tokens) const;
+  // Common prefix length of `key` and `tokens`, rounded down to a page.
+  size_t MatchLength(const std::vector<int32_t>& key,
+                     std::span<const int32_t> tokens) const;
+  // Splits `node` after `length` tokens; returns the new upper node.
+  RadixNode* Split(RadixNode* node, size_t length);
+  void Touch(RadixNode* node) { node->last_access_ = ++clock_; }
+
+  RadixCacheOptions options_;
+  std::unique_ptr<RadixNode> root_;
+  int64_t evictable_size_ = 0;
+  int64_t protected_size_ = 0;
+  int64_t num_nodes_ = 0;
+  uint64_t clock_ = 0;
+  int64_t tokens_queried_ = 0;
+  int64_t tokens_matched_ = 0;
+};
+
+}  // namespace tessera::kv
+
+#endif  // TESSERA_KV_RADIX_CACHE_H_

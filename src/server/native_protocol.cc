@@ -1,0 +1,323 @@
+#include "server/native_protocol.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "server/json_fields.h"
+
+namespace tessera::server {
+namespace {
+
+constexpr const char* kSamplingKeys[] = {
+    "max_new_tokens",   "temperature",        "top_p",
+    "top_k",            "min_p",              "stop",
+    "stop_token_ids",   "ignore_eos",         "presence_penalty",
+    "frequency_penalty", "repetition_penalty", "n",
+    "seed"};
+
+// Re-keys an error from a sampling_params field so `param` reads
+// "sampling_params.<field>".
+ApiError InSamplingParams(ApiError e) {
+  if (!e.param.empty() && !e.message.empty() && e.message[0] == '\'') {
+    e.message = "sampling_params." + e.message.substr(1);  // after the quote
+    e.message.insert(0, "'");
+  }
+  if (!e.param.empty()) {
+    e.param = "sampling_params." + e.param;
+  }
+  return e;
+}
+
+MaybeApiError ParseSamplingParams(const Json& body,
+                                  const ProtocolLimits& limits,
+                                  SamplingOptions* out) {
+  if (!HasValue(body, "sampling_params")) return std::nullopt;
+  const Json& sp = body["sampling_params"];
+  if (!sp.is_object()) return WrongType("sampling_params", "an object", sp);
+  for (auto it = sp.begin(); it != sp.end(); ++it) {
+    bool known = false;
+    for (const char* k : kSamplingKeys) known = known || it.key() == k;
+    if (!known) {
+      return BadRequest(
+          fmt::format("'sampling_params.{}' is not a sampling parameter "
+                      "Tessera knows; known: max_new_tokens, temperature, "
+                      "top_p, top_k, min_p, stop, stop_token_ids, ignore_eos, "
+                      "presence_penalty, frequency_penalty, "
+                      "repetition_penalty, n, seed",
+                      it.key()),
+          "sampling_params." + it.key());
+    }
+  }
+  // Reuse the OpenAI field readers on a copy spelled the OpenAI way.
+  Json openai = sp;
+  if (openai.contains("max_new_tokens")) {
+    openai["max_tokens"] = openai["max_new_tokens"];
+    openai.erase("max_new_tokens");
+  }
+  MaybeApiError e = ParseSamplingOptions(openai, limits, false, out);
+  if (e) {
+    if (e->param == "max_tokens") {
+      e->param = "max_new_tokens";
+      auto pos = e->message.find("max_tokens");
+      if (pos != std::string::npos) {
+        e->message.replace(pos, 10, "max_new_tokens");
+      }
+    }
+    return InSamplingParams(std::move(*e));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+MaybeApiError ParseGenerateRequest(const Json& body,
+                                   const ProtocolLimits& limits,
+                                   GenerateRequest* out) {
+  if (!body.is_object()) {
+    return BadRequest(fmt::format(
+        "the /generate body must be a JSON object, not {}", JsonTypeName(body)));
+  }
+  for (const char* key : {"image_data", "audio_data", "video_data",
+                          "lora_path", "input_embeds"}) {
+    if (HasValue(body, key)) return UnsupportedParameter(key);
+  }
+  for (const char* key : {"return_logprob", "return_hidden_states"}) {
+    bool v = false;
+    TSR_RETURN_IF_API_ERROR(ReadBool(body, key, &v));
+    if (v) return UnsupportedParameter(key);
+  }
+  GenerateRequest r;
+  const bool has_text = HasValue(body, "text");
+  const bool has_ids = HasValue(body, "input_ids");
+  if (has_text == has_ids) {
+    return BadRequest(has_text ? "give either 'text' or 'input_ids', not both"
+                               : "'text' or 'input_ids' is required",
+                      "text");
+  }
+  if (has_text) {
+    const Json& t = body["text"];
+    if (t.is_string()) {
+      r.prompts.push_back(CompletionPrompt{false, t.get<std::string>(), {}});
+    } else if (t.is_array() && !t.empty()) {
+      r.batched = true;
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (!t[i].is_string()) {
+          return WrongType(fmt::format("text[{}]", i), "a string", t[i]);
+        }
+        r.prompts.push_back(
+            CompletionPrompt{false, t[i].get<std::string>(), {}});
+      }
+    } else {
+      return WrongType("text", "a string or a non-empty array of strings", t);
+    }
+  } else {
+    const Json& ids = body["input_ids"];
+    if (!ids.is_array() || ids.empty()) {
+      return WrongType("input_ids",
+                       "a non-empty array of token ids or of such arrays", ids);
+    }
+    const bool nested = ids[0].is_array();
+    r.batched = nested;
+    for (size_t i = 0; i < (nested ? ids.size() : 1); ++i) {
+      CompletionPrompt p;
+      p.is_token_ids = true;
+      const std::string param =
+          nested ? fmt::format("input_ids[{}]", i) : "input_ids";
+      TSR_RETURN_IF_API_ERROR(
+          ReadTokenIds(nested ? ids[i] : ids, param, &p.token_ids));
+      if (p.token_ids.empty()) {
+        return BadRequest(fmt::format("'{}' must not be empty", param),
+                          "input_ids");
+      }
+      r.prompts.push_back(std::move(p));
+    }
+  }
+  TSR_RETURN_IF_API_ERROR(ParseSamplingParams(body, limits, &r.sampling));
+  TSR_RETURN_IF_API_ERROR(ReadBool(body, "stream", &r.stream));
+  TSR_RETURN_IF_API_ERROR(ReadString(body, "rid", &r.rid));
+  LogUnknownFields(body,
+                   {"text", "input_ids", "sampling_params", "stream", "rid",
+                    "return_logprob", "return_hidden_states"},
+                   "generate");
+  *out = std::move(r);
+  return std::nullopt;
+}
+
+Json FinishReasonJson(const FinishReason& reason) {
+  switch (reason.kind) {
+    case FinishReason::Kind::kStop: {
+      Json matched = nullptr;
+      if (reason.matched_text) {
+        matched = *reason.matched_text;
+      } else if (reason.matched_token) {
+        matched = *reason.matched_token;
+      }
+      return Json{{"type", "stop"}, {"matched", std::move(matched)}};
+    }
+    case FinishReason::Kind::kLength:
+      return Json{{"type", "length"}, {"length", reason.length}};
+    case FinishReason::Kind::kAbort:
+      return Json{{"type", "abort"}, {"message", reason.message}};
+  }
+  return nullptr;
+}
+
+std::string OpenAiFinishReason(const FinishReason& reason) {
+  switch (reason.kind) {
+    case FinishReason::Kind::kStop: return "stop";
+    case FinishReason::Kind::kLength: return "length";
+    case FinishReason::Kind::kAbort: return "abort";
+  }
+  return "stop";
+}
+
+Json GenerateResultJson(const GenerateResult& result) {
+  Json meta = {{"id", result.id},
+               {"prompt_tokens", result.prompt_tokens},
+               {"completion_tokens", result.completion_tokens},
+               {"cached_tokens", result.cached_tokens},
+               {"finish_reason", result.finish_reason
+                                     ? FinishReasonJson(*result.finish_reason)
+                                     : Json(nullptr)}};
+  return Json{{"text", result.text},
+              {"output_ids", result.output_ids},
+              {"meta_info", std::move(meta)}};
+}
+
+namespace {
+
+MaybeApiError CheckOnlyKeys(const Json& body,
+                            std::initializer_list<const char*> allowed,
+                            const char* what) {
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    bool ok = false;
+    for (const char* k : allowed) ok = ok || it.key() == k;
+    if (!ok) {
+      std::string list;
+      for (const char* k : allowed) {
+        if (std::string_view(k) == "model") continue;
+        if (!list.empty()) list += ", ";
+        list += k;
+      }
+      return BadRequest(fmt::format("unknown key '{}' in the {} request; "
+                                    "allowed: {}",
+                                    it.key(), what, list),
+                        it.key());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+MaybeApiError ParseTokenizeBody(const Json& body, TokenizeBody* out) {
+  if (!body.is_object()) {
+    return BadRequest(fmt::format(
+        "the tokenize request must be a JSON object such as "
+        "{{\"prompt\": \"text\"}} or {{\"messages\": [...]}}, not {}",
+        JsonTypeName(body)));
+  }
+  TSR_RETURN_IF_API_ERROR(CheckOnlyKeys(
+      body,
+      {"model", "prompt", "messages", "tools", "add_generation_prompt",
+       "chat_template_kwargs", "add_special_tokens"},
+      "tokenize"));
+  const bool has_prompt = body.contains("prompt");
+  const bool has_messages = body.contains("messages");
+  if (has_prompt == has_messages) {
+    return BadRequest(has_prompt
+                          ? "the tokenize request has both \"prompt\" and "
+                            "\"messages\"; give exactly one"
+                          : "the tokenize request needs \"prompt\" (text) or "
+                            "\"messages\" (a chat)",
+                      "prompt");
+  }
+  TokenizeBody r;
+  if (has_prompt) {
+    const Json& prompt = body["prompt"];
+    if (!prompt.is_string()) return WrongType("prompt", "a string", prompt);
+    for (const char* chat_only :
+         {"tools", "add_generation_prompt", "chat_template_kwargs"}) {
+      if (body.contains(chat_only)) {
+        return BadRequest(
+            fmt::format("'{}' only applies to \"messages\" requests, not "
+                        "\"prompt\"",
+                        chat_only),
+            chat_only);
+      }
+    }
+    r.prompt = prompt.get<std::string>();
+    r.add_special_tokens = true;
+  } else {
+    const Json& messages = body["messages"];
+    if (!messages.is_array()) {
+      return WrongType("messages", "an array of message objects", messages);
+    }
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const Json& m = messages[i];
+      const std::string p = fmt::format("messages[{}]", i);
+      if (!m.is_object()) return WrongType(p, "an object", m);
+      if (!m.contains("role") || !m["role"].is_string()) {
+        return BadRequest(fmt::format("'{}' needs a string \"role\"", p),
+                          p + ".role");
+      }
+    }
+    r.messages = messages;
+    if (HasValue(body, "tools")) {
+      if (!body["tools"].is_array()) {
+        return WrongType("tools", "an array", body["tools"]);
+      }
+      r.tools = body["tools"];
+    }
+    if (HasValue(body, "chat_template_kwargs")) {
+      if (!body["chat_template_kwargs"].is_object()) {
+        return WrongType("chat_template_kwargs", "an object",
+                         body["chat_template_kwargs"]);
+      }
+      r.chat_template_kwargs = body["chat_template_kwargs"];
+    }
+    TSR_RETURN_IF_API_ERROR(
+        ReadBool(body, "add_generation_prompt", &r.add_generation_prompt));
+    r.add_special_tokens = false;
+  }
+  TSR_RETURN_IF_API_ERROR(
+      ReadBool(body, "add_special_tokens", &r.add_special_tokens));
+  *out = std::move(r);
+  return std::nullopt;
+}
+
+Json TokenizeResponseJson(const std::vector<int32_t>& tokens,
+                          const std::string& prompt_text) {
+  return Json{{"tokens", tokens},
+              {"count", tokens.size()},
+              {"prompt", prompt_text}};
+}
+
+MaybeApiError ParseDetokenizeBody(const Json& body, DetokenizeBody* out) {
+  if (!body.is_object()) {
+    return BadRequest(fmt::format(
+        "the detokenize request must be a JSON object such as "
+        "{{\"tokens\": [1, 2, 3]}}, not {}",
+        JsonTypeName(body)));
+  }
+  TSR_RETURN_IF_API_ERROR(CheckOnlyKeys(
+      body, {"model", "tokens", "skip_special_tokens"}, "detokenize"));
+  if (!body.contains("tokens")) {
+    return BadRequest(
+        "the detokenize request needs \"tokens\": an array of token ids",
+        "tokens");
+  }
+  DetokenizeBody r;
+  TSR_RETURN_IF_API_ERROR(ReadTokenIds(body["tokens"], "tokens", &r.tokens));
+  TSR_RETURN_IF_API_ERROR(
+      ReadBool(body, "skip_special_tokens", &r.skip_special_tokens));
+  *out = std::move(r);
+  return std::nullopt;
+}
+
+Json DetokenizeResponseJson(const std::string& text) {
+  return Json{{"text", text}};
+}
+
+}  // namespace tessera::server

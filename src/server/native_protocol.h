@@ -1,0 +1,99 @@
+// The bodies of Tessera's native endpoints, in SGLang's spelling:
+//
+// POST /generate
+//   {"text": "..." | ["...", ...]  or  "input_ids": [ids] | [[ids], ...],
+//    "sampling_params": {"max_new_tokens", "temperature", "top_p", "top_k",
+//      "min_p", "stop", "stop_token_ids", "ignore_eos", "presence_penalty",
+//      "frequency_penalty", "repetition_penalty", "n", "seed"},
+//    "stream": bool, "rid": "..."}
+//   → {"text": "...", "output_ids": [...], "meta_info": {"id",
+//      "prompt_tokens", "completion_tokens", "cached_tokens",
+//      "finish_reason": {"type": "stop", "matched": id|"str"|null} |
+//                       {"type": "length", "length": N} |
+//                       {"type": "abort", "message": "..."}}}
+//   (a list of those when the input was a list). Unknown keys inside
+//   sampling_params are 400 (a misspelt knob must not be silently dropped);
+//   unknown top-level keys are ignored and logged at debug; image_data,
+//   audio_data, lora_path, return_logprob: true and return_hidden_states:
+//   true are 400 "not supported yet".
+//
+// POST /tokenize and /detokenize take the same bodies as `tessera tokenize` /
+// `tessera detokenize` (src/cli/generate_prompt.h) and answer
+//   {"tokens": [...], "count": N, "prompt": "<rendered text>"} and
+//   {"text": "..."}.
+// The CLI's parser lives inside the `tessera` executable and reports Status
+// rather than ApiError, so the checks are duplicated here (same keys, same
+// defaults, same strictness); keep the two in step.
+// Stateless; thread-safe.
+#ifndef TESSERA_SERVER_NATIVE_PROTOCOL_H_
+#define TESSERA_SERVER_NATIVE_PROTOCOL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace tessera::server {
+
+struct GenerateRequest {
+  std::vector<CompletionPrompt> prompts;  // never empty
+  bool batched = false;  // the input was a list: answer with a list
+  SamplingOptions sampling;
+  bool stream = false;
+  std::optional<std::string> rid;
+};
+
+MaybeApiError ParseGenerateRequest(const Json& body,
+                                   const ProtocolLimits& limits,
+                                   GenerateRequest* out);
+
+// How a generation ended, as /generate reports it.
+struct FinishReason {
+  enum class Kind { kStop, kLength, kAbort };
+  Kind kind = Kind::kStop;
+  std::optional<int32_t> matched_token;  // kStop on a stop token / EOS
+  std::optional<std::string> matched_text;  // kStop on a stop string
+  int64_t length = 0;                       // kLength: tokens generated
+  std::string message;                      // kAbort: why
+};
+Json FinishReasonJson(const FinishReason& reason);
+// The OpenAI spelling: "stop", "length" or "abort".
+std::string OpenAiFinishReason(const FinishReason& reason);
+
+struct GenerateResult {
+  std::string id;
+  std::string text;
+  std::vector<int32_t> output_ids;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+  // nullopt while streaming (not finished): "finish_reason": null.
+  std::optional<FinishReason> finish_reason;
+};
+Json GenerateResultJson(const GenerateResult& result);
+
+struct TokenizeBody {
+  std::optional<std::string> prompt;  // set: plain text; else messages
+  Json messages;                      // array
+  Json tools;                         // null or array
+  Json chat_template_kwargs;          // null or object
+  bool add_generation_prompt = true;
+  bool add_special_tokens = true;  // prompt: true; messages: false
+};
+MaybeApiError ParseTokenizeBody(const Json& body, TokenizeBody* out);
+Json TokenizeResponseJson(const std::vector<int32_t>& tokens,
+                          const std::string& prompt_text);
+
+struct DetokenizeBody {
+  std::vector<int32_t> tokens;
+  bool skip_special_tokens = true;
+};
+MaybeApiError ParseDetokenizeBody(const Json& body, DetokenizeBody* out);
+Json DetokenizeResponseJson(const std::string& text);
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_NATIVE_PROTOCOL_H_

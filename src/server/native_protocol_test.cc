@@ -1,0 +1,187 @@
+#include "server/native_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/openai_response.h"
+
+namespace tessera::server {
+namespace {
+
+Json Parse(const std::string& text) { return Json::parse(text); }
+
+void ExpectBadParam(const MaybeApiError& e, const std::string& param,
+                    const std::string& needle) {
+  ASSERT_TRUE(e.has_value()) << "expected an error on " << param;
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_EQ(e->type, "invalid_request_error");
+  EXPECT_EQ(e->param, param) << e->message;
+  EXPECT_NE(e->message.find(needle), std::string::npos) << e->message;
+}
+
+TEST(GenerateRequestTest, TextWithSamplingParams) {
+  GenerateRequest r;
+  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"text": "Once",
+      "sampling_params": {"max_new_tokens": 8, "temperature": 0.5,
+        "top_p": 0.8, "top_k": 20, "min_p": 0.1, "stop": "\n",
+        "stop_token_ids": [2], "ignore_eos": true, "presence_penalty": 0.1,
+        "frequency_penalty": 0.2, "repetition_penalty": 1.2, "n": 2,
+        "seed": 7},
+      "stream": true, "rid": "req-1", "return_text_in_logprobs": true})"),
+                                    {}, &r));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_FALSE(r.batched);
+  EXPECT_EQ(r.prompts[0].text, "Once");
+  EXPECT_EQ(*r.sampling.max_tokens, 8);
+  EXPECT_DOUBLE_EQ(r.sampling.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(r.sampling.top_p, 0.8);
+  EXPECT_EQ(r.sampling.top_k, 20);
+  EXPECT_DOUBLE_EQ(r.sampling.min_p, 0.1);
+  EXPECT_EQ(r.sampling.stop, (std::vector<std::string>{"\n"}));
+  EXPECT_EQ(r.sampling.stop_token_ids, (std::vector<int32_t>{2}));
+  EXPECT_TRUE(r.sampling.ignore_eos);
+  EXPECT_DOUBLE_EQ(r.sampling.presence_penalty, 0.1);
+  EXPECT_DOUBLE_EQ(r.sampling.frequency_penalty, 0.2);
+  EXPECT_DOUBLE_EQ(r.sampling.repetition_penalty, 1.2);
+  EXPECT_EQ(r.sampling.n, 2);
+  EXPECT_EQ(*r.sampling.seed, 7);
+  EXPECT_TRUE(r.stream);
+  EXPECT_EQ(*r.rid, "req-1");
+}
+
+TEST(GenerateRequestTest, InputIdsAndBatches) {
+  GenerateRequest r;
+  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"input_ids": [1, 2]})"), {}, &r));
+  EXPECT_FALSE(r.batched);
+  EXPECT_EQ(r.prompts[0].token_ids, (std::vector<int32_t>{1, 2}));
+  ASSERT_FALSE(
+      ParseGenerateRequest(Parse(R"({"input_ids": [[1], [2, 3]]})"), {}, &r));
+  EXPECT_TRUE(r.batched);
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_EQ(r.prompts[1].token_ids, (std::vector<int32_t>{2, 3}));
+  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"text": ["a", "b"]})"), {}, &r));
+  EXPECT_TRUE(r.batched);
+  EXPECT_EQ(r.prompts.size(), 2u);
+}
+
+TEST(GenerateRequestTest, Errors) {
+  GenerateRequest r;
+  ExpectBadParam(ParseGenerateRequest(Parse("{}"), {}, &r), "text",
+                 "'text' or 'input_ids' is required");
+  ExpectBadParam(
+      ParseGenerateRequest(Parse(R"({"text": "a", "input_ids": [1]})"), {}, &r),
+      "text", "not both");
+  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": 3})"), {}, &r), "text",
+                 "a string");
+  ExpectBadParam(ParseGenerateRequest(Parse(R"({"input_ids": [[1], [-1]]})"),
+                                      {}, &r),
+                 "input_ids[1][0]", "not a token id");
+  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+      "sampling_params": {"max_new_tokens": 0}})"),
+                                      {}, &r),
+                 "sampling_params.max_new_tokens",
+                 "'sampling_params.max_new_tokens' must be at least 1");
+  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+      "sampling_params": {"temperature": -1}})"),
+                                      {}, &r),
+                 "sampling_params.temperature", ">= 0");
+  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+      "sampling_params": {"max_tokens": 5}})"),
+                                      {}, &r),
+                 "sampling_params.max_tokens", "not a sampling parameter");
+  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+      "sampling_params": []})"),
+                                      {}, &r),
+                 "sampling_params", "an object");
+  MaybeApiError e = ParseGenerateRequest(
+      Parse(R"({"text": "a", "return_logprob": true})"), {}, &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "unsupported_parameter");
+  EXPECT_EQ(e->param, "return_logprob");
+  e = ParseGenerateRequest(Parse(R"({"text": "a", "image_data": "x"})"), {},
+                           &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "image_data");
+}
+
+TEST(GenerateResponseTest, Shapes) {
+  GenerateResult res;
+  res.id = "g1";
+  res.text = "hi";
+  res.output_ids = {5, 6};
+  res.prompt_tokens = 3;
+  res.completion_tokens = 2;
+  res.cached_tokens = 1;
+  FinishReason stop;
+  stop.matched_token = 2;
+  res.finish_reason = stop;
+  EXPECT_EQ(DumpCompact(GenerateResultJson(res)),
+            R"({"text":"hi","output_ids":[5,6],"meta_info":{"id":"g1",)"
+            R"("prompt_tokens":3,"completion_tokens":2,"cached_tokens":1,)"
+            R"("finish_reason":{"type":"stop","matched":2}}})");
+  FinishReason text_stop;
+  text_stop.matched_text = "\n";
+  EXPECT_EQ(FinishReasonJson(text_stop)["matched"], "\n");
+  FinishReason length{FinishReason::Kind::kLength, {}, {}, 16, ""};
+  EXPECT_EQ(DumpCompact(FinishReasonJson(length)),
+            R"({"type":"length","length":16})");
+  EXPECT_EQ(OpenAiFinishReason(length), "length");
+  FinishReason abort{FinishReason::Kind::kAbort, {}, {}, 0, "client left"};
+  EXPECT_EQ(DumpCompact(FinishReasonJson(abort)),
+            R"({"type":"abort","message":"client left"})");
+  res.finish_reason.reset();
+  EXPECT_TRUE(GenerateResultJson(res)["meta_info"]["finish_reason"].is_null());
+}
+
+TEST(TokenizeBodyTest, PromptAndMessages) {
+  TokenizeBody t;
+  ASSERT_FALSE(ParseTokenizeBody(Parse(R"({"model": "m", "prompt": "hi"})"),
+                                 &t));
+  EXPECT_EQ(*t.prompt, "hi");
+  EXPECT_TRUE(t.add_special_tokens);
+  ASSERT_FALSE(ParseTokenizeBody(Parse(R"({"messages": [{"role": "user",
+      "content": "x"}], "add_generation_prompt": false,
+      "chat_template_kwargs": {"enable_thinking": true}})"),
+                                 &t));
+  EXPECT_FALSE(t.prompt.has_value());
+  EXPECT_FALSE(t.add_special_tokens);
+  EXPECT_FALSE(t.add_generation_prompt);
+  EXPECT_EQ(t.messages.size(), 1u);
+  EXPECT_EQ(DumpCompact(TokenizeResponseJson({1, 2}, "hi")),
+            R"({"tokens":[1,2],"count":2,"prompt":"hi"})");
+}
+
+TEST(TokenizeBodyTest, Errors) {
+  TokenizeBody t;
+  ExpectBadParam(ParseTokenizeBody(Parse("{}"), &t), "prompt", "needs");
+  ExpectBadParam(
+      ParseTokenizeBody(Parse(R"({"prompt": "a", "messages": []})"), &t),
+      "prompt", "both");
+  ExpectBadParam(ParseTokenizeBody(Parse(R"({"prompt": "a", "tools": []})"),
+                                   &t),
+                 "tools", "only applies to \"messages\"");
+  ExpectBadParam(ParseTokenizeBody(Parse(R"({"prompt": "a", "promt": 1})"),
+                                   &t),
+                 "promt", "unknown key 'promt'");
+  ExpectBadParam(ParseTokenizeBody(Parse(R"({"messages": [{}]})"), &t),
+                 "messages[0].role", "role");
+}
+
+TEST(DetokenizeBodyTest, ParseAndErrors) {
+  DetokenizeBody d;
+  ASSERT_FALSE(ParseDetokenizeBody(
+      Parse(R"({"tokens": [1, 2], "skip_special_tokens": false})"), &d));
+  EXPECT_EQ(d.tokens, (std::vector<int32_t>{1, 2}));
+  EXPECT_FALSE(d.skip_special_tokens);
+  ExpectBadParam(ParseDetokenizeBody(Parse("{}"), &d), "tokens", "needs");
+  ExpectBadParam(ParseDetokenizeBody(Parse(R"({"tokens": [1, "a"]})"), &d),
+                 "tokens[1]", "integer token id");
+  ExpectBadParam(
+      ParseDetokenizeBody(Parse(R"({"tokens": [], "extra": 1})"), &d), "extra",
+      "unknown key");
+  EXPECT_EQ(DumpCompact(DetokenizeResponseJson("ab")), R"({"text":"ab"})");
+}
+
+}  // namespace
+}  // namespace tessera::server

@@ -1,0 +1,138 @@
+// The request bodies of POST /v1/completions and POST /v1/chat/completions
+// parsed into plain structs, with every field checked.
+//
+// Rules (the same for both endpoints):
+// - A field that is absent or JSON null takes its default.
+// - A wrong type or an out-of-range value is a 400 ApiError whose `param`
+//   names the field and whose message says what is accepted.
+// - A known OpenAI parameter Tessera does not implement (response_format
+//   other than {"type": "text"}, suffix, best_of > n, functions,
+//   function_call, audio, modalities other than ["text"], prediction,
+//   web_search_options, non-text content parts) is a 400 with code
+//   "unsupported_parameter", never silently ignored.
+// - Any other unknown field is ignored and logged at debug level: OpenAI
+//   clients and SDK wrappers send extras (user, metadata, store, ...).
+// Stateless; thread-safe.
+#ifndef TESSERA_SERVER_OPENAI_REQUEST_H_
+#define TESSERA_SERVER_OPENAI_REQUEST_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+
+namespace tessera::server {
+
+// Server-side bounds applied while parsing.
+struct ProtocolLimits {
+  int max_n = 16;            // most choices per request
+  int max_top_logprobs = 20;  // OpenAI's bound on top_logprobs / logprobs
+};
+
+// Sampling and stop settings shared by both endpoints (and /generate).
+struct SamplingOptions {
+  std::optional<int64_t> max_tokens;  // >= 1; nullopt: the server's default
+  double temperature = 1.0;           // >= 0; 0 means greedy
+  double top_p = 1.0;                 // (0, 1]
+  int32_t top_k = -1;                 // -1 (off) or >= 1
+  double min_p = 0.0;                 // [0, 1]
+  double presence_penalty = 0.0;      // [-2, 2]
+  double frequency_penalty = 0.0;     // [-2, 2]
+  double repetition_penalty = 1.0;    // (0, 2]
+  std::optional<int64_t> seed;
+  std::vector<std::string> stop;        // strings that end a choice
+  std::vector<int32_t> stop_token_ids;  // token ids that end a choice
+  bool ignore_eos = false;
+  int32_t n = 1;  // [1, ProtocolLimits::max_n]
+  // token id -> bias added to its logit, each in [-100, 100].
+  std::map<int32_t, float> logit_bias;
+};
+
+// One prompt of a completions request: text, or token ids.
+struct CompletionPrompt {
+  bool is_token_ids = false;
+  std::string text;                // when !is_token_ids
+  std::vector<int32_t> token_ids;  // when is_token_ids; never empty
+};
+
+struct CompletionRequest {
+  std::optional<std::string> model;
+  // "prompt" as a string, a token-id array, or a list of either: one entry
+  // per prompt; never empty. Each prompt yields `sampling.n` choices.
+  std::vector<CompletionPrompt> prompts;
+  SamplingOptions sampling;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // Number of top alternatives per token; nullopt: no logprobs.
+  std::optional<int32_t> logprobs;
+  bool echo = false;
+};
+
+struct ToolCall {
+  std::string id;
+  std::string type = "function";
+  std::string name;
+  std::string arguments;  // JSON text, as OpenAI sends it
+};
+
+struct ChatMessage {
+  std::string role;  // system | user | assistant | tool ("developer" → system)
+  // Text; a list of text parts is joined with "\n". nullopt only for an
+  // assistant message that carries tool_calls.
+  std::optional<std::string> content;
+  std::optional<std::string> name;
+  std::vector<ToolCall> tool_calls;          // assistant only
+  std::optional<std::string> tool_call_id;   // tool only (required there)
+  std::optional<std::string> reasoning_content;  // assistant only
+};
+
+struct ChatRequest {
+  std::optional<std::string> model;
+  std::vector<ChatMessage> messages;  // never empty
+  Json tools;        // null or a validated array of function tools
+  Json tool_choice;  // null, "none" | "auto" | "required", or
+                     // {"type": "function", "function": {"name": ...}}
+  SamplingOptions sampling;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;  // [0, max_top_logprobs]; needs logprobs
+  Json chat_template_kwargs;  // null or object
+  bool separate_reasoning = true;  // split <think> text into reasoning_content
+};
+
+// Parses a /v1/completions body.
+MaybeApiError ParseCompletionRequest(const Json& body,
+                                     const ProtocolLimits& limits,
+                                     CompletionRequest* out);
+
+// Parses a /v1/chat/completions body.
+MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
+                               ChatRequest* out);
+
+// The messages as the chat template expects them: [{"role", "content",
+// "name"?, "tool_calls"? [{"id", "type", "function": {"name",
+// "arguments"}}], "tool_call_id"?, "reasoning_content"?}].
+Json ChatMessagesToJson(const std::vector<ChatMessage>& messages);
+
+// The sampling fields both endpoints share (also used by /generate through
+// its own spelling). `chat` selects the chat spelling of max tokens
+// (max_completion_tokens or max_tokens).
+MaybeApiError ParseSamplingOptions(const Json& body,
+                                   const ProtocolLimits& limits, bool chat,
+                                   SamplingOptions* out);
+
+// Range checks on an already-filled SamplingOptions. The `param` of an
+// error is `prefix` + the field's name, with `max_tokens_name` for
+// max_tokens ("max_tokens", or "max_new_tokens" for /generate).
+MaybeApiError ValidateSamplingOptions(const SamplingOptions& s,
+                                      const ProtocolLimits& limits,
+                                      const std::string& prefix,
+                                      const std::string& max_tokens_name);
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_OPENAI_REQUEST_H_
