@@ -25,6 +25,7 @@ Command AddMakeModelCommand(CLI::App& root);
 Command AddTokenizeCommand(CLI::App& root);
 Command AddDetokenizeCommand(CLI::App& root);
 Command AddGenerateCommand(CLI::App& root);
+Command AddBenchCommand(CLI::App& root);
 
 }  // namespace tessera::cli
 

@@ -1,6 +1,10 @@
-// `tessera doctor [--json] [--device-plugin PATH] [--platform NAME]`:
+// `tessera doctor [--json] [--device-plugin PATH] [--platform NAME]
+// [--bandwidth [--bandwidth-bytes N] [--cpu-threads N]]`:
 // which plugins were found or rejected and why, the devices, quick smoke
-// tests (copies, ops, all-reduce) and the op coverage table.
+// tests (copies, ops, all-reduce) and the op coverage table. --bandwidth
+// adds the HOST memory read-bandwidth probe (read_bandwidth.h): a line of
+// text, or a `bandwidth` object {read_gbps, bytes, threads, ...} in --json.
+// A failing probe (e.g. no memory for the buffer) exits 2.
 //
 // Exit codes: 0 all is well; 1 a smoke test failed; 2 no usable device, a
 // bad setting, or the requested plugin was rejected (the one-line reason and
@@ -10,11 +14,14 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/doctor_checks.h"
 #include "cli/doctor_report.h"
+#include "cli/generate_prompt.h"
+#include "cli/read_bandwidth.h"
 #include "runtime/op_names.h"
 #include "runtime/runtime.h"
 
@@ -24,6 +31,9 @@ namespace {
 struct DoctorOptions {
   bool json = false;
   runtime::RuntimeFlags flags;
+  bool bandwidth = false;
+  uint64_t bandwidth_bytes = uint64_t{1} << 30;
+  int cpu_threads = 0;
 };
 
 constexpr uint64_t kCopyBytes = 4u << 20;  // 4 MiB per device
@@ -130,12 +140,38 @@ int RunDoctor(const DoctorOptions& options) {
   report.elapsed_ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
                           .count();
+  std::optional<StatusOr<ReadBandwidthResult>> bandwidth;
+  if (options.bandwidth) {
+    ReadBandwidthOptions bw;
+    bw.bytes = options.bandwidth_bytes;
+    bw.threads = options.cpu_threads;
+    bandwidth = MeasureReadBandwidth(bw);
+  }
   if (options.json) {
-    fmt::print("{}\n", DoctorReportToJson(report).dump(2));
+    nlohmann::json out = DoctorReportToJson(report);
+    if (bandwidth && bandwidth->ok()) {
+      out["bandwidth"] = nlohmann::json::parse(
+          ReadBandwidthToJson(**bandwidth).dump());
+    } else if (bandwidth) {
+      out["bandwidth"] = {{"error", bandwidth->status().message()}};
+    }
+    fmt::print("{}\n", out.dump(2));
   } else {
     fmt::print("{}", DoctorReportToText(report));
+    if (bandwidth && bandwidth->ok()) {
+      fmt::print(
+          "host memory read bandwidth: {:.2f} GB/s ({} threads over {} MiB, "
+          "best of {}; the host's memory, what the cpu plugin's decode is "
+          "bound by, not an accelerator's)\n",
+          (*bandwidth)->read_gbps, (*bandwidth)->threads,
+          (*bandwidth)->bytes >> 20, (*bandwidth)->repetitions);
+    }
   }
   std::fflush(stdout);
+  if (bandwidth && !bandwidth->ok()) {
+    ReportError(bandwidth->status().WithContext("--bandwidth"), 2);
+    return report.exit_code != 0 ? report.exit_code : 2;
+  }
   return report.exit_code;
 }
 
@@ -156,6 +192,13 @@ Command AddDoctorCommand(CLI::App& root) {
   command.app->add_option("--platform", options->flags.platform,
                           "Use the plugin with this name, e.g. cpu (beats "
                           "TESSERA_PLATFORM)");
+  command.app->add_flag("--bandwidth", options->bandwidth,
+                        "Also measure the host memory read bandwidth (GB/s)");
+  command.app->add_option("--bandwidth-bytes", options->bandwidth_bytes,
+                          "With --bandwidth: bytes read per pass")
+      ->capture_default_str();
+  command.app->add_option("--cpu-threads", options->cpu_threads,
+                          "With --bandwidth: reading threads (0: all)");
   command.run = [options] { return RunDoctor(*options); };
   return command;
 }

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       tessera::cli::AddTokenizeCommand(app),
       tessera::cli::AddDetokenizeCommand(app),
       tessera::cli::AddGenerateCommand(app),
+      tessera::cli::AddBenchCommand(app),
   };
 
   try {

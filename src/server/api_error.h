@@ -61,10 +61,10 @@ ApiError ApiErrorFromStatus(const Status& status);
 
 // Returns the error from the enclosing function when `expr` (a MaybeApiError)
 // holds one.
-#define TSR_RETURN_IF_API_ERROR(expr)                        \
-  do {                                                       \
-    ::tessera::server::MaybeApiError tsr_api_err_ = (expr);  \
-    if (tsr_api_err_) return tsr_api_err_;                   \
+#define TSR_RETURN_IF_API_ERROR(expr)                       \
+  do {                                                      \
+    ::tessera::server::MaybeApiError tsr_api_err_ = (expr); \
+    if (tsr_api_err_) return tsr_api_err_;                  \
   } while (0)
 
 #endif  // TESSERA_SERVER_API_ERROR_H_

@@ -8,10 +8,9 @@ namespace {
 TEST(ApiErrorTest, RendersOpenAiShape) {
   ApiError e = BadRequest("'temperature' must be >= 0", "temperature");
   EXPECT_EQ(e.http_status, 400);
-  EXPECT_EQ(e.Body(),
-            R"({"error":{"message":"'temperature' must be >= 0",)"
-            R"("type":"invalid_request_error","param":"temperature",)"
-            R"("code":null}})");
+  EXPECT_EQ(e.Body(), R"({"error":{"message":"'temperature' must be >= 0",)"
+                      R"("type":"invalid_request_error","param":"temperature",)"
+                      R"("code":null}})");
 }
 
 TEST(ApiErrorTest, EmptyParamAndCodeAreNull) {

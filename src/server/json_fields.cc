@@ -11,15 +11,23 @@ namespace tessera::server {
 
 std::string JsonTypeName(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
-    case Json::value_t::string: return "a string";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::string:
+      return "a string";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    default: return "an unsupported JSON value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported JSON value";
   }
 }
 
@@ -142,9 +150,8 @@ MaybeApiError ReadStringOrList(const Json& body, const char* key,
   }
   for (const std::string& s : *out) {
     if (s.empty()) {
-      return BadRequest(fmt::format("'{}' must not contain an empty string",
-                                    key),
-                        key);
+      return BadRequest(
+          fmt::format("'{}' must not contain an empty string", key), key);
     }
   }
   return std::nullopt;

@@ -50,7 +50,8 @@ MaybeApiError ReadStringOrList(const Json& body, const char* key,
 
 // Logs at debug level every key of `body` not in `known` (extras that
 // OpenAI clients send are ignored, never errors). `what` names the request.
-void LogUnknownFields(const Json& body, std::initializer_list<const char*> known,
+void LogUnknownFields(const Json& body,
+                      std::initializer_list<const char*> known,
                       std::string_view what);
 
 }  // namespace tessera::server

@@ -9,12 +9,19 @@
 namespace tessera::server {
 namespace {
 
-constexpr const char* kSamplingKeys[] = {
-    "max_new_tokens",   "temperature",        "top_p",
-    "top_k",            "min_p",              "stop",
-    "stop_token_ids",   "ignore_eos",         "presence_penalty",
-    "frequency_penalty", "repetition_penalty", "n",
-    "seed"};
+constexpr const char* kSamplingKeys[] = {"max_new_tokens",
+                                         "temperature",
+                                         "top_p",
+                                         "top_k",
+                                         "min_p",
+                                         "stop",
+                                         "stop_token_ids",
+                                         "ignore_eos",
+                                         "presence_penalty",
+                                         "frequency_penalty",
+                                         "repetition_penalty",
+                                         "n",
+                                         "seed"};
 
 // Re-keys an error from a sampling_params field so `param` reads
 // "sampling_params.<field>".
@@ -75,11 +82,12 @@ MaybeApiError ParseGenerateRequest(const Json& body,
                                    const ProtocolLimits& limits,
                                    GenerateRequest* out) {
   if (!body.is_object()) {
-    return BadRequest(fmt::format(
-        "the /generate body must be a JSON object, not {}", JsonTypeName(body)));
+    return BadRequest(
+        fmt::format("the /generate body must be a JSON object, not {}",
+                    JsonTypeName(body)));
   }
-  for (const char* key : {"image_data", "audio_data", "video_data",
-                          "lora_path", "input_embeds"}) {
+  for (const char* key : {"image_data", "audio_data", "video_data", "lora_path",
+                          "input_embeds"}) {
     if (HasValue(body, key)) return UnsupportedParameter(key);
   }
   for (const char* key : {"return_logprob", "return_hidden_states"}) {
@@ -165,9 +173,12 @@ Json FinishReasonJson(const FinishReason& reason) {
 
 std::string OpenAiFinishReason(const FinishReason& reason) {
   switch (reason.kind) {
-    case FinishReason::Kind::kStop: return "stop";
-    case FinishReason::Kind::kLength: return "length";
-    case FinishReason::Kind::kAbort: return "abort";
+    case FinishReason::Kind::kStop:
+      return "stop";
+    case FinishReason::Kind::kLength:
+      return "length";
+    case FinishReason::Kind::kAbort:
+      return "abort";
   }
   return "stop";
 }
@@ -289,17 +300,16 @@ MaybeApiError ParseTokenizeBody(const Json& body, TokenizeBody* out) {
 
 Json TokenizeResponseJson(const std::vector<int32_t>& tokens,
                           const std::string& prompt_text) {
-  return Json{{"tokens", tokens},
-              {"count", tokens.size()},
-              {"prompt", prompt_text}};
+  return Json{
+      {"tokens", tokens}, {"count", tokens.size()}, {"prompt", prompt_text}};
 }
 
 MaybeApiError ParseDetokenizeBody(const Json& body, DetokenizeBody* out) {
   if (!body.is_object()) {
-    return BadRequest(fmt::format(
-        "the detokenize request must be a JSON object such as "
-        "{{\"tokens\": [1, 2, 3]}}, not {}",
-        JsonTypeName(body)));
+    return BadRequest(
+        fmt::format("the detokenize request must be a JSON object such as "
+                    "{{\"tokens\": [1, 2, 3]}}, not {}",
+                    JsonTypeName(body)));
   }
   TSR_RETURN_IF_API_ERROR(CheckOnlyKeys(
       body, {"model", "tokens", "skip_special_tokens"}, "detokenize"));

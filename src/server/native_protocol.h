@@ -54,7 +54,7 @@ MaybeApiError ParseGenerateRequest(const Json& body,
 struct FinishReason {
   enum class Kind { kStop, kLength, kAbort };
   Kind kind = Kind::kStop;
-  std::optional<int32_t> matched_token;  // kStop on a stop token / EOS
+  std::optional<int32_t> matched_token;     // kStop on a stop token / EOS
   std::optional<std::string> matched_text;  // kStop on a stop string
   int64_t length = 0;                       // kLength: tokens generated
   std::string message;                      // kAbort: why

@@ -74,9 +74,9 @@ TEST(GenerateRequestTest, Errors) {
       "text", "not both");
   ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": 3})"), {}, &r), "text",
                  "a string");
-  ExpectBadParam(ParseGenerateRequest(Parse(R"({"input_ids": [[1], [-1]]})"),
-                                      {}, &r),
-                 "input_ids[1][0]", "not a token id");
+  ExpectBadParam(
+      ParseGenerateRequest(Parse(R"({"input_ids": [[1], [-1]]})"), {}, &r),
+      "input_ids[1][0]", "not a token id");
   ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
       "sampling_params": {"max_new_tokens": 0}})"),
                                       {}, &r),
@@ -136,8 +136,8 @@ TEST(GenerateResponseTest, Shapes) {
 
 TEST(TokenizeBodyTest, PromptAndMessages) {
   TokenizeBody t;
-  ASSERT_FALSE(ParseTokenizeBody(Parse(R"({"model": "m", "prompt": "hi"})"),
-                                 &t));
+  ASSERT_FALSE(
+      ParseTokenizeBody(Parse(R"({"model": "m", "prompt": "hi"})"), &t));
   EXPECT_EQ(*t.prompt, "hi");
   EXPECT_TRUE(t.add_special_tokens);
   ASSERT_FALSE(ParseTokenizeBody(Parse(R"({"messages": [{"role": "user",
@@ -158,11 +158,10 @@ TEST(TokenizeBodyTest, Errors) {
   ExpectBadParam(
       ParseTokenizeBody(Parse(R"({"prompt": "a", "messages": []})"), &t),
       "prompt", "both");
-  ExpectBadParam(ParseTokenizeBody(Parse(R"({"prompt": "a", "tools": []})"),
-                                   &t),
-                 "tools", "only applies to \"messages\"");
-  ExpectBadParam(ParseTokenizeBody(Parse(R"({"prompt": "a", "promt": 1})"),
-                                   &t),
+  ExpectBadParam(
+      ParseTokenizeBody(Parse(R"({"prompt": "a", "tools": []})"), &t), "tools",
+      "only applies to \"messages\"");
+  ExpectBadParam(ParseTokenizeBody(Parse(R"({"prompt": "a", "promt": 1})"), &t),
                  "promt", "unknown key 'promt'");
   ExpectBadParam(ParseTokenizeBody(Parse(R"({"messages": [{}]})"), &t),
                  "messages[0].role", "role");

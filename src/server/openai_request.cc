@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -23,9 +22,9 @@ MaybeApiError RejectUnsupported(const Json& body, bool chat) {
     const bool plain_text = rf.is_object() && rf.contains("type") &&
                             rf["type"] == "text" && rf.size() == 1;
     if (!plain_text) {
-      return UnsupportedParameter(
-          "response_format", "structured output is not implemented; only "
-                             "{\"type\": \"text\"} is accepted");
+      return UnsupportedParameter("response_format",
+                                  "structured output is not implemented; only "
+                                  "{\"type\": \"text\"} is accepted");
     }
   }
   if (HasValue(body, "modalities")) {
@@ -50,9 +49,8 @@ MaybeApiError ParseStreamFields(const Json& body, bool* stream,
   const Json& so = body["stream_options"];
   if (!so.is_object()) return WrongType("stream_options", "an object", so);
   if (!*stream) {
-    return BadRequest(
-        "'stream_options' is only allowed when 'stream' is true",
-        "stream_options");
+    return BadRequest("'stream_options' is only allowed when 'stream' is true",
+                      "stream_options");
   }
   if (HasValue(so, "include_usage")) {
     const Json& v = so["include_usage"];
@@ -69,16 +67,14 @@ MaybeApiError ParseLogitBias(const Json& body, std::map<int32_t, float>* out) {
   const Json& lb = body["logit_bias"];
   if (!lb.is_object()) {
     return WrongType("logit_bias",
-                     "an object mapping token ids (as strings) to numbers",
-                     lb);
+                     "an object mapping token ids (as strings) to numbers", lb);
   }
   for (auto it = lb.begin(); it != lb.end(); ++it) {
     const std::string& key = it.key();
-    char* end = nullptr;
-    errno = 0;
-    const long long id = key.empty() ? -1 : std::strtoll(key.c_str(), &end, 10);
-    if (key.empty() || *end != '\0' || errno == ERANGE || id < 0 ||
-        id > std::numeric_limits<int32_t>::max()) {
+    bool digits = !key.empty() && key.size() <= 10;
+    for (char ch : key) digits = digits && ch >= '0' && ch <= '9';
+    const long long id = digits ? std::strtoll(key.c_str(), nullptr, 10) : -1;
+    if (!digits || id > std::numeric_limits<int32_t>::max()) {
       return BadRequest(
           fmt::format("'logit_bias' keys must be token ids written as "
                       "non-negative integers, not \"{}\"",
@@ -154,10 +150,10 @@ MaybeApiError ValidateSamplingOptions(const SamplingOptions& s,
                       num(s.repetition_penalty));
   }
   if (s.n < 1 || s.n > limits.max_n) {
-    return OutOfRange(name("n"),
-                      fmt::format("between 1 and {} (this server's limit)",
-                                  limits.max_n),
-                      std::to_string(s.n));
+    return OutOfRange(
+        name("n"),
+        fmt::format("between 1 and {} (this server's limit)", limits.max_n),
+        std::to_string(s.n));
   }
   return std::nullopt;
 }
@@ -203,9 +199,9 @@ MaybeApiError ParseSamplingOptions(const Json& body,
 
   std::optional<int64_t> top_k, n;
   TSR_RETURN_IF_API_ERROR(ReadInteger(body, "top_k", &top_k));
-  TSR_RETURN_IF_API_ERROR(CheckIntRange(
-      "top_k", top_k, -1, std::numeric_limits<int32_t>::max(),
-      "-1 (disabled) or at least 1"));
+  TSR_RETURN_IF_API_ERROR(CheckIntRange("top_k", top_k, -1,
+                                        std::numeric_limits<int32_t>::max(),
+                                        "-1 (disabled) or at least 1"));
   if (top_k) s.top_k = static_cast<int32_t>(*top_k);
   TSR_RETURN_IF_API_ERROR(ReadInteger(body, "n", &n));
   TSR_RETURN_IF_API_ERROR(CheckIntRange(
@@ -230,8 +226,8 @@ MaybeApiError ParseSamplingOptions(const Json& body,
                         std::to_string(*best_of));
     }
     if (*best_of > s.n) {
-      return UnsupportedParameter(
-          "best_of", "best_of greater than n is not implemented");
+      return UnsupportedParameter("best_of",
+                                  "best_of greater than n is not implemented");
     }
   }
   TSR_RETURN_IF_API_ERROR(
@@ -253,9 +249,10 @@ bool IsTokenArray(const Json& v) {
 MaybeApiError ParsePrompts(const Json& body,
                            std::vector<CompletionPrompt>* out) {
   if (!HasValue(body, "prompt")) {
-    return BadRequest("'prompt' is required: a string, an array of token ids, "
-                      "or a list of either",
-                      "prompt");
+    return BadRequest(
+        "'prompt' is required: a string, an array of token ids, "
+        "or a list of either",
+        "prompt");
   }
   const Json& p = body["prompt"];
   auto add_tokens = [&](const Json& ids,
@@ -264,9 +261,9 @@ MaybeApiError ParsePrompts(const Json& body,
     prompt.is_token_ids = true;
     TSR_RETURN_IF_API_ERROR(ReadTokenIds(ids, param, &prompt.token_ids));
     if (prompt.token_ids.empty()) {
-      return BadRequest(fmt::format("'{}' must not be an empty token array",
-                                    param),
-                        "prompt");
+      return BadRequest(
+          fmt::format("'{}' must not be an empty token array", param),
+          "prompt");
     }
     out->push_back(std::move(prompt));
     return std::nullopt;
@@ -277,8 +274,7 @@ MaybeApiError ParsePrompts(const Json& body,
   }
   if (!p.is_array()) {
     return WrongType("prompt",
-                     "a string, an array of token ids, or a list of either",
-                     p);
+                     "a string, an array of token ids, or a list of either", p);
   }
   if (p.empty()) {
     return BadRequest("'prompt' must not be an empty array", "prompt");
@@ -307,18 +303,18 @@ MaybeApiError ParseCompletionRequest(const Json& body,
                                      const ProtocolLimits& limits,
                                      CompletionRequest* out) {
   if (!body.is_object()) {
-    return BadRequest(fmt::format("the request body must be a JSON object, "
-                                  "not {}",
-                                  JsonTypeName(body)));
+    return BadRequest(
+        fmt::format("the request body must be a JSON object, "
+                    "not {}",
+                    JsonTypeName(body)));
   }
   TSR_RETURN_IF_API_ERROR(RejectUnsupported(body, /*chat=*/false));
   CompletionRequest r;
   TSR_RETURN_IF_API_ERROR(ReadString(body, "model", &r.model));
   TSR_RETURN_IF_API_ERROR(ParsePrompts(body, &r.prompts));
-  TSR_RETURN_IF_API_ERROR(ParseSamplingOptions(body, limits, false,
-                                               &r.sampling));
-  TSR_RETURN_IF_API_ERROR(ParseStreamFields(body, &r.stream,
-                                            &r.include_usage));
+  TSR_RETURN_IF_API_ERROR(
+      ParseSamplingOptions(body, limits, false, &r.sampling));
+  TSR_RETURN_IF_API_ERROR(ParseStreamFields(body, &r.stream, &r.include_usage));
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "echo", &r.echo));
   if (HasValue(body, "logprobs")) {
     const Json& lp = body["logprobs"];
@@ -333,14 +329,32 @@ MaybeApiError ParseCompletionRequest(const Json& body,
         fmt::format("between 0 and {}", limits.max_top_logprobs)));
     r.logprobs = static_cast<int32_t>(*k);
   }
-  LogUnknownFields(
-      body,
-      {"model", "prompt", "max_tokens", "temperature", "top_p", "top_k",
-       "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
-       "n", "seed", "stop", "stop_token_ids", "ignore_eos", "logit_bias",
-       "best_of", "stream", "stream_options", "echo", "logprobs", "suffix",
-       "response_format", "modalities"},
-      "completions");
+  LogUnknownFields(body,
+                   {"model",
+                    "prompt",
+                    "max_tokens",
+                    "temperature",
+                    "top_p",
+                    "top_k",
+                    "min_p",
+                    "presence_penalty",
+                    "frequency_penalty",
+                    "repetition_penalty",
+                    "n",
+                    "seed",
+                    "stop",
+                    "stop_token_ids",
+                    "ignore_eos",
+                    "logit_bias",
+                    "best_of",
+                    "stream",
+                    "stream_options",
+                    "echo",
+                    "logprobs",
+                    "suffix",
+                    "response_format",
+                    "modalities"},
+                   "completions");
   *out = std::move(r);
   return std::nullopt;
 }
@@ -377,8 +391,8 @@ MaybeApiError ParseContent(const Json& content, const std::string& param,
                       type));
     }
     if (!part.contains("text") || !part["text"].is_string()) {
-      return BadRequest(
-          fmt::format("'{}' needs a string \"text\"", part_param), part_param);
+      return BadRequest(fmt::format("'{}' needs a string \"text\"", part_param),
+                        part_param);
     }
     if (j > 0) joined += '\n';
     joined += part["text"].get<std::string>();
@@ -396,7 +410,8 @@ MaybeApiError ParseToolCalls(const Json& calls, const std::string& param,
     if (!c.is_object()) return WrongType(p, "an object", c);
     ToolCall call;
     if (HasValue(c, "id")) {
-      if (!c["id"].is_string()) return WrongType(p + ".id", "a string", c["id"]);
+      if (!c["id"].is_string())
+        return WrongType(p + ".id", "a string", c["id"]);
       call.id = c["id"].get<std::string>();
     }
     if (HasValue(c, "type") && c["type"] != "function") {
@@ -405,7 +420,8 @@ MaybeApiError ParseToolCalls(const Json& calls, const std::string& param,
     }
     if (!HasValue(c, "function") || !c["function"].is_object()) {
       return BadRequest(
-          fmt::format("'{}' needs \"function\": {{\"name\", \"arguments\"}}", p),
+          fmt::format("'{}' needs \"function\": {{\"name\", \"arguments\"}}",
+                      p),
           p + ".function");
     }
     const Json& f = c["function"];
@@ -471,8 +487,8 @@ MaybeApiError ParseMessage(const Json& m, size_t i, ChatMessage* out) {
                                     param),
                         param + ".tool_calls");
     }
-    TSR_RETURN_IF_API_ERROR(
-        ParseToolCalls(m["tool_calls"], param + ".tool_calls", &msg.tool_calls));
+    TSR_RETURN_IF_API_ERROR(ParseToolCalls(
+        m["tool_calls"], param + ".tool_calls", &msg.tool_calls));
   }
   if (HasValue(m, "reasoning_content")) {
     if (!m["reasoning_content"].is_string()) {
@@ -547,9 +563,10 @@ MaybeApiError ParseTools(const Json& body, Json* tools, Json* tool_choice) {
     if (c.value("type", "") != "function" || !c.contains("function") ||
         !c["function"].is_object() || !c["function"].contains("name") ||
         !c["function"]["name"].is_string()) {
-      return BadRequest("'tool_choice' object must be {\"type\": "
-                        "\"function\", \"function\": {\"name\": \"...\"}}",
-                        "tool_choice");
+      return BadRequest(
+          "'tool_choice' object must be {\"type\": "
+          "\"function\", \"function\": {\"name\": \"...\"}}",
+          "tool_choice");
     }
     named = c["function"]["name"].get<std::string>();
   } else {
@@ -579,17 +596,19 @@ MaybeApiError ParseTools(const Json& body, Json* tools, Json* tool_choice) {
 MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
                                ChatRequest* out) {
   if (!body.is_object()) {
-    return BadRequest(fmt::format("the request body must be a JSON object, "
-                                  "not {}",
-                                  JsonTypeName(body)));
+    return BadRequest(
+        fmt::format("the request body must be a JSON object, "
+                    "not {}",
+                    JsonTypeName(body)));
   }
   TSR_RETURN_IF_API_ERROR(RejectUnsupported(body, /*chat=*/true));
   ChatRequest r;
   TSR_RETURN_IF_API_ERROR(ReadString(body, "model", &r.model));
   if (!HasValue(body, "messages")) {
-    return BadRequest("'messages' is required: an array of {\"role\", "
-                      "\"content\"} objects",
-                      "messages");
+    return BadRequest(
+        "'messages' is required: an array of {\"role\", "
+        "\"content\"} objects",
+        "messages");
   }
   const Json& messages = body["messages"];
   if (!messages.is_array()) {
@@ -603,19 +622,18 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
     TSR_RETURN_IF_API_ERROR(ParseMessage(messages[i], i, &r.messages[i]));
   }
   TSR_RETURN_IF_API_ERROR(ParseTools(body, &r.tools, &r.tool_choice));
-  TSR_RETURN_IF_API_ERROR(ParseSamplingOptions(body, limits, true,
-                                               &r.sampling));
-  TSR_RETURN_IF_API_ERROR(ParseStreamFields(body, &r.stream,
-                                            &r.include_usage));
+  TSR_RETURN_IF_API_ERROR(
+      ParseSamplingOptions(body, limits, true, &r.sampling));
+  TSR_RETURN_IF_API_ERROR(ParseStreamFields(body, &r.stream, &r.include_usage));
   if (HasValue(body, "logprobs") && !body["logprobs"].is_boolean()) {
     return WrongType("logprobs", "true or false", body["logprobs"]);
   }
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "logprobs", &r.logprobs));
   std::optional<int64_t> top;
   TSR_RETURN_IF_API_ERROR(ReadInteger(body, "top_logprobs", &top));
-  TSR_RETURN_IF_API_ERROR(CheckIntRange(
-      "top_logprobs", top, 0, limits.max_top_logprobs,
-      fmt::format("between 0 and {}", limits.max_top_logprobs)));
+  TSR_RETURN_IF_API_ERROR(
+      CheckIntRange("top_logprobs", top, 0, limits.max_top_logprobs,
+                    fmt::format("between 0 and {}", limits.max_top_logprobs)));
   if (top) {
     if (!r.logprobs && *top > 0) {
       return BadRequest("'top_logprobs' needs 'logprobs': true",
@@ -637,16 +655,37 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
     return WrongType("parallel_tool_calls", "true or false",
                      body["parallel_tool_calls"]);
   }
-  LogUnknownFields(
-      body,
-      {"model", "messages", "tools", "tool_choice", "parallel_tool_calls",
-       "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-       "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
-       "n", "seed", "stop", "stop_token_ids", "ignore_eos", "logit_bias",
-       "best_of", "stream", "stream_options", "logprobs", "top_logprobs",
-       "chat_template_kwargs", "separate_reasoning", "response_format",
-       "modalities"},
-      "chat completions");
+  LogUnknownFields(body,
+                   {"model",
+                    "messages",
+                    "tools",
+                    "tool_choice",
+                    "parallel_tool_calls",
+                    "max_tokens",
+                    "max_completion_tokens",
+                    "temperature",
+                    "top_p",
+                    "top_k",
+                    "min_p",
+                    "presence_penalty",
+                    "frequency_penalty",
+                    "repetition_penalty",
+                    "n",
+                    "seed",
+                    "stop",
+                    "stop_token_ids",
+                    "ignore_eos",
+                    "logit_bias",
+                    "best_of",
+                    "stream",
+                    "stream_options",
+                    "logprobs",
+                    "top_logprobs",
+                    "chat_template_kwargs",
+                    "separate_reasoning",
+                    "response_format",
+                    "modalities"},
+                   "chat completions");
   *out = std::move(r);
   return std::nullopt;
 }
@@ -661,10 +700,10 @@ Json ChatMessagesToJson(const std::vector<ChatMessage>& messages) {
     if (!m.tool_calls.empty()) {
       Json calls = Json::array();
       for (const ToolCall& c : m.tool_calls) {
-        calls.push_back({{"id", c.id},
-                         {"type", c.type},
-                         {"function",
-                          {{"name", c.name}, {"arguments", c.arguments}}}});
+        calls.push_back(
+            {{"id", c.id},
+             {"type", c.type},
+             {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
       }
       j["tool_calls"] = std::move(calls);
     }

@@ -28,7 +28,7 @@ namespace tessera::server {
 
 // Server-side bounds applied while parsing.
 struct ProtocolLimits {
-  int max_n = 16;            // most choices per request
+  int max_n = 16;             // most choices per request
   int max_top_logprobs = 20;  // OpenAI's bound on top_logprobs / logprobs
 };
 
@@ -84,8 +84,8 @@ struct ChatMessage {
   // assistant message that carries tool_calls.
   std::optional<std::string> content;
   std::optional<std::string> name;
-  std::vector<ToolCall> tool_calls;          // assistant only
-  std::optional<std::string> tool_call_id;   // tool only (required there)
+  std::vector<ToolCall> tool_calls;              // assistant only
+  std::optional<std::string> tool_call_id;       // tool only (required there)
   std::optional<std::string> reasoning_content;  // assistant only
 };
 
@@ -99,8 +99,8 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
-  int32_t top_logprobs = 0;  // [0, max_top_logprobs]; needs logprobs
-  Json chat_template_kwargs;  // null or object
+  int32_t top_logprobs = 0;        // [0, max_top_logprobs]; needs logprobs
+  Json chat_template_kwargs;       // null or object
   bool separate_reasoning = true;  // split <think> text into reasoning_content
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace tessera::server {
@@ -141,8 +142,8 @@ TEST(CompletionRequestTest, PromptErrors) {
                  "empty array");
   ExpectBadParam(Completion(Parse(R"({"prompt": [[]]})"), &r), "prompt",
                  "empty token array");
-  ExpectBadParam(Completion(Parse(R"({"prompt": [1, -2]})"), &r),
-                 "prompt[1]", "not a token id");
+  ExpectBadParam(Completion(Parse(R"({"prompt": [1, -2]})"), &r), "prompt[1]",
+                 "not a token id");
   ExpectBadParam(Completion(Parse(R"({"prompt": [1.5]})"), &r), "prompt[0]",
                  "integer token id");
   ExpectBadParam(Completion(Parse(R"({"prompt": ["a", {}]})"), &r), "prompt",
@@ -156,6 +157,8 @@ struct RangeCase {
   const char* param;
   const char* needle;
 };
+
+void PrintTo(const RangeCase& c, std::ostream* os) { *os << c.body; }
 
 class CompletionRangeTest : public ::testing::TestWithParam<RangeCase> {};
 
@@ -201,8 +204,8 @@ INSTANTIATE_TEST_SUITE_P(
         RangeCase{R"({"stream": "true"})", "stream", "true or false"},
         RangeCase{R"({"stream_options": {"include_usage": true}})",
                   "stream_options", "only allowed when 'stream' is true"},
-        RangeCase{R"({"stream": true, "stream_options": 1})",
-                  "stream_options", "an object"},
+        RangeCase{R"({"stream": true, "stream_options": 1})", "stream_options",
+                  "an object"},
         RangeCase{R"({"stream": true,
                       "stream_options": {"include_usage": "y"}})",
                   "stream_options.include_usage", "true or false"},
@@ -210,10 +213,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "non-negative integers, not \"abc\""},
         RangeCase{R"({"logit_bias": {"-1": 1}})", "logit_bias",
                   "non-negative integers"},
-        RangeCase{R"({"logit_bias": {"12x": 1}})", "logit_bias",
-                  "not \"12x\""},
-        RangeCase{R"({"logit_bias": {"5": 101}})", "logit_bias",
-                  "[-100, 100]"},
+        RangeCase{R"({"logit_bias": {"12x": 1}})", "logit_bias", "not \"12x\""},
+        RangeCase{R"({"logit_bias": {" 5": 1}})", "logit_bias", "not \" 5\""},
+        RangeCase{R"({"logit_bias": {"99999999999": 1}})", "logit_bias",
+                  "non-negative integers"},
+        RangeCase{R"({"logit_bias": {"5": 101}})", "logit_bias", "[-100, 100]"},
         RangeCase{R"({"logit_bias": {"5": "big"}})", "logit_bias.5",
                   "a number"},
         RangeCase{R"({"logit_bias": [1]})", "logit_bias", "an object"},
@@ -224,6 +228,8 @@ struct UnsupportedCase {
   const char* param;
 };
 
+void PrintTo(const UnsupportedCase& c, std::ostream* os) { *os << c.body; }
+
 class UnsupportedTest : public ::testing::TestWithParam<UnsupportedCase> {};
 
 TEST_P(UnsupportedTest, CompletionsRejectClearly) {
@@ -233,8 +239,7 @@ TEST_P(UnsupportedTest, CompletionsRejectClearly) {
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->param, GetParam().param);
   EXPECT_EQ(e->code, "unsupported_parameter");
-  EXPECT_NE(e->message.find("not supported by Tessera yet"),
-            std::string::npos);
+  EXPECT_NE(e->message.find("not supported by Tessera yet"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -305,7 +310,7 @@ TEST(ChatRequestTest, ChatSpecificFields) {
                  "parameters": {"type": "object"}}}],
       "tool_choice": {"type": "function", "function": {"name": "get"}},
       "parallel_tool_calls": true})"),
-                   &r));
+                    &r));
   EXPECT_EQ(*r.sampling.max_tokens, 64);
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.top_logprobs, 3);

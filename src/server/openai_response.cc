@@ -39,11 +39,11 @@ Json Envelope(const ResponseMeta& meta, const char* object) {
 }  // namespace
 
 Json UsageJson(const Usage& usage) {
-  return Json{{"prompt_tokens", usage.prompt_tokens},
-              {"completion_tokens", usage.completion_tokens},
-              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-              {"prompt_tokens_details",
-               {{"cached_tokens", usage.cached_tokens}}}};
+  return Json{
+      {"prompt_tokens", usage.prompt_tokens},
+      {"completion_tokens", usage.completion_tokens},
+      {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+      {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
 
 Json ChatLogprobsJson(const std::vector<TokenLogprob>& tokens) {
@@ -143,11 +143,11 @@ Json ChatChunkJson(const ResponseMeta& meta, const ChatDelta& delta) {
 Json CompletionChunkJson(const ResponseMeta& meta,
                          const CompletionChoice& choice) {
   Json j = Envelope(meta, "text_completion");
-  j["choices"] = Json::array(
-      {Json{{"index", choice.index},
-            {"text", choice.text},
-            {"logprobs", choice.logprobs},
-            {"finish_reason", NullIfEmpty(choice.finish_reason)}}});
+  j["choices"] =
+      Json::array({Json{{"index", choice.index},
+                        {"text", choice.text},
+                        {"logprobs", choice.logprobs},
+                        {"finish_reason", NullIfEmpty(choice.finish_reason)}}});
   return j;
 }
 

@@ -66,7 +66,7 @@ struct ChatChoice {
 
 // Identity shared by every object of one response.
 struct ResponseMeta {
-  std::string id;  // "cmpl-..." / "chatcmpl-..."
+  std::string id;       // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;  // Unix seconds
   std::string model;
 };

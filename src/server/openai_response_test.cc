@@ -84,8 +84,7 @@ TEST(OpenAiResponseTest, ChatChunkShapes) {
   Json j = ChatChunkJson(kMeta, tool);
   EXPECT_EQ(j["choices"][0]["index"], 2);
   EXPECT_EQ(j["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
-  EXPECT_EQ(j["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
-            "f");
+  EXPECT_EQ(j["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "f");
   ChatDelta last;
   last.finish_reason = "length";
   EXPECT_EQ(DumpCompact(ChatChunkJson(kMeta, last)["choices"][0]),
@@ -112,26 +111,31 @@ TEST(OpenAiResponseTest, SseStreamIsByteExact) {
   d2.content = "lo";
   ChatDelta d3;
   d3.finish_reason = "stop";
-  std::string stream = SseEvent(ChatChunkJson(kMeta, d1)) +
-                       SseEvent(ChatChunkJson(kMeta, d2)) +
-                       SseEvent(ChatChunkJson(kMeta, d3)) +
-                       SseEvent(UsageChunkJson(kMeta, "chat.completion.chunk",
-                                               Usage{4, 2, 0})) +
-                       SseDone();
+  std::string stream =
+      SseEvent(ChatChunkJson(kMeta, d1)) + SseEvent(ChatChunkJson(kMeta, d2)) +
+      SseEvent(ChatChunkJson(kMeta, d3)) +
+      SseEvent(UsageChunkJson(kMeta, "chat.completion.chunk", Usage{4, 2, 0})) +
+      SseDone();
   const std::string head =
       R"({"id":"chatcmpl-1","object":"chat.completion.chunk",)"
       R"("created":1700000000,"model":"tiny",)";
   const std::string expected =
       "data: " + head +
       R"("choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},)"
-      R"("logprobs":null,"finish_reason":null}]})" "\n\n"
-      "data: " + head +
+      R"("logprobs":null,"finish_reason":null}]})"
+      "\n\n"
+      "data: " +
+      head +
       R"("choices":[{"index":0,"delta":{"content":"lo"},"logprobs":null,)"
-      R"("finish_reason":null}]})" "\n\n"
-      "data: " + head +
+      R"("finish_reason":null}]})"
+      "\n\n"
+      "data: " +
+      head +
       R"("choices":[{"index":0,"delta":{},"logprobs":null,)"
-      R"("finish_reason":"stop"}]})" "\n\n"
-      "data: " + head +
+      R"("finish_reason":"stop"}]})"
+      "\n\n"
+      "data: " +
+      head +
       R"("choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2,)"
       R"("total_tokens":6,"prompt_tokens_details":{"cached_tokens":0}}})"
       "\n\n"

@@ -1,0 +1,79 @@
+// The one-batch benchmark of `tessera bench --one-batch`: the ModelRunner
+// timed alone (no scheduler, no tokenizer, no server), in the manner of
+// SGLang's bench_one_batch.
+//
+// For one batch size B: B prompts of input_len random token ids (a
+// std::mt19937_64 seeded with `seed`, uniform over the vocabulary) are
+// prefilled in ONE forward pass and the first token of each is sampled
+// greedily (the prefill clock); then output_len decode steps run, each one
+// forward pass over all B sequences (one new token each) plus a greedy
+// sample (one clock per step). Both clocks wait for the device: the
+// sampler reads the ids back to the host.
+//
+// Bytes read per decode step (the memory-roofline model): every weight byte
+// once (ModelWeights::device_bytes) plus, per sequence, its K and V at the
+// mean context length of the decode steps,
+//   kv_bytes = B * layers * 2 * kv_heads * head_dim * dtype_size * mean_ctx,
+//   mean_ctx = input_len + (output_len + 1) / 2.
+// Given a read bandwidth (GB/s), the roofline decode rate is
+//   read_gbps * 1e9 / bytes_per_step * B   tokens/s.
+//
+// The KV pages taken are returned to the pool before RunOneBatch returns,
+// also on error. Not thread-safe: drives the runner's stream from the
+// calling thread.
+#ifndef TESSERA_CLI_BENCH_ONE_BATCH_H_
+#define TESSERA_CLI_BENCH_ONE_BATCH_H_
+
+#include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "model/model_runner.h"
+
+namespace tessera::cli {
+
+struct OneBatchParams {
+  int64_t batch_size = 1;   // B >= 1
+  int64_t input_len = 512;  // prompt tokens per sequence, >= 1
+  int64_t output_len = 32;  // decode steps, >= 1
+  uint64_t seed = 0;        // for the random prompt ids
+};
+
+struct OneBatchResult {
+  OneBatchParams params;
+  double prefill_seconds = 0.0;       // B * input_len tokens + first sample
+  double prefill_tokens_per_s = 0.0;  // B * input_len / prefill_seconds
+  double decode_seconds = 0.0;        // all output_len steps
+  double decode_tokens_per_s = 0.0;   // B * output_len / decode_seconds
+  double step_ms_mean = 0.0;          // per decode step, milliseconds
+  double step_ms_p50 = 0.0;
+  double step_ms_p99 = 0.0;
+  uint64_t weight_bytes = 0;      // read once per step
+  uint64_t kv_bytes_per_step = 0; // all B sequences at mean_ctx
+  uint64_t bytes_per_step = 0;    // weight_bytes + kv_bytes_per_step
+  double mean_context = 0.0;      // mean_ctx above
+  // Set by ApplyRoofline.
+  std::optional<double> roofline_tokens_per_s;
+  std::optional<double> roofline_fraction;  // decode_tokens_per_s / roofline
+};
+
+// KV positions one batch needs: B * (input_len + output_len), in whole
+// pages per sequence.
+int64_t OneBatchKvPagesNeeded(const OneBatchParams& params, int32_t page_size);
+
+// Runs the benchmark. InvalidArgument for bad sizes or a context longer
+// than the model's; ResourceExhausted (naming the pages needed and held)
+// when the runner's KV pool is too small; device errors as they come.
+StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
+                                     const OneBatchParams& params);
+
+// Fills roofline_tokens_per_s and roofline_fraction from a read bandwidth.
+void ApplyRoofline(OneBatchResult& result, double read_gbps);
+
+nlohmann::ordered_json OneBatchResultToJson(const OneBatchResult& result);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_BENCH_ONE_BATCH_H_
