@@ -81,15 +81,15 @@ std::string TextTable(const Json& out) {
         out["bandwidth"]["threads"].get<int>(),
         out["bandwidth"]["bytes"].get<uint64_t>() >> 20);
   }
-  text += fmt::format("model {} on {} ({}), {}\n",
-                      out["model"].get<std::string>(),
-                      out["device"].get<std::string>(),
-                      out["plugin"].get<std::string>(),
-                      out["dtype"].get<std::string>());
-  text += fmt::format("{:>5} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} "
-                      "{:>12} {:>9}\n",
-                      "batch", "in", "out", "prefill t/s", "decode t/s",
-                      "step ms", "p50 ms", "p99 ms", "MB/step", "roofline");
+  text += fmt::format(
+      "model {} on {} ({}), {}\n", out["model"].get<std::string>(),
+      out["device"].get<std::string>(), out["plugin"].get<std::string>(),
+      out["dtype"].get<std::string>());
+  text += fmt::format(
+      "{:>5} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} "
+      "{:>12} {:>9}\n",
+      "batch", "in", "out", "prefill t/s", "decode t/s", "step ms", "p50 ms",
+      "p99 ms", "MB/step", "roofline");
   for (const Json& r : out["results"]) {
     text += fmt::format(
         "{:>5} {:>6} {:>6} {:>12.1f} {:>12.2f} {:>9.2f} {:>9.2f} {:>9.2f} "
@@ -124,16 +124,16 @@ int RunBench(BenchOptions o) {
   if (o.batch_sizes.empty() ||
       std::any_of(o.batch_sizes.begin(), o.batch_sizes.end(),
                   [](int64_t b) { return b < 1; })) {
-    return ReportError(InvalidArgumentError(
-                           "--batch-size takes a comma-separated list of "
-                           "sizes >= 1, e.g. 1,8,32"),
-                       kExitBadInput);
+    return ReportError(
+        InvalidArgumentError("--batch-size takes a comma-separated list of "
+                             "sizes >= 1, e.g. 1,8,32"),
+        kExitBadInput);
   }
   if (o.input_len < 1 || o.output_len < 1) {
     return ReportError(
-        InvalidArgumentError(fmt::format(
-            "--input-len {} and --output-len {} must be at least 1",
-            o.input_len, o.output_len)),
+        InvalidArgumentError(
+            fmt::format("--input-len {} and --output-len {} must be at least 1",
+                        o.input_len, o.output_len)),
         kExitBadInput);
   }
   const bool progress = ::isatty(STDERR_FILENO) == 1;
@@ -175,8 +175,8 @@ int RunBench(BenchOptions o) {
   const int32_t page_size = runner_options.page_size;
   // Whole pages per sequence, so every batch fits: B * (input + output).
   runner_options.kv_capacity_tokens =
-      max_batch * kv::KvPool::PagesForTokens(o.input_len + o.output_len,
-                                             page_size) *
+      max_batch *
+      kv::KvPool::PagesForTokens(o.input_len + o.output_len, page_size) *
       page_size;
   // The workspace sized for the largest prefill up front (not timed).
   runner_options.max_batch_tokens = max_batch * o.input_len;
@@ -264,14 +264,14 @@ Command AddBenchCommand(CLI::App& root) {
                                   "batch sizes to run, comma-separated")
                      ->delimiter(',')
                      ->capture_default_str();
-  o->input_opt =
-      command.app->add_option("--input-len", o->input_len,
-                              "prompt tokens per sequence (random ids)")
-          ->capture_default_str();
-  o->output_opt =
-      command.app->add_option("--output-len", o->output_len,
-                              "decode steps (greedy) per batch")
-          ->capture_default_str();
+  o->input_opt = command.app
+                     ->add_option("--input-len", o->input_len,
+                                  "prompt tokens per sequence (random ids)")
+                     ->capture_default_str();
+  o->output_opt = command.app
+                      ->add_option("--output-len", o->output_len,
+                                   "decode steps (greedy) per batch")
+                      ->capture_default_str();
   command.app->add_option("--seed", o->seed, "seed of the random prompt ids")
       ->capture_default_str();
   command.app->add_flag("--json", o->json,
@@ -284,8 +284,9 @@ Command AddBenchCommand(CLI::App& root) {
   command.app->add_flag("--no-bandwidth", o->no_bandwidth,
                         "skip the read-bandwidth probe (no roofline)");
   o->bandwidth_bytes_opt =
-      command.app->add_option("--bandwidth-bytes", o->bandwidth_bytes,
-                              "bytes the bandwidth probe reads per pass")
+      command.app
+          ->add_option("--bandwidth-bytes", o->bandwidth_bytes,
+                       "bytes the bandwidth probe reads per pass")
           ->capture_default_str();
   command.app->add_option("--cpu-threads", o->cpu_threads,
                           "threads of the bandwidth probe (0: all)");

@@ -46,8 +46,7 @@ class BatchPages {
 
 }  // namespace
 
-int64_t OneBatchKvPagesNeeded(const OneBatchParams& params,
-                              int32_t page_size) {
+int64_t OneBatchKvPagesNeeded(const OneBatchParams& params, int32_t page_size) {
   return params.batch_size *
          kv::KvPool::PagesForTokens(params.input_len + params.output_len,
                                     page_size);
@@ -72,8 +71,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
         config.max_position_embeddings));
   }
   kv::KvPool& pool = runner.kv_pool();
-  const int64_t pages_needed =
-      OneBatchKvPagesNeeded(params, pool.page_size());
+  const int64_t pages_needed = OneBatchKvPagesNeeded(params, pool.page_size());
   if (pool.num_free_pages() < pages_needed) {
     return ResourceExhaustedError(fmt::format(
         "batch size {} with {} + {} tokens per sequence needs {} KV pages "
@@ -85,8 +83,8 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
 
   const size_t batch_size = size_t(params.batch_size);
   std::mt19937_64 gen(params.seed);
-  std::uniform_int_distribution<int32_t> token(
-      0, int32_t(config.vocab_size - 1));
+  std::uniform_int_distribution<int32_t> token(0,
+                                               int32_t(config.vocab_size - 1));
   std::vector<std::vector<int32_t>> prompts(batch_size);
   for (auto& prompt : prompts) {
     prompt.resize(size_t(params.input_len));
@@ -111,8 +109,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
     prefill.sequences.push_back({prompts[i], 0, pages[i]});
   }
   TSR_ASSIGN_OR_RETURN(tsr_tensor logits, runner.ForwardOnDevice(prefill));
-  TSR_ASSIGN_OR_RETURN(std::vector<int32_t> last,
-                       sampler.Sample(logits, rows));
+  TSR_ASSIGN_OR_RETURN(std::vector<int32_t> last, sampler.Sample(logits, rows));
   result.prefill_seconds = SecondsSince(prefill_start);
 
   // Decode: one token per sequence per step at position input_len + s.
@@ -152,10 +149,9 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   result.mean_context =
       double(params.input_len) + double(params.output_len + 1) / 2.0;
   const kv::KvPoolOptions& kv = pool.options();
-  const double kv_bytes_per_token = 2.0 * double(kv.num_layers) *
-                                    double(kv.num_kv_heads) *
-                                    double(kv.head_dim) *
-                                    double(DTypeSize(kv.dtype));
+  const double kv_bytes_per_token =
+      2.0 * double(kv.num_layers) * double(kv.num_kv_heads) *
+      double(kv.head_dim) * double(DTypeSize(kv.dtype));
   result.weight_bytes = runner.weights().device_bytes();
   result.kv_bytes_per_step =
       uint64_t(std::llround(b * kv_bytes_per_token * result.mean_context));
@@ -180,9 +176,10 @@ nlohmann::ordered_json OneBatchResultToJson(const OneBatchResult& r) {
       {"prefill_tokens_per_s", r.prefill_tokens_per_s},
       {"decode_seconds", r.decode_seconds},
       {"decode_tokens_per_s", r.decode_tokens_per_s},
-      {"step_ms", {{"mean", r.step_ms_mean},
-                   {"p50", r.step_ms_p50},
-                   {"p99", r.step_ms_p99}}},
+      {"step_ms",
+       {{"mean", r.step_ms_mean},
+        {"p50", r.step_ms_p50},
+        {"p99", r.step_ms_p99}}},
       {"mean_context", r.mean_context},
       {"weight_bytes", r.weight_bytes},
       {"kv_bytes_per_step", r.kv_bytes_per_step},

@@ -50,10 +50,10 @@ struct OneBatchResult {
   double step_ms_mean = 0.0;          // per decode step, milliseconds
   double step_ms_p50 = 0.0;
   double step_ms_p99 = 0.0;
-  uint64_t weight_bytes = 0;      // read once per step
-  uint64_t kv_bytes_per_step = 0; // all B sequences at mean_ctx
-  uint64_t bytes_per_step = 0;    // weight_bytes + kv_bytes_per_step
-  double mean_context = 0.0;      // mean_ctx above
+  uint64_t weight_bytes = 0;       // read once per step
+  uint64_t kv_bytes_per_step = 0;  // all B sequences at mean_ctx
+  uint64_t bytes_per_step = 0;     // weight_bytes + kv_bytes_per_step
+  double mean_context = 0.0;       // mean_ctx above
   // Set by ApplyRoofline.
   std::optional<double> roofline_tokens_per_s;
   std::optional<double> roofline_fraction;  // decode_tokens_per_s / roofline

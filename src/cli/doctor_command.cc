@@ -150,8 +150,8 @@ int RunDoctor(const DoctorOptions& options) {
   if (options.json) {
     nlohmann::json out = DoctorReportToJson(report);
     if (bandwidth && bandwidth->ok()) {
-      out["bandwidth"] = nlohmann::json::parse(
-          ReadBandwidthToJson(**bandwidth).dump());
+      out["bandwidth"] =
+          nlohmann::json::parse(ReadBandwidthToJson(**bandwidth).dump());
     } else if (bandwidth) {
       out["bandwidth"] = {{"error", bandwidth->status().message()}};
     }
@@ -194,8 +194,9 @@ Command AddDoctorCommand(CLI::App& root) {
                           "TESSERA_PLATFORM)");
   command.app->add_flag("--bandwidth", options->bandwidth,
                         "Also measure the host memory read bandwidth (GB/s)");
-  command.app->add_option("--bandwidth-bytes", options->bandwidth_bytes,
-                          "With --bandwidth: bytes read per pass")
+  command.app
+      ->add_option("--bandwidth-bytes", options->bandwidth_bytes,
+                   "With --bandwidth: bytes read per pass")
       ->capture_default_str();
   command.app->add_option("--cpu-threads", options->cpu_threads,
                           "With --bandwidth: reading threads (0: all)");

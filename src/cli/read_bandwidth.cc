@@ -20,8 +20,8 @@ constexpr uint64_t kAlign = 4096;  // chunks start on page boundaries
 
 // Sums `n` 64-bit words. -O3 vectorises the reduction; the clones let the
 // loader pick 512- or 256-bit loads on machines that have them.
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline))
-uint64_t SumWords(const uint64_t* __restrict words, uint64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) uint64_t
+SumWords(const uint64_t* __restrict words, uint64_t n) {
   uint64_t sum = 0;
   for (uint64_t i = 0; i < n; ++i) sum += words[i];
   return sum;
@@ -40,16 +40,15 @@ StatusOr<ReadBandwidthResult> MeasureReadBandwidth(
         "bandwidth repetitions {} must be at least 1", options.repetitions));
   }
   if (options.threads < 0) {
-    return InvalidArgumentError(fmt::format(
-        "--cpu-threads {} must be >= 1 (0: all hardware threads)",
-        options.threads));
+    return InvalidArgumentError(
+        fmt::format("--cpu-threads {} must be >= 1 (0: all hardware threads)",
+                    options.threads));
   }
   int threads = options.threads > 0
                     ? options.threads
                     : int(std::max(1u, std::thread::hardware_concurrency()));
   // Each thread's chunk: a whole number of pages, at least one.
-  const uint64_t chunk =
-      options.bytes / uint64_t(threads) / kAlign * kAlign;
+  const uint64_t chunk = options.bytes / uint64_t(threads) / kAlign * kAlign;
   if (chunk == 0) {
     return InvalidArgumentError(fmt::format(
         "--bandwidth-bytes {} is too small for {} threads; give at least {} "
@@ -57,8 +56,7 @@ StatusOr<ReadBandwidthResult> MeasureReadBandwidth(
         options.bytes, threads, uint64_t(threads) * kAlign));
   }
   const uint64_t total = chunk * uint64_t(threads);
-  std::unique_ptr<void, FreeDeleter> buffer(
-      std::aligned_alloc(kAlign, total));
+  std::unique_ptr<void, FreeDeleter> buffer(std::aligned_alloc(kAlign, total));
   if (buffer == nullptr) {
     return ResourceExhaustedError(fmt::format(
         "cannot allocate {} bytes of host memory for the bandwidth probe; "
@@ -93,9 +91,9 @@ StatusOr<ReadBandwidthResult> MeasureReadBandwidth(
     sync.arrive_and_wait();
     const auto start = std::chrono::steady_clock::now();
     sync.arrive_and_wait();
-    const double seconds = std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     best = std::min(best, seconds);
   }
   for (auto& w : workers) w.join();

@@ -32,8 +32,8 @@ struct ReadBandwidthOptions {
 };
 
 struct ReadBandwidthResult {
-  double read_gbps = 0.0;     // 1e9 bytes per second, best pass
-  uint64_t bytes = 0;         // bytes read per pass (all threads)
+  double read_gbps = 0.0;  // 1e9 bytes per second, best pass
+  uint64_t bytes = 0;      // bytes read per pass (all threads)
   int threads = 0;
   int repetitions = 0;
   double best_seconds = 0.0;  // wall time of the best pass

@@ -1,0 +1,123 @@
+// `tessera bench --one-batch --smoke` and `tessera doctor --bandwidth` end
+// to end: the built binary on a make-model tiny checkpoint. Checks the
+// JSON's shape and that every figure is positive and consistent (token
+// counts, bytes per step = weights + KV); no timing thresholds.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "testing/subprocess.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using tessera::testing::ReadFile;
+using tessera::testing::ShellQuote;
+using Result = tessera::testing::CommandResult;
+
+std::string ScratchPath(const std::string& what) {
+  return (fs::temp_directory_path() /
+          ("tessera_bench_smoke_" + what + "_" + std::to_string(::getpid())))
+      .string();
+}
+
+Result Tessera(const std::string& args) {
+  return tessera::testing::RunShell(std::string(TSR_TESSERA_BIN) + " " + args);
+}
+
+Json ParseObject(const std::string& text, const std::string& err) {
+  auto parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(parsed.is_object()) << "not one JSON object:\n"
+                                  << text << "\nstderr:\n"
+                                  << err;
+  return parsed.is_object() ? parsed : Json::object();
+}
+
+void ExpectPositive(const Json& object, const char* key) {
+  ASSERT_TRUE(object.contains(key)) << key << " missing in " << object.dump();
+  ASSERT_TRUE(object[key].is_number()) << key << " in " << object.dump();
+  EXPECT_GT(object[key].get<double>(), 0.0) << key;
+}
+
+TEST(BenchSmokeTest, OneBatchSmokeJson) {
+  const std::string model = ScratchPath("model");
+  const std::string file = ScratchPath("out.json");
+  const Result made = Tessera(
+      "make-model --preset tiny --arch qwen3 --seed 1 "
+      "--out " +
+      ShellQuote(model));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const Result r = Tessera(
+      "bench --one-batch --smoke --json --platform cpu "
+      "--model-path " +
+      ShellQuote(model) + " --output-file " + ShellQuote(file));
+  const std::string written = ReadFile(file);
+  fs::remove_all(model);
+  fs::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json out = ParseObject(r.out, r.err);
+  EXPECT_EQ(ParseObject(written, "--output-file"), out);
+  ASSERT_TRUE(out["bandwidth"].is_object()) << out.dump();
+  ExpectPositive(out["bandwidth"], "read_gbps");
+  ExpectPositive(out["bandwidth"], "bytes");
+  ExpectPositive(out["bandwidth"], "threads");
+  ASSERT_TRUE(out["results"].is_array());
+  ASSERT_EQ(out["results"].size(), 2u);  // --smoke: batch sizes 1 and 2
+  int64_t expected_batch = 1;
+  for (const Json& row : out["results"]) {
+    EXPECT_EQ(row["batch_size"], expected_batch++);
+    EXPECT_EQ(row["input_len"], 16);
+    EXPECT_EQ(row["output_len"], 4);
+    for (const char* key :
+         {"prefill_seconds", "prefill_tokens_per_s", "decode_seconds",
+          "decode_tokens_per_s", "mean_context", "weight_bytes",
+          "kv_bytes_per_step", "bytes_per_step", "roofline_tokens_per_s",
+          "roofline_fraction"}) {
+      ExpectPositive(row, key);
+    }
+    for (const char* key : {"mean", "p50", "p99"}) {
+      ExpectPositive(row["step_ms"], key);
+    }
+    EXPECT_LE(row["step_ms"]["p50"].get<double>(),
+              row["step_ms"]["p99"].get<double>());
+    EXPECT_EQ(row["bytes_per_step"].get<uint64_t>(),
+              row["weight_bytes"].get<uint64_t>() +
+                  row["kv_bytes_per_step"].get<uint64_t>());
+    EXPECT_DOUBLE_EQ(row["mean_context"].get<double>(), 16 + 2.5);
+  }
+  // KV bytes grow with the batch; the weights do not.
+  EXPECT_EQ(out["results"][1]["kv_bytes_per_step"].get<uint64_t>(),
+            2 * out["results"][0]["kv_bytes_per_step"].get<uint64_t>());
+  EXPECT_EQ(out["results"][0]["weight_bytes"],
+            out["results"][1]["weight_bytes"]);
+}
+
+TEST(BenchSmokeTest, DoctorBandwidthJson) {
+  const Result r = Tessera(
+      "doctor --bandwidth --bandwidth-bytes 16777216 --cpu-threads 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json out = ParseObject(r.out, r.err);
+  ASSERT_TRUE(out["bandwidth"].is_object()) << r.out;
+  ExpectPositive(out["bandwidth"], "read_gbps");
+  EXPECT_EQ(out["bandwidth"]["bytes"], 16777216);
+  EXPECT_EQ(out["bandwidth"]["threads"], 2);
+}
+
+TEST(BenchSmokeTest, TooSmallProbeBufferIsBadInput) {
+  const Result r = Tessera(
+      "doctor --bandwidth --bandwidth-bytes 100 --cpu-threads 2 --json");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("--bandwidth-bytes"), std::string::npos) << r.err;
+}
+
+TEST(BenchSmokeTest, BenchWithoutOneBatchIsBadInput) {
+  const Result r = Tessera("bench --model-path /nonexistent");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--one-batch"), std::string::npos) << r.err;
+}
+
+}  // namespace
