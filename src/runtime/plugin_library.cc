@@ -185,6 +185,10 @@ Status PluginLibrary::Check(tsr_status status, const char* what) const {
   if (status == TSR_OK) return OkStatus();
   std::string message = LastError();
   if (message.empty()) message = fmt::format("status {}", status);
+  // Plugins often name the entry themselves ("init: unknown option ...");
+  // say it once.
+  const std::string prefix = fmt::format("{}: ", what);
+  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
   return Status(FromPluginStatus(status),
                 fmt::format("{} plugin: {}: {}", name_, what, message));
 }
