@@ -96,7 +96,7 @@ LoadedCandidate LoadCandidate(const std::string& path) {
   LoadedCandidate out;
   out.record.path = path;
   out.record.name = PluginNameFromPath(path);
-  auto library = PluginLibrary::Open(path);
+  auto library = PluginLibrary::Open(path, &out.record.abi_version);
   if (!library.ok()) {
     out.record.status = CandidateStatus::kRejected;
     out.record.reason = OneLine(library.status().message());

@@ -84,7 +84,7 @@ StatusCode FromPluginStatus(tsr_status status) {
 }
 
 StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::Open(
-    const std::string& path) {
+    const std::string& path, std::string* abi_version_out) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     return NotFoundError(fmt::format(
@@ -122,6 +122,9 @@ StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::Open(
         path, TSR_PLUGIN_ENTRY_SYMBOL));
   }
   // The first three fields are the same in every major: safe to read.
+  if (abi_version_out != nullptr) {
+    *abi_version_out = fmt::format("{}.{}", api->abi_major, api->abi_minor);
+  }
   if (api->abi_major != TSR_PLUGIN_ABI_MAJOR) {
     return FailedPreconditionError(fmt::format(
         "plugin {} was built for plugin ABI {}.{}, but this Tessera speaks "

@@ -25,7 +25,11 @@ namespace tessera::runtime {
 class PluginLibrary {
  public:
   // Loads `path` and validates its table. Never calls probe or init.
-  static StatusOr<std::unique_ptr<PluginLibrary>> Open(const std::string& path);
+  // `abi_version_out`, when given, receives the "major.minor" the table
+  // reports as soon as it could be read — also when Open then rejects it
+  // (an ABI mismatch), so `doctor` can show it.
+  static StatusOr<std::unique_ptr<PluginLibrary>> Open(
+      const std::string& path, std::string* abi_version_out = nullptr);
 
   ~PluginLibrary();
   PluginLibrary(const PluginLibrary&) = delete;

@@ -266,6 +266,8 @@ TEST(DoctorTest, DiscoveryListsBrokenPluginsWithReasons) {
   }
   EXPECT_EQ((*FindPlugin(j, "widget"))["probe_score"], 0);
   EXPECT_TRUE((*FindPlugin(j, "noentry"))["probe_score"].is_null());
+  // A table readable but rejected still reports the ABI it claims.
+  EXPECT_EQ((*FindPlugin(j, "abi2"))["abi_version"], "2.0");
 }
 
 }  // namespace
