@@ -169,10 +169,7 @@ Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
       const int64_t t = item / hq, h = item % hq;
       T* out = const_cast<T*>(Row3<T>(o, t, h));
       const int64_t b = row_seq[t];
-      if (b < 0) {  // a row no sequence owns (padding): zeros
-        for (int64_t i = 0; i < d; ++i) out[i * o.stride(2)] = FromF32<T>(0.0f);
-        continue;
-      }
+      if (b < 0) continue;  // a row past query_start[B]: left untouched
       const SeqInfo& s = seqs[b];
       const int64_t p = s.len - s.new_tokens + (t - s.first_row);
       const int64_t start = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
