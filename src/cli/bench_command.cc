@@ -29,6 +29,7 @@
 #include "cli/bench_one_batch.h"
 #include "cli/command.h"
 #include "cli/generate_prompt.h"
+#include "cli/runtime_start.h"
 #include "cli/read_bandwidth.h"
 #include "model/checkpoint.h"
 #include "model/model_runner.h"
@@ -155,20 +156,8 @@ int RunBench(BenchOptions o) {
 
   auto checkpoint = model::Checkpoint::Open(o.model_path);
   if (!checkpoint.ok()) return ReportError(checkpoint.status(), kExitBadInput);
-  auto runtime_config = runtime::RuntimeConfig::FromEnvironment(o.flags);
-  if (!runtime_config.ok()) {
-    return ReportError(runtime_config.status(), kExitBadInput);
-  }
-  auto rt = runtime::Runtime::Create(*runtime_config);
-  if (!rt.ok()) {
-    return ReportError(
-        rt.status().WithContext("choosing a device plugin (run `tessera "
-                                "doctor` for details)"),
-        kExitBadInput);
-  }
-  if (Status usable = (*rt)->CheckUsable(); !usable.ok()) {
-    return ReportError(usable, kExitBadInput);
-  }
+  auto rt = StartUsableRuntime(o.flags);
+  if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   const int64_t max_batch =
       *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
   model::ModelRunnerOptions runner_options;

@@ -36,6 +36,7 @@
 #include "cli/command.h"
 #include "cli/generate_loop.h"
 #include "cli/generate_prompt.h"
+#include "cli/runtime_start.h"
 #include "model/checkpoint.h"
 #include "model/model_runner.h"
 #include "runtime/runtime.h"
@@ -231,20 +232,8 @@ int RunGenerate(const GenerateOptions& o) {
           : (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   if (!o.ignore_eos) params.eos_ids = EosIds(**checkpoint, tokenizer);
 
-  auto runtime_config = runtime::RuntimeConfig::FromEnvironment(o.flags);
-  if (!runtime_config.ok()) {
-    return ReportError(runtime_config.status(), kExitBadInput);
-  }
-  auto rt = runtime::Runtime::Create(*runtime_config);
-  if (!rt.ok()) {
-    return ReportError(
-        rt.status().WithContext("choosing a device plugin (run `tessera "
-                                "doctor` for details)"),
-        kExitBadInput);
-  }
-  if (Status usable = (*rt)->CheckUsable(); !usable.ok()) {
-    return ReportError(usable, kExitBadInput);
-  }
+  auto rt = StartUsableRuntime(o.flags);
+  if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   model::ModelRunnerOptions runner_options;
   runner_options.kv_capacity_tokens = prompt_len + params.max_new_tokens;
   runner_options.max_batch_tokens =
