@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/utf8.h"
+
 namespace tessera::tok {
 
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
@@ -29,8 +31,8 @@ struct Utf8Sequence {
 // Classifies the sequence starting at s[pos]; pos < s.size().
 Utf8Sequence ReadUtf8(std::string_view s, size_t pos);
 
-// Appends the UTF-8 encoding of `cp` (must be a Unicode scalar value).
-void AppendUtf8(uint32_t cp, std::string* out);
+// Appends the UTF-8 encoding of a code point (base/utf8.h).
+using ::tessera::AppendUtf8;
 
 bool IsValidUtf8(std::string_view s);
 

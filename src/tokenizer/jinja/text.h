@@ -15,11 +15,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace tessera::jinja::text {
 
 std::u32string Decode(std::string_view s);
 std::string Encode(std::u32string_view s);
-void AppendUtf8(char32_t c, std::string* out);
+using ::tessera::AppendUtf8;  // base/utf8.h
 bool IsValidUtf8(std::string_view s);
 bool IsAscii(std::string_view s);
 
