@@ -49,11 +49,29 @@ RadixNode* RadixCache::Split(RadixNode* node, size_t length) {
   return upper_raw;
 }
 
+int64_t RadixCache::PrefixLength(std::span<const int32_t> tokens) const {
+  if (disabled()) return 0;
+  const size_t aligned = tokens.size() - tokens.size() % page_size();
+  size_t pos = 0;
+  const RadixNode* node = root_.get();
+  while (pos < aligned) {
+    auto rest = tokens.subspan(pos, aligned - pos);
+    auto it = node->children_.find(PageKey(rest));
+    if (it == node->children_.end()) break;
+    const RadixNode* child = it->second.get();
+    const size_t k = MatchLength(child->key_, rest);
+    pos += k;
+    if (k < child->key_.size()) break;
+    node = child;
+  }
+  return static_cast<int64_t>(pos);
+}
+
 RadixCache::MatchResult RadixCache::MatchPrefix(
-    std::span<const int32_t> tokens) {
+    std::span<const int32_t> tokens, bool record_stats) {
   MatchResult result;
   result.last_node = root_.get();
-  tokens_queried_ += static_cast<int64_t>(tokens.size());
+  if (record_stats) tokens_queried_ += static_cast<int64_t>(tokens.size());
   if (disabled()) return result;
 
   size_t aligned = tokens.size() - tokens.size() % page_size();
@@ -77,7 +95,7 @@ RadixCache::MatchResult RadixCache::MatchPrefix(
   }
   result.length = static_cast<int64_t>(pos);
   result.last_node = node;
-  tokens_matched_ += result.length;
+  if (record_stats) tokens_matched_ += result.length;
   return result;
 }
 

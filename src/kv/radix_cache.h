@@ -110,8 +110,15 @@ class RadixCache {
   // Longest cached prefix of `tokens`, truncated to whole pages. Splits the
   // node where the match ends inside an edge, so last_node ends exactly at
   // `length`. Refreshes the last-access tick along the path and counts the
-  // query in the hit statistics.
-  MatchResult MatchPrefix(std::span<const int32_t> tokens);
+  // query in the hit statistics (unless record_stats is false: re-matches
+  // of a running request's own tokens are not cache lookups).
+  MatchResult MatchPrefix(std::span<const int32_t> tokens,
+                          bool record_stats = true);
+
+  // Length of the longest cached prefix of `tokens` (whole pages), without
+  // splitting, touching or counting anything: what the longest-prefix-match
+  // scheduling policy sorts the waiting queue by. O(matched length).
+  int64_t PrefixLength(std::span<const int32_t> tokens) const;
 
   // Caches `tokens` with their `slots` (same length), e.g. prompt plus
   // generated tokens of a finished request or a prefill chunk. Only the

@@ -536,4 +536,25 @@ StatusOr<Logits> ModelRunner::Forward(const Batch& batch) {
   return out;
 }
 
+StatusOr<tsr_tensor> ModelRunner::UploadLogits(const Logits& logits) {
+  if (ws_ == nullptr || logits.vocab != config_.vocab_size ||
+      logits.rows < 1 ||
+      (act_dtype_ == TSR_DTYPE_F32 ? ws_->logits : ws_->logits_f32) ==
+          nullptr ||
+      static_cast<uint64_t>(logits.rows * logits.vocab) * 4 >
+          (act_dtype_ == TSR_DTYPE_F32 ? ws_->logits : ws_->logits_f32)
+              ->size() ||
+      logits.data.size() != static_cast<size_t>(logits.rows * logits.vocab)) {
+    return InvalidArgumentError(
+        "UploadLogits needs logits shaped as the last Forward's");
+  }
+  Buffer& dst = act_dtype_ == TSR_DTYPE_F32 ? *ws_->logits : *ws_->logits_f32;
+  TSR_RETURN_IF_ERROR(stream_->CopyHostToDevice(
+      dst, 0, logits.data.data(), logits.data.size() * sizeof(float)));
+  // The copy reads `logits` asynchronously: wait before the caller may
+  // free or change it.
+  TSR_RETURN_IF_ERROR(stream_->Synchronize());
+  return dst.View(TSR_DTYPE_F32, {logits.rows, logits.vocab});
+}
+
 }  // namespace tessera::model

@@ -107,6 +107,10 @@ class ModelRunner {
   StatusOr<tsr_tensor> ForwardOnDevice(const Batch& batch);
   // ForwardOnDevice, then copies the logits to the host (synchronous).
   StatusOr<Logits> Forward(const Batch& batch);
+  // Copies host logits (e.g. Forward's, adjusted by logit processors) back
+  // into the device logits buffer and returns its F32 [rows, V] view, for
+  // the sampler. `logits` must have the shape of the last Forward's.
+  StatusOr<tsr_tensor> UploadLogits(const Logits& logits);
 
   const ModelConfig& config() const { return config_; }
   const ArchitectureSpec& architecture() const { return *arch_; }

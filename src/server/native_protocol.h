@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/finish_reason.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -50,15 +51,8 @@ MaybeApiError ParseGenerateRequest(const Json& body,
                                    const ProtocolLimits& limits,
                                    GenerateRequest* out);
 
-// How a generation ended, as /generate reports it.
-struct FinishReason {
-  enum class Kind { kStop, kLength, kAbort };
-  Kind kind = Kind::kStop;
-  std::optional<int32_t> matched_token;     // kStop on a stop token / EOS
-  std::optional<std::string> matched_text;  // kStop on a stop string
-  int64_t length = 0;                       // kLength: tokens generated
-  std::string message;                      // kAbort: why
-};
+// How a generation ended (engine/finish_reason.h).
+using FinishReason = engine::FinishReason;
 Json FinishReasonJson(const FinishReason& reason);
 // The OpenAI spelling: "stop", "length" or "abort".
 std::string OpenAiFinishReason(const FinishReason& reason);

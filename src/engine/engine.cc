@@ -1,0 +1,385 @@
+#include "engine/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <random>
+#include <utility>
+
+#include "base/logging.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+
+namespace tessera::engine {
+namespace {
+
+double SecondsSince(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+uint64_t RandomSeed() {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return gen();
+}
+
+}  // namespace
+
+StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
+  if (name == "lpm") return SchedulePolicy::kLongestPrefixMatch;
+  if (name == "fcfs") return SchedulePolicy::kFirstComeFirstServed;
+  return InvalidArgumentError(fmt::format(
+      "unknown --schedule-policy '{}'; use lpm or fcfs", name));
+}
+
+Engine::Engine(model::ModelRunner& runner, const Tokenizer& tokenizer,
+               EngineOptions options)
+    : runner_(runner), tokenizer_(tokenizer), options_(std::move(options)) {}
+
+Engine::~Engine() { Shutdown(0); }
+
+int64_t Engine::vocab_size() const { return runner_.config().vocab_size; }
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
+                                                 const Tokenizer& tokenizer,
+                                                 EngineOptions options) {
+  const int64_t model_ctx = runner.config().max_position_embeddings;
+  if (options.context_length <= 0) options.context_length = model_ctx;
+  if (options.context_length <= 1) {
+    return InvalidArgumentError(
+        "the model's context length is unknown; pass --context-length");
+  }
+  if (options.max_running_requests < 1) {
+    return InvalidArgumentError("--max-running-requests must be at least 1");
+  }
+  std::unique_ptr<Engine> engine(
+      new Engine(runner, tokenizer, std::move(options)));
+  Engine* e = engine.get();
+  e->scheduler_ = std::make_unique<Scheduler>(
+      runner, e->options_, [e](const Sequence& seq) {
+        RequestTiming t;
+        t.queue_s = seq.first_admit
+                        ? std::chrono::duration<double>(*seq.first_admit -
+                                                        seq.arrival)
+                              .count()
+                        : SecondsSince(seq.arrival);
+        t.ttft_s = seq.ttft_s;
+        t.e2e_s = SecondsSince(seq.arrival);
+        t.itl_s = seq.itl_s;
+        t.prompt_tokens = seq.prompt_len();
+        t.completion_tokens = seq.generated();
+        t.cached_tokens = seq.cached_tokens;
+        t.aborted = seq.stream->cancelled() || !seq.last_token;
+        std::function<void(const RequestTiming&)> observer;
+        {
+          std::lock_guard<std::mutex> lock(e->mu_);
+          e->live_.erase(seq.stream->rid());
+          e->stats_.prompt_tokens_total += t.prompt_tokens;
+          e->stats_.cached_tokens_total += t.cached_tokens;
+          e->stats_.requests_total += 1;
+          if (seq.stream->cancelled()) e->stats_.aborted_total += 1;
+          observer = e->observer_;
+        }
+        if (observer) observer(t);
+      });
+  e->thread_ = std::thread([e] { e->Loop(); });
+
+  // Warm-up: one short request through the whole path (allocates the
+  // workspace, resolves every op), then a clean cache and statistics.
+  EngineRequest warm;
+  warm.rid = "warmup";
+  warm.prompt_ids = {0, std::min<int32_t>(1, e->vocab_size() - 1)};
+  warm.max_new_tokens = 2;
+  warm.ignore_eos = true;
+  TSR_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream,
+                       e->Submit(std::move(warm)));
+  while (!stream->finished()) stream->Wait(std::chrono::milliseconds(100));
+  TSR_RETURN_IF_ERROR(e->FlushCache());
+  {
+    std::lock_guard<std::mutex> lock(e->mu_);
+    e->stats_ = EngineStats{};
+    e->stats_.ready = true;
+  }
+  return engine;
+}
+
+StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
+  const int64_t vocab = vocab_size();
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt_ids.size());
+  if (prompt_len == 0) {
+    return InvalidArgumentError(
+        "the prompt is empty; give at least one token");
+  }
+  for (int32_t id : request.prompt_ids) {
+    if (id < 0 || id >= vocab) {
+      return InvalidArgumentError(fmt::format(
+          "prompt token id {} is outside the vocabulary [0, {})", id, vocab));
+    }
+  }
+  const int64_t ctx = options_.context_length;
+  const int64_t pool = runner_.kv_pool().num_slots();
+  if (request.max_new_tokens && *request.max_new_tokens < 1) {
+    return InvalidArgumentError("max_tokens must be at least 1");
+  }
+  if (prompt_len + request.max_new_tokens.value_or(1) > ctx) {
+    return InvalidArgumentError(fmt::format(
+        "This model's maximum context length is {} tokens. However, you "
+        "requested {} tokens ({} in the prompt, {} for the completion). "
+        "Please reduce the prompt or max_tokens.",
+        ctx, prompt_len + request.max_new_tokens.value_or(1), prompt_len,
+        request.max_new_tokens.value_or(1)));
+  }
+  int64_t max_new = request.max_new_tokens.value_or(ctx - prompt_len);
+  if (prompt_len + max_new > pool) {
+    if (request.max_new_tokens || prompt_len + 1 > pool) {
+      return InvalidArgumentError(fmt::format(
+          "the KV cache pool holds {} tokens but this request needs up to {} "
+          "({} in the prompt, {} for the completion); lower max_tokens or "
+          "start the server with a larger --max-total-tokens",
+          pool, prompt_len + max_new, prompt_len, max_new));
+    }
+    max_new = pool - prompt_len;
+  }
+  TSR_ASSIGN_OR_RETURN(
+      StopTokens stops,
+      StopTokens::Create(options_.eos_ids, request.stop_token_ids,
+                         request.ignore_eos, vocab));
+  TSR_ASSIGN_OR_RETURN(StopMatcher matcher, StopMatcher::Create(request.stop));
+  request.logit.min_tokens_stop_ids = stops.ActiveIds();
+  TSR_ASSIGN_OR_RETURN(
+      LogitProcessor processor,
+      LogitProcessor::Create(request.logit, vocab, request.prompt_ids));
+  if (request.rid.empty()) {
+    request.rid = fmt::format("req-{}", next_rid_.fetch_add(1));
+  }
+  const uint64_t seed = request.seed ? *request.seed : RandomSeed();
+  auto seq = std::make_unique<Sequence>(std::move(request), tokenizer_,
+                                        std::move(stops), std::move(matcher),
+                                        std::move(processor), seed, max_new);
+  seq->stream = std::make_shared<RequestStream>(seq->request.rid);
+  return seq;
+}
+
+StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
+    EngineRequest request) {
+  std::vector<EngineRequest> one;
+  one.push_back(std::move(request));
+  TSR_ASSIGN_OR_RETURN(auto streams, SubmitGroup(std::move(one)));
+  return streams[0];
+}
+
+StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
+    std::vector<EngineRequest> requests) {
+  if (requests.empty()) return InvalidArgumentError("no requests");
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (EngineRequest& r : requests) {
+    TSR_ASSIGN_OR_RETURN(std::unique_ptr<Sequence> seq,
+                         Prepare(std::move(r)));
+    seqs.push_back(std::move(seq));
+  }
+  if (seqs.size() > 1) {
+    auto group = std::make_shared<SequenceGroup>();
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i]->group = group;
+      seqs[i]->group_leader = i == 0;
+    }
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) {
+      return UnavailableError("the server is shutting down");
+    }
+    const int64_t max_q = options_.max_queued_requests;
+    if (max_q > 0 && queued_ + static_cast<int64_t>(inbox_.size() +
+                                                    seqs.size()) > max_q) {
+      return ResourceExhaustedError(fmt::format(
+          "the request queue is full ({} waiting, --max-queued-requests "
+          "{}); retry later",
+          queued_ + static_cast<int64_t>(inbox_.size()), max_q));
+    }
+    for (auto& seq : seqs) {
+      if (live_.count(seq->request.rid) != 0) {
+        return InvalidArgumentError(fmt::format(
+            "a request with rid '{}' is already running; rids must be "
+            "unique",
+            seq->request.rid));
+      }
+    }
+    for (auto& seq : seqs) {
+      live_[seq->request.rid] = seq->stream;
+      streams.push_back(seq->stream);
+      inbox_.push_back(std::move(seq));
+    }
+  }
+  cv_.notify_all();
+  return streams;
+}
+
+bool Engine::Abort(const std::string& rid) {
+  std::shared_ptr<RequestStream> stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(rid);
+    if (it == live_.end()) return false;
+    stream = it->second.lock();
+  }
+  if (stream == nullptr) return false;
+  stream->Cancel("aborted by /abort_request");
+  cv_.notify_all();
+  return true;
+}
+
+Status Engine::RunOnScheduler(std::function<Status()> task) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = promise->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ && !thread_.joinable()) {
+      return UnavailableError("the engine has stopped");
+    }
+    tasks_.push_back([task = std::move(task), promise] {
+      promise->set_value(task());
+    });
+  }
+  cv_.notify_all();
+  return result.get();
+}
+
+Status Engine::FlushCache() {
+  return RunOnScheduler([this]() -> Status {
+    if (scheduler_->has_work()) {
+      return FailedPreconditionError(
+          "cache not flushed: requests are still running or queued");
+    }
+    return scheduler_->kv().Flush();
+  });
+}
+
+Status Engine::CheckIntegrity() {
+  return RunOnScheduler([this] { return scheduler_->kv().CheckIntegrity(); });
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Engine::SetTimingObserver(
+    std::function<void(const RequestTiming&)> observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observer_ = std::move(observer);
+}
+
+void Engine::Shutdown(double grace_s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = false;
+    if (!stop_) {
+      stop_ = true;
+      abort_deadline_s_ = grace_s;
+    }
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::Loop() {
+  const auto start = SteadyClock::now();
+  std::optional<SteadyClock::time_point> stop_at;
+  auto last_log = SteadyClock::now();
+  int64_t gen_at_last_log = 0;
+  auto last_rate = SteadyClock::now();
+  int64_t gen_at_last_rate = 0;
+  double gen_throughput = 0;
+  bool idle_wait = false;
+  while (true) {
+    std::deque<std::unique_ptr<Sequence>> incoming;
+    std::deque<std::function<void()>> tasks;
+    bool stopping = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const auto wait = scheduler_->has_work() && !idle_wait
+                            ? std::chrono::milliseconds(0)
+                            : std::chrono::milliseconds(idle_wait ? 2 : 100);
+      cv_.wait_for(lock, wait, [&] {
+        return stop_ || !inbox_.empty() || !tasks_.empty();
+      });
+      incoming.swap(inbox_);
+      tasks.swap(tasks_);
+      stopping = stop_;
+      if (stopping && !stop_at) {
+        stop_at = SteadyClock::now() +
+                  std::chrono::duration_cast<SteadyClock::duration>(
+                      std::chrono::duration<double>(
+                          std::max(0.0, abort_deadline_s_)));
+      }
+    }
+    for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
+    for (auto& task : tasks) task();
+    if (stopping && SteadyClock::now() >= *stop_at && scheduler_->has_work()) {
+      scheduler_->AbortAll("the server is shutting down");
+    }
+    if (stopping && !scheduler_->has_work()) break;
+
+    StatusOr<bool> stepped = scheduler_->Step();
+    if (!stepped.ok()) {
+      TSR_LOG_ERROR("model step failed: {}; aborting the batch",
+                    stepped.status().ToString());
+      scheduler_->AbortAll("internal error: " + stepped.status().ToString());
+      idle_wait = false;
+    } else {
+      idle_wait = !*stepped && scheduler_->has_work();
+    }
+
+    // Stats and the periodic status line.
+    const auto now = SteadyClock::now();
+    const double rate_dt =
+        std::chrono::duration<double>(now - last_rate).count();
+    if (rate_dt >= 1.0) {
+      gen_throughput =
+          (scheduler_->generated_total() - gen_at_last_rate) / rate_dt;
+      gen_at_last_rate = scheduler_->generated_total();
+      last_rate = now;
+    }
+    EngineStats snapshot;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      scheduler_->FillStats(stats_);
+      stats_.queued = scheduler_->waiting() + static_cast<int64_t>(inbox_.size());
+      stats_.gen_throughput = gen_throughput;
+      queued_ = scheduler_->waiting();
+      snapshot = stats_;
+    }
+    const double log_dt = std::chrono::duration<double>(now - last_log).count();
+    if (options_.log_interval_s > 0 && log_dt >= options_.log_interval_s &&
+        (snapshot.running > 0 || snapshot.queued > 0 ||
+         scheduler_->generated_total() != gen_at_last_log)) {
+      const double interval_tps =
+          (scheduler_->generated_total() - gen_at_last_log) / log_dt;
+      TSR_LOG_INFO(
+          "#running-req: {}, #queue-req: {}, batch: {}, token usage: {:.2f} "
+          "({}/{}), cache hit rate: {:.1f}%, gen throughput (token/s): {:.1f}",
+          snapshot.running, snapshot.queued, snapshot.last_batch_size,
+          snapshot.kv_capacity_tokens > 0
+              ? double(snapshot.kv_used_tokens) / snapshot.kv_capacity_tokens
+              : 0.0,
+          snapshot.kv_used_tokens, snapshot.kv_capacity_tokens,
+          100.0 * snapshot.cache_hit_rate, interval_tps);
+      last_log = now;
+      gen_at_last_log = scheduler_->generated_total();
+    }
+  }
+  (void)start;
+  // Anything submitted during the last moments of shutdown.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& seq : inbox_) seq->stream->Push(seq->AbortOutput("the server is shutting down"));
+  inbox_.clear();
+  for (auto& task : tasks_) task();
+  tasks_.clear();
+}
+
+}  // namespace tessera::engine

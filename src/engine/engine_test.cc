@@ -1,0 +1,295 @@
+// The engine end to end on a make-model tiny checkpoint (cpu plugin):
+// batching invariance, chunked prefill, prefix reuse, n > 1 sharing,
+// retraction under KV pressure, aborts, stop conditions and validation. Each
+// test ends with the KV pool back at its baseline and CheckIntegrity OK.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+#include "model/runner_test_util.h"
+
+namespace tessera::engine {
+namespace {
+
+struct Collected {
+  std::vector<int32_t> ids;
+  std::string text;
+  RequestOutput last;
+  int outputs = 0;
+};
+
+Collected Collect(RequestStream& stream) {
+  Collected c;
+  while (!stream.finished() || c.outputs == 0 || !c.last.finished) {
+    for (RequestOutput& o : stream.Wait(std::chrono::milliseconds(200))) {
+      ++c.outputs;
+      c.ids.insert(c.ids.end(), o.token_ids.begin(), o.token_ids.end());
+      c.text += o.text;
+      c.last = std::move(o);
+    }
+  }
+  return c;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(
+        (std::filesystem::temp_directory_path() /
+         ("tessera_engine_test_" + std::to_string(::getpid())))
+            .string());
+    auto ck = model::testing::MakeCheckpoint(*dir_, model::Architecture::kLlama,
+                                             TSR_DTYPE_F32);
+    ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+    auto tok = Tokenizer::Load(*dir_ + "/tokenizer.json");
+    ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+    checkpoint_ = ck->release();
+    tokenizer_ = tok->release();
+  }
+  static void TearDownTestSuite() {
+    delete checkpoint_;
+    delete tokenizer_;
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+
+  void Start(EngineOptions options = {}, int64_t kv_tokens = 4096,
+             int32_t page_size = 4) {
+    engine_.reset();
+    runner_.reset();
+    runtime_.reset();
+    auto rt = model::testing::CreateRuntime();
+    ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+    runtime_ = std::move(*rt);
+    model::ModelRunnerOptions ro;
+    ro.kv_capacity_tokens = kv_tokens;
+    ro.page_size = page_size;
+    ro.show_progress = false;
+    auto runner = model::ModelRunner::Create(*runtime_, *checkpoint_, ro);
+    ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+    runner_ = std::move(*runner);
+    options.log_interval_s = 0;
+    auto engine = Engine::Create(*runner_, *tokenizer_, options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    engine_ = std::move(*engine);
+  }
+
+  void TearDown() override {
+    if (engine_) {
+      Status s = engine_->CheckIntegrity();
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(engine_->Stats().kv_used_tokens, 0);
+      engine_->Shutdown(0);
+    }
+    engine_.reset();
+    runner_.reset();
+    runtime_.reset();
+  }
+
+  static EngineRequest Greedy(std::vector<int32_t> prompt, int64_t max_new) {
+    EngineRequest r;
+    r.prompt_ids = std::move(prompt);
+    r.max_new_tokens = max_new;
+    r.ignore_eos = true;
+    return r;
+  }
+  static std::vector<int32_t> Prompt(int n, int salt) {
+    std::vector<int32_t> p(n);
+    for (int i = 0; i < n; ++i) p[i] = (i * 37 + salt * 101 + 5) % 1000;
+    return p;
+  }
+  Collected Run(EngineRequest r) {
+    auto stream = engine_->Submit(std::move(r));
+    EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+    return Collect(**stream);
+  }
+
+  static std::string* dir_;
+  static model::Checkpoint* checkpoint_;
+  static Tokenizer* tokenizer_;
+  std::unique_ptr<runtime::Runtime> runtime_;
+  std::unique_ptr<model::ModelRunner> runner_;
+  std::unique_ptr<Engine> engine_;
+};
+std::string* EngineTest::dir_ = nullptr;
+model::Checkpoint* EngineTest::checkpoint_ = nullptr;
+Tokenizer* EngineTest::tokenizer_ = nullptr;
+
+TEST_F(EngineTest, ConcurrentRequestsEqualTheSameRequestAlone) {
+  Start();
+  std::vector<Collected> alone;
+  for (int i = 0; i < 6; ++i) alone.push_back(Run(Greedy(Prompt(10 + 7 * i, i), 12)));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 6; ++i) {
+    auto s = engine_->Submit(Greedy(Prompt(10 + 7 * i, i), 12));
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  for (int i = 0; i < 6; ++i) {
+    Collected c = Collect(*streams[i]);
+    EXPECT_EQ(c.ids, alone[i].ids) << "request " << i;
+    EXPECT_EQ(c.text, alone[i].text);
+    EXPECT_EQ(c.last.finish.kind, FinishReason::Kind::kLength);
+    EXPECT_EQ(c.last.completion_tokens, 12);
+  }
+}
+
+TEST_F(EngineTest, ChunkedPrefillGivesTheSameTokens) {
+  Start();
+  Collected whole = Run(Greedy(Prompt(90, 3), 8));
+  EngineOptions o;
+  o.chunked_prefill_size = 16;
+  Start(o);
+  Collected chunked = Run(Greedy(Prompt(90, 3), 8));
+  EXPECT_EQ(whole.ids, chunked.ids);
+}
+
+TEST_F(EngineTest, SharedPrefixIsReportedAsCached) {
+  Start();
+  auto p1 = Prompt(64, 1);
+  auto p2 = p1;
+  p2.push_back(7);
+  p2.push_back(8);
+  Collected first = Run(Greedy(p1, 4));
+  EXPECT_EQ(first.last.cached_tokens, 0);
+  Collected second = Run(Greedy(p2, 4));
+  EXPECT_EQ(second.last.cached_tokens, 64);
+  EXPECT_GT(engine_->Stats().cache_hit_rate, 0.0);
+  // Same tokens as without the cache.
+  EngineOptions o;
+  o.disable_radix_cache = true;
+  Start(o);
+  Collected fresh = Run(Greedy(p2, 4));
+  EXPECT_EQ(fresh.last.cached_tokens, 0);
+  EXPECT_EQ(fresh.ids, second.ids);
+}
+
+TEST_F(EngineTest, GroupFollowersReuseTheLeadersPrompt) {
+  Start();
+  std::vector<EngineRequest> group;
+  for (int i = 0; i < 3; ++i) {
+    EngineRequest r = Greedy(Prompt(41, 9), 5);
+    r.sampling.temperature = 1.0f;
+    r.seed = 100 + i;
+    group.push_back(std::move(r));
+  }
+  auto streams = engine_->SubmitGroup(std::move(group));
+  ASSERT_TRUE(streams.ok());
+  std::vector<Collected> out;
+  for (auto& s : *streams) out.push_back(Collect(*s));
+  EXPECT_EQ(out[0].last.cached_tokens, 0);
+  EXPECT_EQ(out[1].last.cached_tokens, 40);
+  EXPECT_EQ(out[2].last.cached_tokens, 40);
+  // A seeded request gives the same tokens alone.
+  EngineRequest again = Greedy(Prompt(41, 9), 5);
+  again.sampling.temperature = 1.0f;
+  again.seed = 101;
+  EXPECT_EQ(Run(std::move(again)).ids, out[1].ids);
+}
+
+TEST_F(EngineTest, RetractionUnderKvPressureCompletesEveryRequestCorrectly) {
+  Start({}, /*kv_tokens=*/160, /*page_size=*/4);
+  std::vector<Collected> alone;
+  for (int i = 0; i < 5; ++i) alone.push_back(Run(Greedy(Prompt(30, 20 + i), 50)));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) {
+    auto s = engine_->Submit(Greedy(Prompt(30, 20 + i), 50));
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  for (int i = 0; i < 5; ++i) {
+    Collected c = Collect(*streams[i]);
+    EXPECT_EQ(c.ids, alone[i].ids) << "request " << i;
+    EXPECT_EQ(c.last.finish.kind, FinishReason::Kind::kLength);
+  }
+  EXPECT_GT(engine_->Stats().retractions_total, 0);
+}
+
+TEST_F(EngineTest, CancelledRequestFreesItsKv) {
+  Start();
+  auto s = engine_->Submit(Greedy(Prompt(20, 4), 2000));
+  ASSERT_TRUE(s.ok());
+  // Wait for some output, then cancel.
+  int got = 0;
+  while (got < 3) got += static_cast<int>((*s)->Wait(std::chrono::milliseconds(100)).size());
+  EXPECT_TRUE(engine_->Abort((*s)->rid()));
+  Collected c = Collect(**s);
+  EXPECT_EQ(c.last.finish.kind, FinishReason::Kind::kAbort);
+  EXPECT_FALSE(engine_->Abort((*s)->rid()));
+}
+
+TEST_F(EngineTest, StopStringsStopTokensAndLength) {
+  Start();
+  Collected free_run = Run(Greedy(Prompt(12, 5), 16));
+  ASSERT_EQ(free_run.ids.size(), 16u);
+  // Stop on the 4th token id.
+  EngineRequest r = Greedy(Prompt(12, 5), 16);
+  r.stop_token_ids = {free_run.ids[3]};
+  Collected by_id = Run(std::move(r));
+  EXPECT_EQ(by_id.last.finish.kind, FinishReason::Kind::kStop);
+  ASSERT_TRUE(by_id.last.finish.matched_token.has_value());
+  EXPECT_LE(by_id.ids.size(), 4u);
+  // Stop on a piece of the text: the text ends right before it.
+  if (free_run.text.size() > 6) {
+    const std::string stop = free_run.text.substr(3, 3);
+    EngineRequest rs = Greedy(Prompt(12, 5), 16);
+    rs.stop = {stop};
+    Collected by_text = Run(std::move(rs));
+    EXPECT_EQ(by_text.last.finish.kind, FinishReason::Kind::kStop);
+    EXPECT_EQ(by_text.last.finish.matched_text, stop);
+    EXPECT_EQ(by_text.text, free_run.text.substr(0, free_run.text.find(stop)));
+  }
+}
+
+TEST_F(EngineTest, LogprobsAndPenaltiesRunOnTheHostPath) {
+  Start();
+  EngineRequest r = Greedy(Prompt(12, 6), 6);
+  r.top_logprobs = 3;
+  Collected c = Run(std::move(r));
+  Collected plain = Run(Greedy(Prompt(12, 6), 6));
+  EXPECT_EQ(c.ids, plain.ids);  // logprobs change nothing
+  EngineRequest biased = Greedy(Prompt(12, 6), 6);
+  biased.logit.logit_bias = {{777, 100.0f}};
+  Collected b = Run(std::move(biased));
+  EXPECT_EQ(b.ids, std::vector<int32_t>(6, 777));
+}
+
+TEST_F(EngineTest, InvalidRequestsAreRejectedUpFront) {
+  Start();
+  EXPECT_EQ(engine_->Submit(Greedy({}, 4)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine_->Submit(Greedy({5, 99999}, 4)).status().code(),
+            StatusCode::kInvalidArgument);
+  auto too_long = engine_->Submit(Greedy(Prompt(10, 1), 1 << 20));
+  EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_long.status().message().find("maximum context length"),
+            std::string::npos);
+}
+
+TEST_F(EngineTest, FullQueueIsResourceExhausted) {
+  EngineOptions o;
+  o.max_queued_requests = 2;
+  o.max_running_requests = 1;
+  Start(o);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  int rejected = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto s = engine_->Submit(Greedy(Prompt(10, i), 200));
+    if (s.ok()) {
+      streams.push_back(*s);
+    } else {
+      EXPECT_EQ(s.status().code(), StatusCode::kResourceExhausted);
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  for (auto& s : streams) s->Cancel();
+  for (auto& s : streams) Collect(*s);
+}
+
+}  // namespace
+}  // namespace tessera::engine

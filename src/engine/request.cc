@@ -1,0 +1,37 @@
+#include "engine/request.h"
+
+namespace tessera::engine {
+
+void RequestStream::Push(RequestOutput output) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_.load()) return;
+    if (output.finished) finished_.store(true);
+    pending_.push_back(std::move(output));
+  }
+  cv_.notify_all();
+}
+
+std::vector<RequestOutput> RequestStream::Wait(
+    std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return !pending_.empty(); });
+  std::vector<RequestOutput> out(std::make_move_iterator(pending_.begin()),
+                                 std::make_move_iterator(pending_.end()));
+  pending_.clear();
+  return out;
+}
+
+void RequestStream::Cancel(std::string why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_.load()) return;
+  cancel_reason_ = std::move(why);
+  cancelled_.store(true);
+}
+
+std::string RequestStream::cancel_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancel_reason_;
+}
+
+}  // namespace tessera::engine

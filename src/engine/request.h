@@ -1,0 +1,106 @@
+// What a client asks the engine for (EngineRequest) and what comes back
+// (RequestOutput), through a RequestStream: the one channel between an HTTP
+// handler thread and the scheduler thread for one generated sequence.
+//
+// Flow: the handler builds an EngineRequest (token ids already, sampling and
+// stop settings already validated by the protocol layer), Engine::Submit
+// returns a RequestStream, the scheduler Push()es outputs as tokens are
+// sampled (text deltas already stop-string filtered), the last one with
+// finished = true. The handler Wait()s and drains. A handler that loses its
+// client calls Cancel(); the scheduler notices at its next step, frees the
+// request's KV and pushes a final kAbort output.
+//
+// Thread-safety: RequestStream is safe between one producer (the scheduler)
+// and any number of consumer threads; everything else here is a plain
+// value type.
+#ifndef TESSERA_ENGINE_REQUEST_H_
+#define TESSERA_ENGINE_REQUEST_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/finish_reason.h"
+#include "engine/logit_processor.h"
+#include "model/sampler.h"
+
+namespace tessera::engine {
+
+struct EngineRequest {
+  std::string rid;                  // unique; the engine assigns one if empty
+  std::vector<int32_t> prompt_ids;  // >= 1 token, all < vocab size
+  model::SamplingParams sampling;
+  std::optional<uint64_t> seed;  // nullopt: a random seed per request
+  LogitParams logit;             // penalties, logit_bias, min_tokens
+  std::vector<std::string> stop;        // stop strings
+  std::vector<int32_t> stop_token_ids;  // request stop ids
+  bool ignore_eos = false;
+  std::optional<int64_t> max_new_tokens;  // nullopt: up to the context
+  // Log-probabilities of sampled tokens: -1 none; K >= 0 also the K most
+  // likely alternatives per position.
+  int32_t top_logprobs = -1;
+  bool skip_special_tokens = true;
+};
+
+// Log-probability of one sampled token (natural log), with the top
+// alternatives at its position, most likely first.
+struct TokenLogprobs {
+  int32_t id = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+// One increment of a sequence's output. `token_ids` are the tokens sampled
+// since the previous output; `text` is the text that became safe to emit
+// (held-back stop-string prefixes are released later or dropped).
+struct RequestOutput {
+  std::vector<int32_t> token_ids;
+  std::string text;
+  std::vector<TokenLogprobs> logprobs;  // one per token when requested
+  bool finished = false;
+  FinishReason finish;  // valid when finished
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;  // so far
+  int64_t cached_tokens = 0;      // prompt tokens served from the cache
+};
+
+class RequestStream {
+ public:
+  explicit RequestStream(std::string rid) : rid_(std::move(rid)) {}
+
+  const std::string& rid() const { return rid_; }
+
+  // Scheduler side. Outputs after a finished one are ignored.
+  void Push(RequestOutput output);
+
+  // Consumer side: waits up to `timeout` for outputs and returns all that
+  // arrived (in order; empty on timeout).
+  std::vector<RequestOutput> Wait(std::chrono::milliseconds timeout);
+  bool finished() const { return finished_.load(); }
+
+  // Asks the scheduler to abort (client went away, /abort_request,
+  // shutdown). Idempotent.
+  void Cancel(std::string why = "aborted by the client");
+  bool cancelled() const { return cancelled_.load(); }
+  std::string cancel_reason() const;
+
+ private:
+  const std::string rid_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RequestOutput> pending_;
+  std::string cancel_reason_;
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace tessera::engine
+
+#endif  // TESSERA_ENGINE_REQUEST_H_

@@ -1,0 +1,374 @@
+#include "engine/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "base/logging.h"
+
+namespace tessera::engine {
+namespace {
+
+// Prefill keeps at least this much room per step when decode rows fill the
+// budget, so queued prompts are never starved by a large decode batch.
+constexpr int64_t kMinPrefillBudget = 64;
+// Above this many waiting requests lpm falls back to arrival order (the
+// prefix lookups would cost more than they save), as SGLang does.
+constexpr size_t kLpmMaxQueue = 128;
+
+// The prompt positions a sequence must have in the KV cache before it
+// decodes: all tokens except a pending sampled one.
+int64_t PrefillTarget(const Sequence& s) {
+  return static_cast<int64_t>(s.tokens.size()) - (s.generated() > 0 ? 1 : 0);
+}
+
+// log_softmax(row)[id] and the k largest entries (ties to the lower id).
+TokenLogprobs ComputeLogprobs(std::span<const float> row, int32_t id,
+                              int32_t k) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (float x : row) max = std::max(max, x);
+  double sum = 0;
+  for (float x : row) sum += std::exp(static_cast<double>(x) - max);
+  const double lse = max + std::log(sum);
+  TokenLogprobs out;
+  out.id = id;
+  out.logprob = static_cast<float>(row[id] - lse);
+  if (k > 0) {
+    std::vector<int32_t> idx(row.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
+    const size_t kk = std::min<size_t>(static_cast<size_t>(k), idx.size());
+    auto better = [&](int32_t a, int32_t b) {
+      return row[a] > row[b] || (row[a] == row[b] && a < b);
+    };
+    std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), better);
+    for (size_t i = 0; i < kk; ++i) {
+      out.top.emplace_back(idx[i], static_cast<float>(row[idx[i]] - lse));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(model::ModelRunner& runner, const EngineOptions& options,
+                     FinishFn on_finish)
+    : runner_(runner),
+      options_(options),
+      on_finish_(std::move(on_finish)),
+      cache_(kv::RadixCacheOptions{runner.kv_pool().page_size(),
+                                   options.disable_radix_cache}),
+      kv_(runner.kv_pool(), cache_),
+      sampler_(runner.runtime(), runner.device(), runner.stream()) {}
+
+void Scheduler::Enqueue(std::unique_ptr<Sequence> seq) {
+  waiting_.push_back(std::move(seq));
+}
+
+void Scheduler::Finish(Sequence* seq, RequestOutput last) {
+  if (!seq->kv.pages.empty() || seq->kv.lock_node != nullptr) {
+    Status released = kv_.Release(
+        std::span<const int32_t>(seq->tokens).first(seq->kv_len), seq->kv);
+    if (!released.ok()) {
+      TSR_LOG_ERROR("releasing the KV of request {}: {}", seq->stream->rid(),
+                    released.ToString());
+    }
+  }
+  seq->kv_len = 0;
+  if (chunked_ == seq) chunked_ = nullptr;
+  if (seq->group_leader && seq->group) seq->group->leader_prefilled = true;
+  seq->finished = true;
+  // Bookkeeping first, so a client that sees the last output sees the
+  // request gone (e.g. /abort_request answers "not found").
+  on_finish_(*seq);
+  seq->stream->Push(std::move(last));
+}
+
+void Scheduler::RemoveFinished() {
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [](const std::unique_ptr<Sequence>& s) {
+                                  return s->finished;
+                                }),
+                 running_.end());
+}
+
+void Scheduler::ReapCancelled() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    Sequence* s = it->get();
+    if (s->stream->cancelled()) {
+      Finish(s, s->AbortOutput(s->stream->cancel_reason()));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& s : running_) {
+    if (s->stream->cancelled()) {
+      Finish(s.get(), s->AbortOutput(s->stream->cancel_reason()));
+    }
+  }
+  RemoveFinished();
+}
+
+void Scheduler::AbortAll(const std::string& why) {
+  for (auto& s : waiting_) Finish(s.get(), s->AbortOutput(why));
+  waiting_.clear();
+  for (auto& s : running_) {
+    if (!s->finished) Finish(s.get(), s->AbortOutput(why));
+  }
+  running_.clear();
+  chunked_ = nullptr;
+}
+
+void Scheduler::Retract(Sequence* seq) {
+  Status released = kv_.Release(
+      std::span<const int32_t>(seq->tokens).first(seq->kv_len), seq->kv);
+  if (!released.ok()) {
+    TSR_LOG_ERROR("retracting request {}: {}", seq->stream->rid(),
+                  released.ToString());
+  }
+  seq->kv_len = 0;
+  if (chunked_ == seq) chunked_ = nullptr;
+  auto it = std::find_if(running_.begin(), running_.end(),
+                         [&](const auto& p) { return p.get() == seq; });
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+  ++retractions_;
+}
+
+void Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
+  size_t i = 0;
+  while (i < decode.size()) {
+    Sequence* s = decode[i];
+    if (kv_.Reserve(s->kv, s->kv_len + 1).ok()) {
+      ++i;
+      continue;
+    }
+    if (running_.size() == 1) {
+      // Alone and still out of room: the pool cannot hold this sequence
+      // (Submit bounds prompt + max tokens by the pool, so only a pool
+      // shared with something else gets here).
+      Finish(s, s->AbortOutput("the KV cache pool is too small for this "
+                               "request; start the server with a larger "
+                               "--max-total-tokens"));
+      decode.erase(decode.begin() + static_cast<std::ptrdiff_t>(i));
+      RemoveFinished();
+      continue;
+    }
+    Sequence* victim = running_.back().get();
+    TSR_LOG_DEBUG("KV pool full: retracting request {} ({} tokens)",
+                  victim->stream->rid(), victim->tokens.size());
+    Retract(victim);
+    auto it = std::find(decode.begin(), decode.end(), victim);
+    if (it != decode.end()) decode.erase(it);
+  }
+  if (retractions_ > 0 && !decode.empty()) {
+    TSR_LOG_DEBUG("{} running after retraction", running_.size());
+  }
+}
+
+void Scheduler::SortWaiting() {
+  if (options_.policy != SchedulePolicy::kLongestPrefixMatch ||
+      cache_.disabled() || waiting_.size() < 2 ||
+      waiting_.size() > kLpmMaxQueue) {
+    return;
+  }
+  std::vector<std::pair<int64_t, size_t>> keys;
+  keys.reserve(waiting_.size());
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const auto& t = waiting_[i]->tokens;
+    keys.emplace_back(
+        cache_.PrefixLength(std::span<const int32_t>(t).first(t.size() - 1)),
+        i);
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first;
+  });
+  std::deque<std::unique_ptr<Sequence>> sorted;
+  for (const auto& k : keys) sorted.push_back(std::move(waiting_[k.second]));
+  waiting_ = std::move(sorted);
+}
+
+void Scheduler::SchedulePrefill(
+    int64_t budget, std::vector<std::pair<Sequence*, int64_t>>& prefill) {
+  if (chunked_ != nullptr) {
+    Sequence* s = chunked_;
+    const int64_t n = std::min(PrefillTarget(*s) - s->kv_len, budget);
+    if (n > 0 && kv_.Reserve(s->kv, s->kv_len + n).ok()) {
+      prefill.emplace_back(s, n);
+      budget -= n;
+      if (s->kv_len + n >= PrefillTarget(*s)) chunked_ = nullptr;
+    }
+    if (chunked_ != nullptr) return;  // one chunked prompt at a time
+  }
+  if (waiting_.empty() || budget <= 0) return;
+  SortWaiting();
+  const auto now = SteadyClock::now();
+  auto it = waiting_.begin();
+  while (it != waiting_.end() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) <
+             options_.max_running_requests) {
+    Sequence* s = it->get();
+    if (s->group && !s->group_leader && !s->group->leader_prefilled &&
+        !cache_.disabled()) {
+      ++it;  // wait for the leader's prompt KV
+      continue;
+    }
+    const auto& t = s->tokens;
+    const int64_t matched = kv_.MatchAndLock(
+        std::span<const int32_t>(t).first(t.size() - 1), s->kv);
+    s->kv_len = matched;
+    const int64_t target = PrefillTarget(*s);
+    const int64_t remaining = target - matched;
+    const int64_t n = std::min(remaining, budget);
+    // Admit only when the whole remaining prompt and its first decode slot
+    // fit now; chunked prompts keep their room across steps.
+    if (!kv_.CanReserve(s->kv, target + 1) ||
+        !kv_.Reserve(s->kv, s->kv_len + n).ok()) {
+      (void)kv_.Release(std::span<const int32_t>(t).first(matched), s->kv);
+      s->kv_len = 0;
+      break;
+    }
+    if (!s->admitted_once) {
+      s->admitted_once = true;
+      s->cached_tokens = std::min(matched, s->prompt_len());
+      s->first_admit = now;
+    }
+    running_.push_back(std::move(*it));
+    it = waiting_.erase(it);
+    if (n > 0) {
+      prefill.emplace_back(s, n);
+      budget -= n;
+      if (s->kv_len + n < target) {
+        chunked_ = s;
+        break;
+      }
+    }
+  }
+}
+
+Status Scheduler::RunBatch(
+    const std::vector<Sequence*>& decode,
+    const std::vector<std::pair<Sequence*, int64_t>>& prefill) {
+  struct Row {
+    Sequence* seq;
+    int64_t n;
+    bool sample;
+  };
+  std::vector<Row> rows;
+  model::Batch batch;
+  for (Sequence* s : decode) {
+    rows.push_back({s, 1, true});
+    batch.sequences.push_back(
+        {std::span<const int32_t>(s->tokens).last(1), s->kv_len, s->kv.pages});
+  }
+  for (const auto& [s, n] : prefill) {
+    const bool completes = s->kv_len + n >= PrefillTarget(*s);
+    rows.push_back({s, n, completes && s->generated() == 0});
+    batch.sequences.push_back(
+        {std::span<const int32_t>(s->tokens).subspan(s->kv_len, n), s->kv_len,
+         s->kv.pages});
+  }
+
+  bool host = false;
+  for (const Row& r : rows) host |= r.sample && r.seq->needs_host_logits();
+  tsr_tensor logits{};
+  model::Logits host_logits;
+  if (host) {
+    TSR_ASSIGN_OR_RETURN(host_logits, runner_.Forward(batch));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].sample && rows[i].seq->processor.active()) {
+        auto row = std::span<float>(host_logits.data)
+                       .subspan(i * host_logits.vocab, host_logits.vocab);
+        rows[i].seq->processor.Apply(row);
+      }
+    }
+    TSR_ASSIGN_OR_RETURN(logits, runner_.UploadLogits(host_logits));
+  } else {
+    TSR_ASSIGN_OR_RETURN(logits, runner_.ForwardOnDevice(batch));
+  }
+  std::vector<model::SampleRow> sample_rows(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].sample) continue;  // greedy placeholder, result unused
+    Sequence* s = rows[i].seq;
+    sample_rows[i].params = s->request.sampling;
+    sample_rows[i].rng = &s->rng;
+  }
+  TSR_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                       sampler_.Sample(logits, sample_rows));
+
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Sequence* s = rows[i].seq;
+    s->kv_len += rows[i].n;
+    const bool was_prefill = i >= decode.size();
+    if (was_prefill) {
+      Status cached = kv_.CacheComputed(
+          std::span<const int32_t>(s->tokens).first(s->kv_len), s->kv);
+      if (!cached.ok()) {
+        TSR_LOG_WARN("caching the prompt of {}: {}", s->stream->rid(),
+                     cached.ToString());
+      }
+      if (s->kv_len >= PrefillTarget(*s) && s->group_leader && s->group) {
+        s->group->leader_prefilled = true;
+      }
+    }
+    if (!rows[i].sample) continue;
+    std::optional<TokenLogprobs> lp;
+    if (s->request.top_logprobs >= 0) {
+      lp = ComputeLogprobs(host_logits.Row(static_cast<int64_t>(i)), ids[i],
+                           s->request.top_logprobs);
+    }
+    ++generated_total_;
+    RequestOutput out = s->AcceptToken(ids[i], std::move(lp));
+    if (out.finished) {
+      Finish(s, std::move(out));
+    } else {
+      s->stream->Push(std::move(out));
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<bool> Scheduler::Step() {
+  ReapCancelled();
+  if (!has_work()) return false;
+  std::vector<Sequence*> decode;
+  for (auto& s : running_) {
+    if (!s->prefilling()) decode.push_back(s.get());
+  }
+  ReserveDecode(decode);
+  int64_t budget = std::numeric_limits<int64_t>::max();
+  if (options_.chunked_prefill_size > 0) {
+    budget = std::max(
+        options_.chunked_prefill_size - static_cast<int64_t>(decode.size()),
+        std::min(kMinPrefillBudget, options_.chunked_prefill_size));
+  }
+  std::vector<std::pair<Sequence*, int64_t>> prefill;
+  SchedulePrefill(budget, prefill);
+  // A sequence admitted this step with its whole prompt cached (a resumed
+  // one) decodes from the next step on.
+  if (decode.empty() && prefill.empty()) {
+    last_batch_size_ = 0;
+    return !running_.empty();
+  }
+  Status ran = RunBatch(decode, prefill);
+  RemoveFinished();
+  last_batch_size_ = static_cast<int64_t>(decode.size() + prefill.size());
+  TSR_RETURN_IF_ERROR(ran);
+  return true;
+}
+
+void Scheduler::FillStats(EngineStats& stats) const {
+  stats.running = static_cast<int64_t>(running_.size());
+  stats.last_batch_size = last_batch_size_;
+  stats.kv_capacity_tokens = kv_.CapacityTokens();
+  stats.kv_used_tokens = kv_.UsedTokens();
+  stats.kv_cached_tokens = cache_.total_size();
+  stats.cache_hit_rate = cache_.hit_rate();
+  stats.retractions_total = retractions_;
+  stats.generation_tokens_total = generated_total_;
+}
+
+}  // namespace tessera::engine

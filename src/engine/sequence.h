@@ -1,0 +1,97 @@
+// Sequence: the scheduler's state for one generated sequence — its tokens,
+// KV pages, and the per-request output pipeline a sampled token goes
+// through: logit processor bookkeeping, stop tokens, incremental
+// detokenization, stop strings, length limit, then one RequestOutput on the
+// request's stream.
+//
+// Token bookkeeping: tokens = prompt + generated; kv_len = how many of them
+// have K/V in the pool. While prefilling kv_len < tokens.size() - 0; once
+// the prompt is done and a token is sampled, decode steps feed
+// tokens.back() at position kv_len == tokens.size() - 1. A retracted
+// sequence keeps its tokens and prefills them again (mostly from the radix
+// cache) when it is admitted again.
+//
+// Thread-safety: owned and used by the scheduler thread only (the stream is
+// the thread-safe part).
+#ifndef TESSERA_ENGINE_SEQUENCE_H_
+#define TESSERA_ENGINE_SEQUENCE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/kv_cache_manager.h"
+#include "engine/logit_processor.h"
+#include "engine/request.h"
+#include "engine/stop_matcher.h"
+#include "engine/stop_tokens.h"
+#include "model/sampler.h"
+#include "tokenizer/incremental_detokenizer.h"
+
+namespace tessera::engine {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Shared by the sequences of one SubmitGroup (n > 1): followers are not
+// admitted until the leader's prompt is in the cache (or the leader is
+// gone), so the prompt is computed once.
+struct SequenceGroup {
+  bool leader_prefilled = false;
+};
+
+struct Sequence {
+  Sequence(EngineRequest req, const Tokenizer& tokenizer, StopTokens stops,
+           StopMatcher matcher, LogitProcessor processor, uint64_t seed,
+           int64_t max_new);
+
+  // Records a sampled token and returns the output to push. `logprobs` is
+  // set when the request asked for them.
+  RequestOutput AcceptToken(int32_t id, std::optional<TokenLogprobs> logprobs);
+  // The final output of a sequence that ends without a new token.
+  RequestOutput AbortOutput(const std::string& why);
+
+  bool prefilling() const {
+    return kv_len < static_cast<int64_t>(tokens.size()) - (generated() > 0);
+  }
+  int64_t prompt_len() const { return static_cast<int64_t>(request.prompt_ids.size()); }
+  int64_t generated() const {
+    return static_cast<int64_t>(tokens.size()) - prompt_len();
+  }
+  // Rows that need host logits: logit processors or logprobs.
+  bool needs_host_logits() const {
+    return processor.active() || request.top_logprobs >= 0;
+  }
+
+  EngineRequest request;
+  std::shared_ptr<RequestStream> stream;
+  std::shared_ptr<SequenceGroup> group;
+  bool group_leader = false;
+
+  std::vector<int32_t> tokens;  // prompt + generated
+  int64_t kv_len = 0;
+  SequenceKv kv;
+  int64_t max_new_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens matched at first admission
+  bool admitted_once = false;
+  bool finished = false;
+
+  StopTokens stop_tokens;
+  StopMatcher stop_matcher;
+  LogitProcessor processor;
+  model::SamplerRng rng;
+  IncrementalDetokenizer detokenizer;
+
+  SteadyClock::time_point arrival;
+  std::optional<SteadyClock::time_point> first_admit;
+  std::optional<SteadyClock::time_point> last_token;
+  double ttft_s = -1;
+  std::vector<double> itl_s;
+};
+
+}  // namespace tessera::engine
+
+#endif  // TESSERA_ENGINE_SEQUENCE_H_
