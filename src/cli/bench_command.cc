@@ -1,3 +1,22 @@
+// `tessera bench`: two benchmarks.
+//
+// Serving (the default), in the manner of SGLang's bench_serving: loads a
+// running OpenAI-compatible server (`tessera serve`) with streamed
+// /v1/completions and reports TTFT, TPOT, ITL, E2E latency and throughput
+// (src/bench/serving_bench.h). Flags, with SGLang's spelling:
+//   [--base-url URL | --host H --port P] [--model NAME]
+//   [--dataset-name random|shared-prefix (alias generated-shared-prefix)]
+//   [--num-prompts N] [--random-input-len N] [--random-output-len N]
+//   [--random-range-ratio R] [--gsp-num-groups G] [--gsp-prompts-per-group P]
+//   [--gsp-system-prompt-len S] [--gsp-question-len Q] [--gsp-output-len O]
+//   [--request-rate R|inf] [--max-concurrency C] [--warmup-requests N]
+//   [--vocab-size V] [--seed S] [--json] [--output-file F] [--smoke]
+// --smoke: 8 prompts of input 32 / output 8 at concurrency 4 (shared-prefix:
+// 2 groups x 4 prompts, system 32, question 8, output 8), each only when not
+// given explicitly. Exit codes: 0 every request succeeded; 1 some failed
+// (or the warm-up did), with the reasons on stderr; 2 bad flags or no ready
+// server at the URL.
+//
 // `tessera bench --one-batch --model-path DIR [--batch-size 1,8,32]
 // [--input-len 512] [--output-len 32] [--json] [--output-file F] [--smoke]
 // [--no-bandwidth] [--bandwidth-bytes N] [--cpu-threads N] [--seed S]
@@ -6,26 +25,31 @@
 // host read-bandwidth probe (read_bandwidth.h) run first in the same
 // process unless --no-bandwidth.
 //
-// Output: a table on stdout, or with --json exactly one JSON object
-// {model, plugin, device, dtype, bandwidth|null, results: [...]};
-// --output-file writes that object to a file as well. Progress lines go to
-// stderr only when stderr is a terminal. --smoke: input-len 16, output-len
-// 4, batch sizes 1,2 and a 64 MiB probe (seconds on a tiny model), unless
-// those flags are given explicitly.
+// Output (both): a table on stdout, or with --json exactly one JSON object
+// (one-batch: {model, plugin, device, dtype, bandwidth|null, results: [...]};
+// serving: see ServingBenchReport); --output-file writes that object to a
+// file as well. Progress goes to stderr only when stderr is a terminal.
+// One-batch --smoke: input-len 16, output-len 4, batch sizes 1,2 and a
+// 64 MiB probe (seconds on a tiny model), unless those flags are given.
 //
-// Exit codes: 0 done; 2 bad input (flags, model directory, plugin choice,
-// a KV pool too small); 1 the device or the model failed.
+// Flags of one benchmark given to the other are bad flags (exit 2).
+// One-batch exit codes: 0 done; 2 bad input (flags, model directory,
+// plugin choice, a KV pool too small); 1 the device or the model failed.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/serving_bench.h"
 #include "cli/bench_one_batch.h"
 #include "cli/command.h"
 #include "cli/generate_prompt.h"
@@ -58,6 +82,25 @@ struct BenchOptions {
   CLI::Option* input_opt = nullptr;
   CLI::Option* output_opt = nullptr;
   CLI::Option* bandwidth_bytes_opt = nullptr;
+
+  // Serving benchmark (flags bound straight into the config).
+  bench::ServingBenchConfig serving;
+  std::string host = "127.0.0.1";
+  int port = 30000;
+  std::string request_rate = "inf";
+  CLI::Option* base_url_opt = nullptr;
+  CLI::Option* max_concurrency_opt = nullptr;
+  // --smoke sizes apply to each of these only when it was not given.
+  struct SmokeDefault {
+    CLI::Option* option;
+    int64_t* value;
+    int64_t smoke;
+  };
+  std::vector<SmokeDefault> smoke_defaults;
+
+  // Flags that belong to one benchmark only.
+  std::vector<CLI::Option*> one_batch_only;
+  std::vector<CLI::Option*> serving_only;
 };
 
 int FailureCode(const Status& status) {
@@ -109,11 +152,37 @@ std::string TextTable(const Json& out) {
   return text;
 }
 
-int RunBench(BenchOptions o) {
-  if (!o.one_batch) {
+// Writes `json_text` to --output-file (when given) and prints the table or
+// the JSON to stdout; kExitOk, or kExitBadInput when the file cannot be
+// written.
+int Emit(const BenchOptions& o, const std::string& json_text,
+         const std::string& table) {
+  if (!o.output_file.empty()) {
+    std::ofstream file(o.output_file);
+    file << json_text << "\n";
+    if (!file.good()) {
+      return ReportError(
+          InvalidArgumentError(fmt::format(
+              "cannot write --output-file {}; check the directory exists and "
+              "is writable",
+              o.output_file)),
+          kExitBadInput);
+    }
+  }
+  if (o.json) {
+    fmt::print("{}\n", json_text);
+  } else {
+    fmt::print("{}", table);
+  }
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+int RunOneBatchBench(BenchOptions o) {
+  if (o.model_path.empty()) {
     return ReportError(
-        InvalidArgumentError("choose a benchmark: only --one-batch exists "
-                             "(the model runner timed alone)"),
+        InvalidArgumentError("--one-batch needs --model-path DIR (a Hugging "
+                             "Face model folder)"),
         kExitBadInput);
   }
   if (o.smoke) {
@@ -209,26 +278,105 @@ int RunBench(BenchOptions o) {
     out["results"].push_back(OneBatchResultToJson(*result));
   }
 
-  const std::string json_text = DumpJson(out);
-  if (!o.output_file.empty()) {
-    std::ofstream file(o.output_file);
-    file << json_text << "\n";
-    if (!file.good()) {
-      return ReportError(
-          InvalidArgumentError(fmt::format(
-              "cannot write --output-file {}; check the directory exists and "
-              "is writable",
-              o.output_file)),
-          kExitBadInput);
+  return Emit(o, DumpJson(out), TextTable(out));
+}
+
+// "inf" (any case) or a positive number of requests per second.
+StatusOr<double> ParseRequestRate(const std::string& text) {
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  if (lower == "inf" || lower == "infinity") return bench::kInfiniteRate;
+  errno = 0;
+  char* end = nullptr;
+  const double rate = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno != 0 ||
+      !std::isfinite(rate) || !(rate > 0.0)) {
+    return InvalidArgumentError(fmt::format(
+        "--request-rate {} is not a rate; give requests per second > 0 "
+        "(Poisson arrivals) or inf (all at once)",
+        text));
+  }
+  return rate;
+}
+
+int FailureCodeOfServing(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kUnavailable:
+    case StatusCode::kFailedPrecondition:
+      return kExitBadInput;
+    default:
+      return kExitRuntimeFailure;
+  }
+}
+
+// Takes `o` by reference: smoke_defaults point into it.
+int RunServingBenchCommand(BenchOptions& o) {
+  bench::ServingBenchConfig& config = o.serving;
+  if (o.base_url_opt->count() == 0) {
+    config.base_url = fmt::format("http://{}:{}", o.host, o.port);
+  }
+  if (config.dataset_name == "generated-shared-prefix") {
+    config.dataset_name = bench::kDatasetSharedPrefix;  // SGLang's name
+  }
+  auto rate = ParseRequestRate(o.request_rate);
+  if (!rate.ok()) return ReportError(rate.status(), kExitBadInput);
+  config.request_rate = *rate;
+  config.seed = o.seed;
+  if (o.smoke) {
+    for (const auto& d : o.smoke_defaults) {
+      if (d.option->count() == 0) *d.value = d.smoke;
     }
+    if (o.max_concurrency_opt->count() == 0) config.max_concurrency = 4;
   }
-  if (o.json) {
-    fmt::print("{}\n", json_text);
-  } else {
-    fmt::print("{}", TextTable(out));
+  config.progress = ::isatty(STDERR_FILENO) == 1;
+
+  auto report = bench::RunServingBench(config);
+  if (!report.ok()) {
+    return ReportError(report.status(), FailureCodeOfServing(report.status()));
   }
-  std::fflush(stdout);
+  const int emitted =
+      Emit(o, DumpJson(report->result), bench::ResultTable(report->result));
+  if (emitted != kExitOk) return emitted;
+  const bench::BenchSummary& summary = report->summary;
+  if (summary.failed > 0) {
+    return ReportError(
+        InternalError(fmt::format(
+            "{} of {} requests failed; the first: {}", summary.failed,
+            summary.failed + summary.completed,
+            summary.errors.empty() ? std::string("?") : summary.errors[0])),
+        kExitRuntimeFailure);
+  }
   return kExitOk;
+}
+
+// Flags of the other benchmark are mistakes worth naming.
+Status CheckModeFlags(const BenchOptions& o) {
+  for (const CLI::Option* option : o.one_batch ? o.serving_only
+                                               : o.one_batch_only) {
+    if (option->count() == 0) continue;
+    if (o.one_batch) {
+      return InvalidArgumentError(fmt::format(
+          "{} is a flag of the serving benchmark (without --one-batch), not "
+          "of --one-batch",
+          option->get_name()));
+    }
+    return InvalidArgumentError(fmt::format(
+        "{} belongs to --one-batch (the model runner timed alone); without "
+        "--one-batch `tessera bench` benchmarks a running server: tessera "
+        "bench --base-url http://HOST:PORT",
+        option->get_name()));
+  }
+  return OkStatus();
+}
+
+int RunBench(BenchOptions& o) {
+  if (Status mode = CheckModeFlags(o); !mode.ok()) {
+    return ReportError(mode, kExitBadInput);
+  }
+  return o.one_batch ? RunOneBatchBench(o) : RunServingBenchCommand(o);
 }
 
 }  // namespace
@@ -236,54 +384,151 @@ int RunBench(BenchOptions o) {
 Command AddBenchCommand(CLI::App& root) {
   auto o = std::make_shared<BenchOptions>();
   Command command;
-  command.app = root.add_subcommand(
+  CLI::App* app = root.add_subcommand(
       "bench",
-      "Benchmarks. --one-batch: the model runner timed alone (prefill and "
-      "per-step decode for each batch size) against the host memory "
-      "roofline. Exit 0: done; 2: bad flags, model or plugin choice; 1: the "
-      "device or model failed");
-  command.app->add_flag("--one-batch", o->one_batch,
-                        "time the model runner alone on random prompts");
-  command.app
-      ->add_option("--model-path", o->model_path,
-                   "Hugging Face model folder (config.json, *.safetensors)")
-      ->required();
-  o->batch_opt = command.app
-                     ->add_option("--batch-size", o->batch_sizes,
-                                  "batch sizes to run, comma-separated")
-                     ->delimiter(',')
-                     ->capture_default_str();
-  o->input_opt = command.app
-                     ->add_option("--input-len", o->input_len,
-                                  "prompt tokens per sequence (random ids)")
-                     ->capture_default_str();
-  o->output_opt = command.app
-                      ->add_option("--output-len", o->output_len,
-                                   "decode steps (greedy) per batch")
-                      ->capture_default_str();
-  command.app->add_option("--seed", o->seed, "seed of the random prompt ids")
+      "Benchmarks. Default: the serving benchmark against a running server "
+      "(`tessera serve`): streamed /v1/completions on random token-id "
+      "prompts; TTFT, TPOT, ITL, E2E latency and throughput. --one-batch: "
+      "the model runner timed alone (prefill and per-step decode for each "
+      "batch size) against the host memory roofline. Exit 0: done; 1: "
+      "requests, the device or the model failed; 2: bad flags, no ready "
+      "server, or a bad model or plugin choice");
+  command.app = app;
+
+  // Shared by both benchmarks.
+  app->add_option("--seed", o->seed,
+                  "seed of the random prompts (and of the arrival times)")
       ->capture_default_str();
-  command.app->add_flag("--json", o->json,
-                        "print one JSON object instead of a table");
-  command.app->add_option("--output-file", o->output_file,
-                          "also write the JSON object to this file");
-  command.app->add_flag("--smoke", o->smoke,
-                        "tiny sizes (input 16, output 4, batches 1,2, 64 MiB "
-                        "probe) for a quick check");
-  command.app->add_flag("--no-bandwidth", o->no_bandwidth,
-                        "skip the read-bandwidth probe (no roofline)");
-  o->bandwidth_bytes_opt =
-      command.app
-          ->add_option("--bandwidth-bytes", o->bandwidth_bytes,
-                       "bytes the bandwidth probe reads per pass")
-          ->capture_default_str();
-  command.app->add_option("--cpu-threads", o->cpu_threads,
-                          "threads of the bandwidth probe (0: all)");
-  command.app->add_option("--device-plugin", o->flags.device_plugin,
-                          "use this plugin .so (beats TESSERA_DEVICE_PLUGIN)");
-  command.app->add_option("--platform", o->flags.platform,
-                          "use the plugin with this name, e.g. cpu (beats "
-                          "TESSERA_PLATFORM)");
+  app->add_flag("--json", o->json, "print one JSON object instead of a table");
+  app->add_option("--output-file", o->output_file,
+                  "also write the JSON object to this file");
+  app->add_flag("--smoke", o->smoke,
+                "tiny sizes for a seconds-long check (serving: 8 prompts, "
+                "input 32, output 8, concurrency 4; --one-batch: input 16, "
+                "output 4, batches 1,2, 64 MiB probe)");
+
+  // Serving benchmark.
+  bench::ServingBenchConfig& s = o->serving;
+  const std::string serving = "Serving benchmark";
+  auto serving_option = [&](CLI::Option* option) {
+    option->group(serving);
+    o->serving_only.push_back(option);
+    return option;
+  };
+  auto sized = [&](const char* name, int64_t& value, const char* help,
+                   int64_t smoke) {
+    CLI::Option* option = serving_option(
+        app->add_option(name, value, help)
+            ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+            ->capture_default_str());
+    o->smoke_defaults.push_back({option, &value, smoke});
+    return option;
+  };
+  o->base_url_opt = serving_option(
+      app->add_option("--base-url", s.base_url,
+                      "server URL, e.g. http://127.0.0.1:30000 (beats "
+                      "--host/--port)"));
+  CLI::Option* host_opt = serving_option(
+      app->add_option("--host", o->host, "server host")->capture_default_str());
+  CLI::Option* port_opt = serving_option(
+      app->add_option("--port", o->port, "server port")
+          ->check(CLI::Range(1, 65535))
+          ->capture_default_str());
+  o->base_url_opt->excludes(host_opt)->excludes(port_opt);
+  serving_option(app->add_option(
+      "--model", s.model,
+      "model name to request (default: the first the server lists)"));
+  serving_option(
+      app->add_option("--dataset-name", s.dataset_name,
+                      "random | shared-prefix (SGLang: "
+                      "generated-shared-prefix)")
+          ->check(CLI::IsMember({std::string(bench::kDatasetRandom),
+                                 std::string(bench::kDatasetSharedPrefix),
+                                 std::string("generated-shared-prefix")}))
+          ->capture_default_str());
+  sized("--num-prompts", s.random.num_prompts, "random: number of requests", 8);
+  sized("--random-input-len", s.random.input_len,
+        "random: longest prompt, in token ids", 32);
+  sized("--random-output-len", s.random.output_len,
+        "random: longest output, in tokens", 8);
+  serving_option(
+      app->add_option("--random-range-ratio", s.random.range_ratio,
+                      "random: lengths uniform in [max(1, len * R), len]; 1: "
+                      "exactly len")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str());
+  sized("--gsp-num-groups", s.shared_prefix.num_groups,
+        "shared-prefix: groups, one system prompt each", 2);
+  sized("--gsp-prompts-per-group", s.shared_prefix.prompts_per_group,
+        "shared-prefix: prompts sharing a group's system prompt", 4);
+  sized("--gsp-system-prompt-len", s.shared_prefix.system_prompt_len,
+        "shared-prefix: system prompt tokens", 32);
+  sized("--gsp-question-len", s.shared_prefix.question_len,
+        "shared-prefix: question tokens after the system prompt", 8);
+  sized("--gsp-output-len", s.shared_prefix.output_len,
+        "shared-prefix: output tokens per request", 8);
+  serving_option(
+      app->add_option("--request-rate", o->request_rate,
+                      "requests per second (Poisson arrivals), or inf: all "
+                      "at once")
+          ->capture_default_str());
+  o->max_concurrency_opt = serving_option(
+      app->add_option("--max-concurrency", s.max_concurrency,
+                      "most requests in flight at once (default: no limit)")
+          ->check(CLI::Range(int64_t{1}, int64_t{1} << 20)));
+  serving_option(
+      app->add_option("--warmup-requests", s.warmup_requests,
+                      "untimed requests sent first, one at a time")
+          ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+          ->capture_default_str());
+  serving_option(
+      app->add_option("--vocab-size", s.vocab_size,
+                      "token ids are drawn from [0, V) (default: the "
+                      "server's /server_info vocab_size)")
+          ->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX})));
+
+  // --one-batch.
+  const std::string one_batch = "--one-batch (the model runner alone)";
+  auto one_batch_option = [&](CLI::Option* option) {
+    option->group(one_batch);
+    o->one_batch_only.push_back(option);
+    return option;
+  };
+  app->add_flag("--one-batch", o->one_batch,
+                "time the model runner alone on random prompts")
+      ->group(one_batch);
+  one_batch_option(
+      app->add_option("--model-path", o->model_path,
+                      "Hugging Face model folder (config.json, "
+                      "*.safetensors)"));
+  o->batch_opt = one_batch_option(
+      app->add_option("--batch-size", o->batch_sizes,
+                      "batch sizes to run, comma-separated")
+          ->delimiter(',')
+          ->capture_default_str());
+  o->input_opt = one_batch_option(
+      app->add_option("--input-len", o->input_len,
+                      "prompt tokens per sequence (random ids)")
+          ->capture_default_str());
+  o->output_opt = one_batch_option(
+      app->add_option("--output-len", o->output_len,
+                      "decode steps (greedy) per batch")
+          ->capture_default_str());
+  one_batch_option(app->add_flag("--no-bandwidth", o->no_bandwidth,
+                                 "skip the read-bandwidth probe (no roofline)"));
+  o->bandwidth_bytes_opt = one_batch_option(
+      app->add_option("--bandwidth-bytes", o->bandwidth_bytes,
+                      "bytes the bandwidth probe reads per pass")
+          ->capture_default_str());
+  one_batch_option(app->add_option("--cpu-threads", o->cpu_threads,
+                                   "threads of the bandwidth probe (0: all)"));
+  one_batch_option(
+      app->add_option("--device-plugin", o->flags.device_plugin,
+                      "use this plugin .so (beats TESSERA_DEVICE_PLUGIN)"));
+  one_batch_option(
+      app->add_option("--platform", o->flags.platform,
+                      "use the plugin with this name, e.g. cpu (beats "
+                      "TESSERA_PLATFORM)"));
   command.run = [o] { return RunBench(*o); };
   return command;
 }

@@ -26,6 +26,7 @@ Command AddTokenizeCommand(CLI::App& root);
 Command AddDetokenizeCommand(CLI::App& root);
 Command AddGenerateCommand(CLI::App& root);
 Command AddBenchCommand(CLI::App& root);
+Command AddServeCommand(CLI::App& root);
 
 }  // namespace tessera::cli
 

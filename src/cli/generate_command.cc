@@ -36,6 +36,7 @@
 #include "cli/command.h"
 #include "cli/generate_loop.h"
 #include "cli/generate_prompt.h"
+#include "cli/model_loading.h"
 #include "cli/runtime_start.h"
 #include "model/checkpoint.h"
 #include "model/model_runner.h"
@@ -141,31 +142,6 @@ ResolvedSampling ResolveSampling(const GenerateOptions& o,
     r.min_p = gen.min_p;
   }
   return r;
-}
-
-// Any of the checkpoint's EOS ids and the tokenizer's eos token.
-std::vector<int32_t> EosIds(const model::Checkpoint& checkpoint,
-                            const Tokenizer& tokenizer) {
-  std::vector<int32_t> ids = checkpoint.EosTokenIds();
-  if (auto eos = tokenizer.eos_id();
-      eos && std::find(ids.begin(), ids.end(), *eos) == ids.end()) {
-    ids.push_back(*eos);
-  }
-  return ids;
-}
-
-// Exit code for a failure while loading the model or running it: the
-// checkpoint's fault (unsupported, malformed, mismatched) is bad input,
-// anything else a runtime failure.
-int ModelFailureCode(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kUnimplemented:
-      return kExitBadInput;
-    default:
-      return kExitRuntimeFailure;
-  }
 }
 
 int RunGenerate(const GenerateOptions& o) {

@@ -289,6 +289,7 @@ StatusOr<std::unique_ptr<PromptTools>> PromptTools::Load(
 }
 
 StatusOr<const ChatTemplate*> PromptTools::Template() {
+  std::lock_guard<std::mutex> lock(template_mu_);
   if (chat_template_) return &*chat_template_;
   if (!chat_template_file_.empty()) {
     if (fs::path(chat_template_file_).extension() == ".json") {

@@ -20,7 +20,8 @@
 // NotFound (missing directory, file or chat template).
 //
 // Thread-safety: PromptTools is immutable after Load apart from the lazily
-// loaded chat template; use it from one thread.
+// loaded chat template, whose loading is serialised by a mutex: every method
+// may be called from several threads (the server's handlers do).
 #ifndef TESSERA_CLI_GENERATE_PROMPT_H_
 #define TESSERA_CLI_GENERATE_PROMPT_H_
 
@@ -28,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -125,6 +127,7 @@ class PromptTools {
   std::string model_dir_;
   std::string chat_template_file_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::mutex template_mu_;  // guards loading chat_template_
   std::optional<ChatTemplate> chat_template_;
 };
 

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
       tessera::cli::AddDetokenizeCommand(app),
       tessera::cli::AddGenerateCommand(app),
       tessera::cli::AddBenchCommand(app),
+      tessera::cli::AddServeCommand(app),
   };
 
   try {

@@ -132,6 +132,20 @@ Json ChatChunkJson(const ResponseMeta& meta, const ChatDelta& delta) {
   if (!delta.tool_calls.empty()) {
     d["tool_calls"] = ToolCallsJson(delta.tool_calls, true);
   }
+  for (const ToolCallChunk& chunk : delta.tool_call_chunks) {
+    Json c = Json::object();
+    c["index"] = chunk.index;
+    if (chunk.id) {
+      c["id"] = *chunk.id;
+      c["type"] = "function";
+    }
+    Json fn = Json::object();
+    if (chunk.name) fn["name"] = *chunk.name;
+    fn["arguments"] = chunk.arguments;
+    c["function"] = std::move(fn);
+    if (!d.contains("tool_calls")) d["tool_calls"] = Json::array();
+    d["tool_calls"].push_back(std::move(c));
+  }
   Json choice = {{"index", delta.index},
                  {"delta", std::move(d)},
                  {"logprobs", delta.logprobs},

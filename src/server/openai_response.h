@@ -78,6 +78,16 @@ Json ChatResponseJson(const ResponseMeta& meta,
                       const std::vector<ChatChoice>& choices,
                       const Usage& usage);
 
+// One streamed piece of a tool call (OpenAI's delta.tool_calls[i]): the
+// first piece of call `index` carries its id and function name, later ones
+// only argument text to append.
+struct ToolCallChunk {
+  int32_t index = 0;
+  std::optional<std::string> id;
+  std::optional<std::string> name;
+  std::string arguments;
+};
+
 // The change one chat chunk carries for one choice.
 struct ChatDelta {
   int32_t index = 0;
@@ -85,6 +95,7 @@ struct ChatDelta {
   std::optional<std::string> content;
   std::optional<std::string> reasoning_content;
   std::vector<ToolCall> tool_calls;  // rendered with their position as index
+  std::vector<ToolCallChunk> tool_call_chunks;  // rendered after tool_calls
   std::string finish_reason;         // empty: null (not the last chunk)
   Json logprobs;                     // null or ChatLogprobsJson(...)
 };

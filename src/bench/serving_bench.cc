@@ -1,0 +1,154 @@
+#include "bench/serving_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "bench/http_endpoint.h"
+#include "bench/request_runner.h"
+#include "bench/server_probe.h"
+
+namespace tessera::bench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Streams derived from --seed (arbitrary odd constants).
+constexpr uint64_t kArrivalSeedMix = 0x9e3779b97f4a7c15ull;
+constexpr uint64_t kWarmupSeedMix = 0xbf58476d1ce4e5b9ull;
+
+Json DatasetJson(const ServingBenchConfig& c) {
+  Json d = Json::object();
+  d["name"] = c.dataset_name;
+  if (c.dataset_name == kDatasetRandom) {
+    d["num_prompts"] = c.random.num_prompts;
+    d["input_len"] = c.random.input_len;
+    d["output_len"] = c.random.output_len;
+    d["range_ratio"] = c.random.range_ratio;
+  } else {
+    d["num_groups"] = c.shared_prefix.num_groups;
+    d["prompts_per_group"] = c.shared_prefix.prompts_per_group;
+    d["system_prompt_len"] = c.shared_prefix.system_prompt_len;
+    d["question_len"] = c.shared_prefix.question_len;
+    d["output_len"] = c.shared_prefix.output_len;
+  }
+  return d;
+}
+
+StatusOr<std::vector<BenchRequest>> MakeDataset(const ServingBenchConfig& c,
+                                                int64_t vocab_size) {
+  if (c.dataset_name == kDatasetRandom) {
+    RandomDatasetOptions o = c.random;
+    o.vocab_size = vocab_size;
+    o.seed = c.seed;
+    return MakeRandomDataset(o);
+  }
+  if (c.dataset_name == kDatasetSharedPrefix) {
+    SharedPrefixDatasetOptions o = c.shared_prefix;
+    o.vocab_size = vocab_size;
+    o.seed = c.seed;
+    return MakeSharedPrefixDataset(o);
+  }
+  return InvalidArgumentError(fmt::format(
+      "--dataset-name {} is unknown; use {} or {}", c.dataset_name,
+      kDatasetRandom, kDatasetSharedPrefix));
+}
+
+Status CheckContext(const std::vector<BenchRequest>& requests,
+                    const ServedModel& model) {
+  if (model.max_model_len <= 0) return OkStatus();
+  for (const BenchRequest& r : requests) {
+    const int64_t in = int64_t(r.prompt_ids.size());
+    if (in + r.output_len > model.max_model_len) {
+      return InvalidArgumentError(fmt::format(
+          "a request needs {} + {} = {} tokens but {} has max_model_len {}; "
+          "lower the input or output length flags",
+          in, r.output_len, in + r.output_len, model.id,
+          model.max_model_len));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
+  if (!(config.request_rate > 0.0)) {
+    return InvalidArgumentError(
+        "--request-rate must be > 0 requests/s, or inf (all at once)");
+  }
+  if (config.max_concurrency < 0 || config.warmup_requests < 0) {
+    return InvalidArgumentError(
+        "--max-concurrency and --warmup-requests must not be negative");
+  }
+  TSR_ASSIGN_OR_RETURN(const Endpoint endpoint, ParseBaseUrl(config.base_url));
+  TSR_ASSIGN_OR_RETURN(const ServerInfo info, ProbeServer(endpoint));
+  TSR_ASSIGN_OR_RETURN(const ServedModel model,
+                       ChooseModel(info, config.model));
+  const int64_t vocab_size =
+      config.vocab_size > 0 ? config.vocab_size : info.vocab_size;
+  if (vocab_size <= 0) {
+    return InvalidArgumentError(fmt::format(
+        "the server at {} does not report its vocabulary size (GET "
+        "/server_info \"vocab_size\"); pass --vocab-size N",
+        endpoint.Url()));
+  }
+  TSR_ASSIGN_OR_RETURN(const std::vector<BenchRequest> requests,
+                       MakeDataset(config, vocab_size));
+  TSR_RETURN_IF_ERROR(CheckContext(requests, model));
+
+  for (int64_t i = 0; i < config.warmup_requests; ++i) {
+    const BenchRequest warmup = MakeWarmupRequest(
+        requests.front(), vocab_size,
+        config.seed ^ kWarmupSeedMix ^ uint64_t(i));
+    const RequestResult r = RunRequest(endpoint, model.id, warmup);
+    if (!r.success) {
+      return AbortedError(fmt::format(
+          "the warm-up request to {} failed, so the benchmark did not "
+          "start: {}",
+          endpoint.Url(), r.error));
+    }
+  }
+
+  LoadOptions load_options;
+  load_options.request_rate = config.request_rate;
+  load_options.max_concurrency = config.max_concurrency;
+  load_options.seed = config.seed ^ kArrivalSeedMix;
+  if (config.progress) {
+    load_options.on_progress = [](int64_t done, int64_t total) {
+      fmt::print(stderr, "\rrequests done: {}/{}{}", done, total,
+                 done == total ? "\n" : "");
+      std::fflush(stderr);
+    };
+  }
+  const SendFn send = [&](const BenchRequest& request) {
+    return RunRequest(endpoint, model.id, request);
+  };
+  TSR_ASSIGN_OR_RETURN(const LoadResult load,
+                       RunLoad(requests, send, load_options));
+
+  ServingBenchReport report;
+  report.summary = SummarizeLoad(load);
+  Json& out = report.result;
+  out = Json::object();
+  out["benchmark"] = "serving";
+  out["base_url"] = endpoint.Url();
+  out["model"] = model.id;
+  out["dataset"] = DatasetJson(config);
+  out["request_rate"] = std::isinf(config.request_rate)
+                            ? Json(nullptr)
+                            : Json(config.request_rate);
+  out["max_concurrency"] = config.max_concurrency > 0
+                               ? Json(config.max_concurrency)
+                               : Json(nullptr);
+  out["seed"] = config.seed;
+  out["warmup_requests"] = config.warmup_requests;
+  out["vocab_size"] = vocab_size;
+  const Json summary = SummaryJson(report.summary);
+  for (const auto& item : summary.items()) out[item.key()] = item.value();
+  return report;
+}
+
+}  // namespace tessera::bench

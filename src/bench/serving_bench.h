@@ -1,0 +1,72 @@
+// `tessera bench` (serving): the whole benchmark against a running
+// OpenAI-compatible server, in the manner of SGLang's bench_serving.
+//
+//   1. probe the server (server_probe.h): ready, the model, its context
+//      length and vocabulary;
+//   2. build the requests (datasets.h) from `seed`;
+//   3. check that each fits the model's context (input + output <=
+//      max_model_len, when the server says it);
+//   4. send `warmup_requests` requests one after another, shaped like the
+//      first request but with their own random ids, untimed; one failing
+//      stops the run;
+//   5. run the load (load_generator.h), each request a streamed completion
+//      (request_runner.h);
+//   6. summarise (bench_stats.h) into one JSON object.
+//
+// Seeds: the dataset uses `seed`, the arrival times and the warm-up prompts
+// streams derived from it, so changing the request rate leaves the prompts
+// unchanged. Blocks the calling thread; run one at a time per process
+// (the progress line is on stderr).
+#ifndef TESSERA_BENCH_SERVING_BENCH_H_
+#define TESSERA_BENCH_SERVING_BENCH_H_
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "bench/bench_stats.h"
+#include "bench/datasets.h"
+#include "bench/load_generator.h"
+
+namespace tessera::bench {
+
+inline constexpr const char* kDatasetRandom = "random";
+inline constexpr const char* kDatasetSharedPrefix = "shared-prefix";
+
+struct ServingBenchConfig {
+  std::string base_url = "http://127.0.0.1:30000";
+  std::string model;  // empty: the first model the server lists
+  std::string dataset_name = kDatasetRandom;  // or kDatasetSharedPrefix
+  // Their vocab_size and seed are filled in by the run.
+  RandomDatasetOptions random;
+  SharedPrefixDatasetOptions shared_prefix;
+  double request_rate = kInfiniteRate;  // requests/s, > 0
+  int64_t max_concurrency = 0;          // 0: no limit
+  uint64_t seed = 0;
+  int64_t warmup_requests = 1;  // >= 0
+  int64_t vocab_size = 0;       // 0: the server's /server_info vocab_size
+  bool progress = false;        // "done/total" line on stderr
+};
+
+struct ServingBenchReport {
+  // {"benchmark": "serving", "base_url", "model", "dataset": {"name",
+  // ...sizes}, "request_rate" (null: inf), "max_concurrency" (null: none),
+  // "seed", "warmup_requests", then SummaryJson's fields}.
+  nlohmann::ordered_json result;
+  BenchSummary summary;
+};
+
+// Errors, by what the user should do:
+//   InvalidArgument   a flag or model choice is unusable (message names it);
+//   Unavailable       no ready server at base_url (says how to start one);
+//   FailedPrecondition the server is not OpenAI-compatible enough;
+//   Aborted           the warm-up request failed (with the server's reason).
+// Failed measured requests are not an error: they are counted in the
+// report (summary.failed) with their messages.
+StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config);
+
+}  // namespace tessera::bench
+
+#endif  // TESSERA_BENCH_SERVING_BENCH_H_

@@ -1,0 +1,411 @@
+// `tessera serve [--model-path DIR] [--host 127.0.0.1] [--port 30000]
+// [--served-model-name NAME] [--api-key KEY] [--chat-template FILE]
+// [--context-length N] [--page-size 16] [--max-total-tokens N |
+// --mem-fraction-static F] [--chunked-prefill-size 2048]
+// [--max-running-requests 256] [--max-queued-requests N]
+// [--schedule-policy lpm|fcfs] [--disable-radix-cache]
+// [--reasoning-parser qwen3] [--tool-call-parser qwen]
+// [--dtype auto|float32|bfloat16] [--cpu-threads N] [--log-interval S]
+// [--shutdown-grace S] [--platform NAME | --device-plugin PATH]`
+//
+// Flags follow SGLang's launch_server spelling. Without --model-path the
+// built-in demo model is served: a make-model `tiny` Qwen3 checkpoint
+// (random weights, byte-level tokenizer, ChatML template) written once
+// under <build>/demo-model and served as "tessera-demo".
+//
+// KV pool size: --max-total-tokens, else --mem-fraction-static (of the
+// device's memory, minus the weights, as SGLang), else a quarter of the
+// device's memory capped at 32 x the context length.
+//
+// Start-up: model → runtime → runner → engine (warm-up) → HTTP; the log
+// says "listening on http://HOST:PORT" when /health turns 200. SIGTERM or
+// SIGINT: /health answers 503, new requests 503, running ones get
+// --shutdown-grace seconds to finish, the rest are aborted, exit 0.
+// Exit codes: 0 clean shutdown; 2 bad flags, model or port; 1 runtime
+// failure.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "base/logging.h"
+#include "cli/command.h"
+#include "cli/generate_prompt.h"
+#include "cli/model_loading.h"
+#include "cli/runtime_start.h"
+#include "engine/engine.h"
+#include "metrics/registry.h"
+#include "metrics/serving_metrics.h"
+#include "model/checkpoint.h"
+#include "model/make_model.h"
+#include "model/model_runner.h"
+#include "parsers/reasoning_parser.h"
+#include "parsers/tool_call_parser.h"
+#include "server/http_server.h"
+#include "server/serving_context.h"
+
+namespace tessera::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kDemoName = "tessera-demo";
+
+struct ServeOptions {
+  std::string model_path;
+  std::string chat_template;
+  server::ServerOptions server;
+  int64_t context_length = 0;
+  int32_t page_size = 16;
+  int64_t max_total_tokens = 0;
+  double mem_fraction_static = 0;
+  int64_t chunked_prefill_size = 2048;
+  int64_t max_running_requests = 256;
+  int64_t max_queued_requests = 0;
+  std::string schedule_policy = "lpm";
+  bool disable_radix_cache = false;
+  std::string dtype = "auto";
+  int cpu_threads = 0;
+  double log_interval = 5.0;
+  double shutdown_grace = 30.0;
+  runtime::RuntimeFlags flags;
+};
+
+std::string ExecutableDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+// The demo checkpoint, written on first use next to the build's bin/.
+StatusOr<std::string> EnsureDemoModel() {
+  const fs::path dir = fs::path(ExecutableDir()) / ".." / "demo-model";
+  std::error_code ec;
+  if (fs::exists(dir / "config.json", ec) &&
+      fs::exists(dir / "tokenizer.json", ec)) {
+    return fs::weakly_canonical(dir).string();
+  }
+  model::MakeModelOptions o;
+  o.preset = "tiny";
+  o.arch = model::Architecture::kQwen3;
+  o.dtype = TSR_DTYPE_F32;
+  o.seed = 0;
+  o.out_dir = dir.string();
+  o.force = true;
+  auto made = model::MakeModel(o);
+  if (!made.ok()) return made.status().WithContext("writing the demo model");
+  return fs::weakly_canonical(dir).string();
+}
+
+uint64_t WeightFileBytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".safetensors") total += e.file_size(ec);
+  }
+  return total;
+}
+
+Status CheckFlags(const ServeOptions& o) {
+  if (o.max_total_tokens < 0 || o.mem_fraction_static < 0 ||
+      o.mem_fraction_static >= 1.0) {
+    return InvalidArgumentError(
+        "--max-total-tokens must be positive and --mem-fraction-static in "
+        "(0, 1)");
+  }
+  if (o.page_size < 1) return InvalidArgumentError("--page-size must be >= 1");
+  if (o.server.port < 0 || o.server.port > 65535) {
+    return InvalidArgumentError("--port must be in [0, 65535]");
+  }
+  if (o.dtype != "auto" && o.dtype != "float32" && o.dtype != "bfloat16") {
+    return InvalidArgumentError("--dtype must be auto, float32 or bfloat16");
+  }
+  if (!o.server.reasoning_parser.empty()) {
+    TSR_RETURN_IF_ERROR(
+        parsers::ReasoningParser::Create(o.server.reasoning_parser, false)
+            .status()
+            .WithContext("--reasoning-parser"));
+  }
+  if (!o.server.tool_call_parser.empty()) {
+    TSR_RETURN_IF_ERROR(
+        parsers::ToolCallParser::Create(o.server.tool_call_parser, {})
+            .status()
+            .WithContext("--tool-call-parser"));
+  }
+  return engine::ParseSchedulePolicy(o.schedule_policy).status();
+}
+
+// Blocks SIGTERM/SIGINT in every thread started after this; a watcher
+// thread takes them with sigwait.
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+void WireMetrics(engine::Engine& engine, metrics::ServingMetrics& m) {
+  engine.SetTimingObserver([&m](const engine::RequestTiming& t) {
+    m.num_requests().Inc();
+    if (t.aborted) m.num_aborted_requests().Inc();
+    m.prompt_tokens().Inc(static_cast<double>(t.prompt_tokens));
+    m.generation_tokens().Inc(static_cast<double>(t.completion_tokens));
+    m.cached_tokens().Inc(static_cast<double>(t.cached_tokens));
+    m.queue_time().Observe(t.queue_s);
+    if (t.ttft_s >= 0) m.time_to_first_token().Observe(t.ttft_s);
+    for (double itl : t.itl_s) m.inter_token_latency().Observe(itl);
+    m.e2e_request_latency().Observe(t.e2e_s);
+  });
+}
+
+int RunServe(ServeOptions o) {
+  if (Status flags = CheckFlags(o); !flags.ok()) {
+    return ReportError(flags, kExitBadInput);
+  }
+  const bool demo = o.model_path.empty();
+  if (demo) {
+    auto dir = EnsureDemoModel();
+    if (!dir.ok()) return ReportError(dir.status(), kExitRuntimeFailure);
+    o.model_path = *dir;
+    if (o.server.served_model_name.empty()) {
+      o.server.served_model_name = kDemoName;
+    }
+    TSR_LOG_INFO(
+        "no --model-path: serving the built-in demo model '{}' (make-model "
+        "preset tiny, random weights, from {}); pass --model-path for a "
+        "real model",
+        kDemoName, o.model_path);
+  } else if (Status dir = CheckModelDir(o.model_path); !dir.ok()) {
+    return ReportError(dir, kExitBadInput);
+  }
+  if (o.server.served_model_name.empty()) {
+    o.server.served_model_name = o.model_path;
+  }
+  o.server.model_path = o.model_path;
+
+  auto prompts = PromptTools::Load(o.model_path, o.chat_template);
+  if (!prompts.ok()) return ReportError(prompts.status(), kExitBadInput);
+  auto checkpoint = model::Checkpoint::Open(o.model_path);
+  if (!checkpoint.ok()) return ReportError(checkpoint.status(), kExitBadInput);
+  const model::ModelConfig& config = (*checkpoint)->config();
+
+  if (o.cpu_threads > 0) {
+    o.flags.cpu_plugin_options.push_back(
+        {"threads", std::to_string(o.cpu_threads), "--cpu-threads"});
+  }
+  auto rt = StartUsableRuntime(o.flags);
+  if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
+
+  model::ModelRunnerOptions ro;
+  ro.page_size = o.page_size;
+  if (o.dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
+  if (o.dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
+  const int64_t context =
+      o.context_length > 0 ? o.context_length : config.max_position_embeddings;
+  const uint64_t device_memory =
+      (*rt)->device(0).properties().memory_total;
+  if (o.max_total_tokens > 0) {
+    ro.kv_capacity_tokens = o.max_total_tokens;
+  } else if (o.mem_fraction_static > 0) {
+    const double budget = o.mem_fraction_static * double(device_memory) -
+                          double(WeightFileBytes(o.model_path));
+    if (budget <= 0) {
+      return ReportError(
+          InvalidArgumentError(fmt::format(
+              "--mem-fraction-static {} of {:.1f} GiB leaves no room for the "
+              "KV cache after the weights; raise it or use "
+              "--max-total-tokens",
+              o.mem_fraction_static, device_memory / 1073741824.0)),
+          kExitBadInput);
+    }
+    ro.kv_memory_budget_bytes = static_cast<uint64_t>(budget);
+    ro.kv_capacity_tokens = 0;
+  } else {
+    const DType kv_dtype = ro.activation_dtype.value_or(
+        config.torch_dtype == "float32" ? TSR_DTYPE_F32 : TSR_DTYPE_BF16);
+    const uint64_t per_token = 2ull * config.num_hidden_layers *
+                               config.num_key_value_heads * config.head_dim *
+                               DTypeSize(kv_dtype);
+    const uint64_t by_memory = device_memory / 4 / std::max<uint64_t>(per_token, 1);
+    ro.kv_capacity_tokens = static_cast<int64_t>(
+        std::min<uint64_t>(by_memory, 32ull * static_cast<uint64_t>(context)));
+  }
+  ro.max_batch_tokens = std::max<int64_t>(64, std::min<int64_t>(o.chunked_prefill_size > 0 ? o.chunked_prefill_size : 2048, 4096));
+  const auto load_start = std::chrono::steady_clock::now();
+  auto runner = model::ModelRunner::Create(**rt, **checkpoint, ro);
+  if (!runner.ok()) {
+    return ReportError(runner.status(), ModelFailureCode(runner.status()));
+  }
+
+  engine::EngineOptions eo;
+  eo.context_length = context;
+  eo.chunked_prefill_size = o.chunked_prefill_size;
+  eo.max_running_requests = o.max_running_requests;
+  eo.max_queued_requests = o.max_queued_requests;
+  eo.policy = *engine::ParseSchedulePolicy(o.schedule_policy);
+  eo.disable_radix_cache = o.disable_radix_cache;
+  eo.log_interval_s = o.log_interval;
+  eo.eos_ids = EosIds(**checkpoint, (*prompts)->tokenizer());
+  auto engine = engine::Engine::Create(**runner, (*prompts)->tokenizer(), eo);
+  if (!engine.ok()) {
+    return ReportError(engine.status(), ModelFailureCode(engine.status()));
+  }
+
+  metrics::Registry registry;
+  auto serving_metrics =
+      metrics::ServingMetrics::Create(&registry, o.server.served_model_name);
+  if (!serving_metrics.ok()) {
+    return ReportError(serving_metrics.status(), kExitRuntimeFailure);
+  }
+  WireMetrics(**engine, *serving_metrics);
+  runtime::Runtime& runtime = **rt;
+  (void)metrics::RegisterOpFallbackMetric(&registry, [&runtime] {
+    std::vector<metrics::OpFallbackCount> out;
+    for (const auto& c : runtime.dispatcher().Counters()) {
+      out.push_back({c.op, c.plugin, c.fallbacks});
+    }
+    return out;
+  });
+
+  const runtime::Device& device = (*runner)->device();
+  o.server.info = Json{{"version", TESSERA_VERSION},
+                       {"plugin", runtime.plugin().name()},
+                       {"device", device.Label()},
+                       {"dtype", DTypeName((*runner)->activation_dtype())},
+                       {"architecture", model::ArchitectureClassName(
+                                            config.architecture)},
+                       {"demo_model", demo}};
+  server::ServingContext ctx{**engine, **prompts, o.server, registry,
+                             *serving_metrics};
+  server::HttpServer http(ctx);
+  if (Status bound = http.Bind(); !bound.ok()) {
+    (*engine)->Shutdown(0);
+    return ReportError(bound, kExitBadInput);
+  }
+
+  // Signals: block them here (inherited by the threads started below) and
+  // take them on a watcher thread.
+  sigset_t signals = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::mutex stop_mu;
+  bool stopped = false;
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    {
+      std::lock_guard<std::mutex> lock(stop_mu);
+      if (stopped) return;
+      stopped = true;
+    }
+    TSR_LOG_INFO("received {}: draining ({} s grace for running requests)",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_grace);
+    ctx.draining.store(true);
+    http.Stop();
+    (*engine)->Shutdown(o.shutdown_grace);
+  });
+
+  TSR_LOG_INFO(
+      "model {} ({}, {} layers, {}) on {} ({}), KV cache {} tokens in pages "
+      "of {}, loaded in {:.1f} s",
+      o.server.served_model_name,
+      model::ArchitectureClassName(config.architecture),
+      config.num_hidden_layers, DTypeName((*runner)->activation_dtype()),
+      device.Label(), runtime.plugin().name(),
+      (*runner)->kv_pool().num_slots(), o.page_size,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    load_start)
+          .count());
+  TSR_LOG_INFO("listening on http://{}:{}", o.server.host, http.port());
+  http.Run();
+  {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    if (!stopped) pthread_kill(watcher.native_handle(), SIGTERM);
+  }
+  watcher.join();
+  (*engine)->Shutdown(0);
+  TSR_LOG_INFO("server stopped");
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddServeCommand(CLI::App& root) {
+  Command command;
+  command.app = root.add_subcommand(
+      "serve",
+      "serve a model over HTTP: OpenAI-compatible /v1/completions, "
+      "/v1/chat/completions, /v1/models and native /generate, /metrics, ...");
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* app = command.app;
+  app->add_option("--model-path", o->model_path,
+                  "Hugging Face model directory (default: the built-in "
+                  "demo model)");
+  app->add_option("--host", o->server.host, "address to listen on")
+      ->capture_default_str();
+  app->add_option("--port", o->server.port, "port (0: any free port)")
+      ->capture_default_str();
+  app->add_option("--served-model-name", o->server.served_model_name,
+                  "the model id of /v1/models (default: the model path)");
+  app->add_option("--api-key", o->server.api_key,
+                  "require 'Authorization: Bearer KEY'");
+  app->add_option("--chat-template", o->chat_template,
+                  "a Jinja file (or tokenizer_config.json) replacing the "
+                  "model's chat template");
+  app->add_option("--context-length", o->context_length,
+                  "context length (default: the model's)");
+  app->add_option("--page-size", o->page_size, "KV slots per page")
+      ->capture_default_str();
+  app->add_option("--max-total-tokens", o->max_total_tokens,
+                  "KV cache pool size in tokens");
+  app->add_option("--mem-fraction-static", o->mem_fraction_static,
+                  "fraction of device memory for weights + KV cache");
+  app->add_option("--chunked-prefill-size", o->chunked_prefill_size,
+                  "most tokens per step (prefill chunks + decode); <= 0 "
+                  "disables chunking")
+      ->capture_default_str();
+  app->add_option("--max-running-requests", o->max_running_requests,
+                  "most sequences in a batch")
+      ->capture_default_str();
+  app->add_option("--max-queued-requests", o->max_queued_requests,
+                  "most waiting requests before 503 (0: unlimited)")
+      ->capture_default_str();
+  app->add_option("--schedule-policy", o->schedule_policy, "lpm or fcfs")
+      ->capture_default_str();
+  app->add_flag("--disable-radix-cache", o->disable_radix_cache,
+                "turn the prefix cache off");
+  app->add_option("--reasoning-parser", o->server.reasoning_parser,
+                  "split <think> blocks into reasoning_content (qwen3)");
+  app->add_option("--tool-call-parser", o->server.tool_call_parser,
+                  "turn <tool_call> blocks into tool_calls (qwen)");
+  app->add_option("--dtype", o->dtype,
+                  "activation and KV dtype: auto, float32, bfloat16")
+      ->capture_default_str();
+  app->add_option("--cpu-threads", o->cpu_threads,
+                  "threads of the cpu plugin (default: all cores)");
+  app->add_option("--log-interval", o->log_interval,
+                  "seconds between status lines while busy (0: off)")
+      ->capture_default_str();
+  app->add_option("--shutdown-grace", o->shutdown_grace,
+                  "seconds running requests get to finish after SIGTERM")
+      ->capture_default_str();
+  app->add_option("--http-threads", o->server.http_threads,
+                  "connections served at once")
+      ->capture_default_str();
+  app->add_option("--device-plugin", o->flags.device_plugin,
+                  "use this plugin .so (beats TESSERA_DEVICE_PLUGIN)");
+  app->add_option("--platform", o->flags.platform,
+                  "use the plugin with this name, e.g. cpu (beats "
+                  "TESSERA_PLATFORM)");
+  command.run = [o] { return RunServe(*o); };
+  return command;
+}
+
+}  // namespace tessera::cli

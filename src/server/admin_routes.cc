@@ -1,0 +1,171 @@
+// The small native endpoints: models, tokenize/detokenize, health, server
+// info, cache flush, abort, metrics.
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "metrics/registry.h"
+#include "server/engine_bridge.h"
+#include "server/http_util.h"
+#include "server/native_protocol.h"
+#include "server/openai_response.h"
+#include "server/routes.h"
+
+namespace tessera::server {
+
+MaybeApiError ServingContext::CheckModel(
+    const std::optional<std::string>& model) const {
+  if (!model || *model == options.served_model_name ||
+      *model == options.model_path) {
+    return std::nullopt;
+  }
+  return ModelNotFound(*model);
+}
+
+void HandleModels(ServingContext& ctx, const httplib::Request&,
+                  httplib::Response& res) {
+  static const int64_t created = static_cast<int64_t>(std::time(nullptr));
+  ModelCard card;
+  card.id = ctx.options.served_model_name;
+  card.root = ctx.options.model_path;
+  card.created = created;
+  card.max_model_len = ctx.engine.context_length();
+  SendJson(res, ModelListJson({card}));
+}
+
+void HandleTokenize(ServingContext& ctx, const httplib::Request& req,
+                    httplib::Response& res) {
+  Json body;
+  if (!ParseJsonBody(req, res, &body)) return;
+  StatusOr<cli::TokenizeRequest> parsed = cli::ParseTokenizeRequest(body);
+  if (!parsed.ok()) return SendError(res, ApiErrorFromStatus(parsed.status()));
+  StatusOr<cli::PreparedPrompt> prompt = ctx.prompts.Prepare(*parsed);
+  if (!prompt.ok()) return SendError(res, ApiErrorFromStatus(prompt.status()));
+  SendJson(res, TokenizeResponseJson(prompt->ids, prompt->text));
+}
+
+void HandleDetokenize(ServingContext& ctx, const httplib::Request& req,
+                      httplib::Response& res) {
+  Json body;
+  if (!ParseJsonBody(req, res, &body)) return;
+  StatusOr<cli::DetokenizeRequest> parsed = cli::ParseDetokenizeRequest(body);
+  if (!parsed.ok()) return SendError(res, ApiErrorFromStatus(parsed.status()));
+  if (Status ok = ctx.prompts.CheckTokenIds(parsed->tokens); !ok.ok()) {
+    return SendError(res, ApiErrorFromStatus(ok));
+  }
+  SendJson(res, DetokenizeResponseJson(ctx.tokenizer().Decode(
+                    parsed->tokens, parsed->skip_special_tokens)));
+}
+
+void HandleHealth(ServingContext& ctx, const httplib::Request&,
+                  httplib::Response& res) {
+  if (ctx.draining.load()) {
+    return SendError(res, ServiceUnavailable("the server is shutting down"));
+  }
+  if (!ctx.engine.Stats().ready) {
+    return SendError(res, ServiceUnavailable("the model is still loading"));
+  }
+  res.status = 200;
+  res.set_content("", "text/plain");
+}
+
+void HandleHealthGenerate(ServingContext& ctx, const httplib::Request&,
+                          httplib::Response& res) {
+  if (ctx.draining.load()) {
+    return SendError(res, ServiceUnavailable("the server is shutting down"));
+  }
+  engine::EngineRequest r;
+  r.rid = NewResponseId("health-");
+  r.prompt_ids = {0};
+  r.max_new_tokens = 1;
+  r.ignore_eos = true;
+  auto stream = ctx.engine.Submit(std::move(r));
+  if (!stream.ok()) return SendError(res, ApiErrorFromStatus(stream.status()));
+  engine::RequestOutput last;
+  while (!last.finished) {
+    for (auto& o : (*stream)->Wait(std::chrono::milliseconds(100))) {
+      last = std::move(o);
+    }
+  }
+  if (last.finish.kind == engine::FinishReason::Kind::kAbort) {
+    return SendError(res, AbortError(last.finish));
+  }
+  res.status = 200;
+  res.set_content("", "text/plain");
+}
+
+void HandleServerInfo(ServingContext& ctx, const httplib::Request&,
+                      httplib::Response& res) {
+  const engine::EngineStats st = ctx.engine.Stats();
+  const engine::EngineOptions& eo = ctx.engine.options();
+  Json j = ctx.options.info;
+  j["served_model_name"] = ctx.options.served_model_name;
+  j["model_path"] = ctx.options.model_path;
+  j["context_length"] = ctx.engine.context_length();
+  j["vocab_size"] = ctx.engine.vocab_size();
+  j["page_size"] = ctx.engine.runner().kv_pool().page_size();
+  j["max_total_num_tokens"] = st.kv_capacity_tokens;
+  j["chunked_prefill_size"] = eo.chunked_prefill_size;
+  j["max_running_requests"] = eo.max_running_requests;
+  j["max_queued_requests"] = eo.max_queued_requests;
+  j["schedule_policy"] = eo.policy == engine::SchedulePolicy::kLongestPrefixMatch
+                             ? "lpm"
+                             : "fcfs";
+  j["disable_radix_cache"] = eo.disable_radix_cache;
+  j["reasoning_parser"] = ctx.options.reasoning_parser;
+  j["tool_call_parser"] = ctx.options.tool_call_parser;
+  Status integrity = ctx.engine.CheckIntegrity();
+  j["state"] = {{"ready", st.ready},
+                {"running_requests", st.running},
+                {"queued_requests", st.queued},
+                {"kv_used_tokens", st.kv_used_tokens},
+                {"kv_cached_tokens", st.kv_cached_tokens},
+                {"kv_capacity_tokens", st.kv_capacity_tokens},
+                {"cache_hit_rate", st.cache_hit_rate},
+                {"retractions", st.retractions_total},
+                {"requests_total", st.requests_total},
+                {"kv_integrity",
+                 integrity.ok() ? std::string("ok") : integrity.ToString()}};
+  SendJson(res, j);
+}
+
+void HandleFlushCache(ServingContext& ctx, const httplib::Request&,
+                      httplib::Response& res) {
+  Status flushed = ctx.engine.FlushCache();
+  if (!flushed.ok()) {
+    return SendError(res, BadRequest(flushed.message(), "", "cache_in_use"));
+  }
+  res.status = 200;
+  res.set_content("Cache flushed.\n", "text/plain");
+}
+
+void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
+                        httplib::Response& res) {
+  Json body;
+  if (!ParseJsonBody(req, res, &body)) return;
+  if (!body.contains("rid") || !body["rid"].is_string()) {
+    return SendError(res, BadRequest("'rid' (a string) is required", "rid"));
+  }
+  const std::string rid = body["rid"].get<std::string>();
+  // A request with n > 1 or several prompts has rids rid-<i>.
+  bool any = ctx.engine.Abort(rid);
+  for (int i = 0; i < ctx.options.limits.max_n * 64; ++i) {
+    const bool a = ctx.engine.Abort(fmt::format("{}-{}", rid, i));
+    any |= a;
+    if (!a && i > ctx.options.limits.max_n) break;
+  }
+  if (!any) {
+    return SendError(res, NotFound(fmt::format(
+                              "no running request has rid '{}'", rid)));
+  }
+  SendJson(res, Json{{"rid", rid}, {"aborted", true}});
+}
+
+void HandleMetrics(ServingContext& ctx, const httplib::Request&,
+                   httplib::Response& res) {
+  res.status = 200;
+  res.set_content(ctx.registry.RenderPrometheus(),
+                  "text/plain; version=0.0.4; charset=utf-8");
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,286 @@
+// POST /v1/chat/completions: messages rendered by the model's chat template,
+// n choices, logprobs, streaming; with --reasoning-parser the <think> block
+// becomes reasoning_content, with --tool-call-parser (and tools in the
+// request) <tool_call> blocks become tool_calls, streamed as deltas.
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "parsers/reasoning_parser.h"
+#include "parsers/tool_call_parser.h"
+#include "server/engine_bridge.h"
+#include "server/http_util.h"
+#include "server/native_protocol.h"
+#include "server/routes.h"
+
+namespace tessera::server {
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(100);
+constexpr int kHeartbeatPolls = 20;
+
+struct PreparedChat {
+  ChatRequest request;
+  ResponseMeta meta;
+  std::vector<std::string> tool_names;
+  bool parse_reasoning = false;
+  bool parse_tools = false;
+};
+
+// The output pipeline of one choice: reasoning split, then tool calls.
+class ChoiceParsers {
+ public:
+  static StatusOr<ChoiceParsers> Create(const ServerOptions& options,
+                                        const PreparedChat& chat) {
+    ChoiceParsers p;
+    if (chat.parse_reasoning) {
+      TSR_ASSIGN_OR_RETURN(p.reasoning_, parsers::ReasoningParser::Create(
+                                             options.reasoning_parser, false));
+    }
+    if (chat.parse_tools) {
+      TSR_ASSIGN_OR_RETURN(
+          p.tools_, parsers::ToolCallParser::Create(options.tool_call_parser,
+                                                    chat.tool_names));
+    }
+    return p;
+  }
+
+  // Streams `text` (empty with `finish` to flush) into a delta.
+  void Push(const std::string& text, bool finish, ChatDelta& delta) {
+    parsers::ReasoningDelta r;
+    if (reasoning_) {
+      r = reasoning_->Push(text);
+      if (finish) {
+        parsers::ReasoningDelta tail = reasoning_->Finish();
+        r.reasoning_delta += tail.reasoning_delta;
+        r.content_delta += tail.content_delta;
+      }
+    } else {
+      r.content_delta = text;
+    }
+    if (!r.reasoning_delta.empty()) delta.reasoning_content = r.reasoning_delta;
+    std::string content = std::move(r.content_delta);
+    if (tools_) {
+      parsers::ToolCallStreamResult t = tools_->Push(content);
+      if (finish) {
+        parsers::ToolCallStreamResult tail = tools_->Finish();
+        t.normal_text_delta += tail.normal_text_delta;
+        t.deltas.insert(t.deltas.end(), tail.deltas.begin(), tail.deltas.end());
+      }
+      content = std::move(t.normal_text_delta);
+      for (auto& d : t.deltas) {
+        delta.tool_call_chunks.push_back(
+            {d.index, d.id, d.name, std::move(d.arguments_delta)});
+      }
+    }
+    if (!content.empty()) delta.content = std::move(content);
+  }
+
+  // The whole output at once (non-streaming).
+  void Full(const std::string& text, ChatChoice& choice) {
+    std::string content = text;
+    if (reasoning_) {
+      parsers::ReasoningParseResult r = reasoning_->ParseFull(text);
+      choice.reasoning_content = r.reasoning;
+      content = std::move(r.content);
+    }
+    if (tools_) {
+      parsers::ToolCallParseResult t = tools_->ParseFull(content);
+      content = std::move(t.normal_text);
+      for (auto& c : t.calls) {
+        choice.tool_calls.push_back(
+            ToolCall{c.id, "function", c.name, c.arguments});
+      }
+    }
+    if (choice.tool_calls.empty() || !content.empty()) {
+      choice.content = std::move(content);
+    }
+  }
+
+  bool has_calls() const { return tools_ && tools_->has_calls(); }
+
+ private:
+  std::unique_ptr<parsers::ReasoningParser> reasoning_;
+  std::unique_ptr<parsers::ToolCallParser> tools_;
+};
+
+std::string ChatFinishReason(const engine::FinishReason& finish,
+                             bool has_calls) {
+  if (has_calls && finish.kind == engine::FinishReason::Kind::kStop) {
+    return "tool_calls";
+  }
+  return OpenAiFinishReason(finish);
+}
+
+std::vector<TokenLogprob> Logprobs(const engine::RequestOutput& o,
+                                   const Tokenizer& tokenizer) {
+  std::vector<TokenLogprob> out;
+  for (const auto& lp : o.logprobs) out.push_back(ToTokenLogprob(lp, tokenizer));
+  return out;
+}
+
+}  // namespace
+
+void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
+                           httplib::Response& res) {
+  Json body;
+  if (!ParseJsonBody(req, res, &body)) return;
+  auto p = std::make_shared<PreparedChat>();
+  if (auto e = ParseChatRequest(body, ctx.options.limits, &p->request)) {
+    return SendError(res, *e);
+  }
+  if (auto e = ctx.CheckModel(p->request.model)) return SendError(res, *e);
+  const ChatRequest& r = p->request;
+  if (r.tool_choice.is_object() ||
+      (r.tool_choice.is_string() && r.tool_choice == "required")) {
+    return SendError(
+        res, UnsupportedParameter(
+                 "tool_choice",
+                 "forcing a tool call needs constrained decoding, which "
+                 "Tessera does not have yet; use \"auto\" or \"none\""));
+  }
+  if (r.tools.is_array()) {
+    for (const Json& t : r.tools) {
+      p->tool_names.push_back(t["function"]["name"].get<std::string>());
+    }
+  }
+  p->parse_reasoning =
+      !ctx.options.reasoning_parser.empty() && r.separate_reasoning;
+  p->parse_tools = !ctx.options.tool_call_parser.empty() &&
+                   r.tools.is_array() && !r.tools.empty() &&
+                   !(r.tool_choice.is_string() && r.tool_choice == "none");
+
+  StatusOr<std::string> rendered = ctx.prompts.RenderChat(
+      ChatMessagesToJson(r.messages), r.tools, true, r.chat_template_kwargs);
+  if (!rendered.ok()) {
+    return SendError(res, BadRequest("the chat template failed on these "
+                                     "messages: " +
+                                         rendered.status().message(),
+                                     "messages"));
+  }
+  const std::vector<int32_t> ids = ctx.tokenizer().Encode(*rendered, false);
+  p->meta.id = NewResponseId("chatcmpl-");
+  p->meta.created = static_cast<int64_t>(std::time(nullptr));
+  p->meta.model = ctx.options.served_model_name;
+  const int32_t top = r.logprobs ? r.top_logprobs : -1;
+  auto streams = std::make_shared<StreamSet>();
+  if (auto e = SubmitAll(ctx.engine,
+                         {BuildEngineRequests(r.sampling, ids, top, p->meta.id)},
+                         streams.get())) {
+    return SendError(res, *e);
+  }
+  std::vector<ChoiceParsers> parsers;
+  for (size_t i = 0; i < streams->size(); ++i) {
+    auto made = ChoiceParsers::Create(ctx.options, *p);
+    if (!made.ok()) {
+      streams->CancelAll("server misconfiguration");
+      return SendError(res, InternalServerError(made.status().message()));
+    }
+    parsers.push_back(std::move(*made));
+  }
+
+  if (!r.stream) {
+    std::vector<std::string> texts(streams->size());
+    std::vector<std::vector<TokenLogprob>> lps(streams->size());
+    std::vector<engine::RequestOutput> last(streams->size());
+    while (!streams->all_finished()) {
+      for (auto& ev : streams->Next(kPoll)) {
+        texts[ev.index] += ev.output.text;
+        auto l = Logprobs(ev.output, ctx.tokenizer());
+        lps[ev.index].insert(lps[ev.index].end(), l.begin(), l.end());
+        if (ev.output.finished) last[ev.index] = std::move(ev.output);
+      }
+    }
+    std::vector<ChatChoice> choices(streams->size());
+    Usage usage;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const engine::RequestOutput& o = last[i];
+      if (o.finish.kind == engine::FinishReason::Kind::kAbort) {
+        return SendError(res, AbortError(o.finish));
+      }
+      choices[i].index = static_cast<int32_t>(i);
+      parsers[i].Full(texts[i], choices[i]);
+      choices[i].finish_reason =
+          ChatFinishReason(o.finish, !choices[i].tool_calls.empty());
+      if (r.logprobs) choices[i].logprobs = ChatLogprobsJson(lps[i]);
+      usage.completion_tokens += o.completion_tokens;
+      if (i == 0) {
+        usage.prompt_tokens = o.prompt_tokens;
+        usage.cached_tokens = o.cached_tokens;
+      }
+    }
+    return SendJson(res, ChatResponseJson(p->meta, choices, usage));
+  }
+
+  auto shared_parsers =
+      std::make_shared<std::vector<ChoiceParsers>>(std::move(parsers));
+  StartSse(
+      res,
+      [p, streams, shared_parsers, &ctx](SseWriter& out) {
+        const ChatRequest& r = p->request;
+        auto& parsers = *shared_parsers;
+        for (size_t i = 0; i < streams->size() && out.ok(); ++i) {
+          ChatDelta first;
+          first.index = static_cast<int32_t>(i);
+          first.role = true;
+          first.content = "";
+          out.Write(SseEvent(ChatChunkJson(p->meta, first)));
+        }
+        Usage usage;
+        int idle = 0;
+        while (out.ok() && !streams->all_finished()) {
+          auto events = streams->Next(kPoll);
+          if (events.empty()) {
+            if (++idle >= kHeartbeatPolls) {
+              idle = 0;
+              out.Heartbeat();
+            }
+            continue;
+          }
+          idle = 0;
+          for (auto& ev : events) {
+            const engine::RequestOutput& o = ev.output;
+            if (o.finished &&
+                o.finish.kind == engine::FinishReason::Kind::kAbort &&
+                o.finish.message.find("client") == std::string::npos &&
+                o.finish.message.find("abort_request") == std::string::npos) {
+              out.Write(SseError(AbortError(o.finish)));
+            }
+            ChatDelta d;
+            d.index = static_cast<int32_t>(ev.index);
+            parsers[ev.index].Push(o.text, o.finished, d);
+            if (r.logprobs && !o.logprobs.empty()) {
+              d.logprobs = ChatLogprobsJson(Logprobs(o, ctx.tokenizer()));
+            }
+            if (o.finished) {
+              d.finish_reason =
+                  ChatFinishReason(o.finish, parsers[ev.index].has_calls());
+              usage.completion_tokens += o.completion_tokens;
+              if (ev.index == 0) {
+                usage.prompt_tokens = o.prompt_tokens;
+                usage.cached_tokens = o.cached_tokens;
+              }
+            }
+            const bool empty = !d.content && !d.reasoning_content &&
+                               d.tool_call_chunks.empty() &&
+                               d.finish_reason.empty() && d.logprobs.is_null();
+            if (empty) continue;
+            if (!out.Write(SseEvent(ChatChunkJson(p->meta, d)))) break;
+          }
+        }
+        if (!out.ok()) {
+          streams->CancelAll("client disconnected");
+          return;
+        }
+        if (r.include_usage) {
+          out.Write(
+              SseEvent(UsageChunkJson(p->meta, "chat.completion.chunk", usage)));
+        }
+        out.Write(SseDone());
+      },
+      [streams](bool ok) {
+        if (!ok) streams->CancelAll("client disconnected");
+      });
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,176 @@
+// POST /v1/completions: prompts (text, token ids, or a list of either) with
+// n choices each, echo, logprobs, streaming with include_usage.
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "server/engine_bridge.h"
+#include "server/http_util.h"
+#include "server/native_protocol.h"
+#include "server/routes.h"
+
+namespace tessera::server {
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(100);
+constexpr int kHeartbeatPolls = 20;  // 2 s without output
+
+struct PreparedCompletion {
+  CompletionRequest request;
+  std::vector<std::vector<int32_t>> prompt_ids;  // per prompt
+  std::vector<std::string> prompt_texts;         // per prompt (for echo)
+  ResponseMeta meta;
+};
+
+}  // namespace
+
+void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
+                       httplib::Response& res) {
+  Json body;
+  if (!ParseJsonBody(req, res, &body)) return;
+  auto p = std::make_shared<PreparedCompletion>();
+  if (auto e = ParseCompletionRequest(body, ctx.options.limits, &p->request)) {
+    return SendError(res, *e);
+  }
+  if (auto e = ctx.CheckModel(p->request.model)) return SendError(res, *e);
+  const CompletionRequest& r = p->request;
+  for (const CompletionPrompt& prompt : r.prompts) {
+    if (prompt.is_token_ids) {
+      p->prompt_ids.push_back(prompt.token_ids);
+      p->prompt_texts.push_back(
+          r.echo ? ctx.tokenizer().Decode(prompt.token_ids, false) : "");
+    } else {
+      p->prompt_ids.push_back(ctx.tokenizer().Encode(prompt.text, true));
+      p->prompt_texts.push_back(prompt.text);
+    }
+  }
+  p->meta.id = NewResponseId("cmpl-");
+  p->meta.created = static_cast<int64_t>(std::time(nullptr));
+  p->meta.model = ctx.options.served_model_name;
+  const int32_t top = r.logprobs ? *r.logprobs : -1;
+  std::vector<std::vector<engine::EngineRequest>> groups;
+  for (size_t i = 0; i < p->prompt_ids.size(); ++i) {
+    groups.push_back(BuildEngineRequests(
+        r.sampling, p->prompt_ids[i], top,
+        p->prompt_ids.size() == 1 ? p->meta.id
+                                  : fmt::format("{}-p{}", p->meta.id, i)));
+  }
+  auto streams = std::make_shared<StreamSet>();
+  if (auto e = SubmitAll(ctx.engine, groups, streams.get())) {
+    return SendError(res, *e);
+  }
+  const size_t n = static_cast<size_t>(r.sampling.n);
+  auto prompt_of = [p, n](size_t choice) { return choice / n; };
+
+  if (!r.stream) {
+    std::vector<CompletionChoice> choices(streams->size());
+    std::vector<std::vector<TokenLogprob>> lps(streams->size());
+    std::vector<engine::RequestOutput> last(streams->size());
+    while (!streams->all_finished()) {
+      for (auto& ev : streams->Next(kPoll)) {
+        choices[ev.index].text += ev.output.text;
+        for (const auto& lp : ev.output.logprobs) {
+          lps[ev.index].push_back(ToTokenLogprob(lp, ctx.tokenizer()));
+        }
+        if (ev.output.finished) last[ev.index] = std::move(ev.output);
+      }
+    }
+    Usage usage;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const engine::RequestOutput& o = last[i];
+      if (o.finish.kind == engine::FinishReason::Kind::kAbort) {
+        return SendError(res, AbortError(o.finish));
+      }
+      const std::string& prompt_text = p->prompt_texts[prompt_of(i)];
+      choices[i].index = static_cast<int32_t>(i);
+      if (r.echo) choices[i].text = prompt_text + choices[i].text;
+      choices[i].finish_reason = OpenAiFinishReason(o.finish);
+      if (r.logprobs) {
+        choices[i].logprobs = CompletionLogprobsJson(
+            lps[i], r.echo ? static_cast<int64_t>(prompt_text.size()) : 0);
+      }
+      usage.completion_tokens += o.completion_tokens;
+      if (i % n == 0) {
+        usage.prompt_tokens += o.prompt_tokens;
+        usage.cached_tokens += o.cached_tokens;
+      }
+    }
+    return SendJson(res, CompletionResponseJson(p->meta, choices, usage));
+  }
+
+  StartSse(
+      res,
+      [p, streams, n, prompt_of, &ctx](SseWriter& out) {
+        const CompletionRequest& r = p->request;
+        std::vector<int64_t> offsets(streams->size(), 0);
+        if (r.echo) {
+          for (size_t i = 0; i < streams->size(); ++i) {
+            CompletionChoice c;
+            c.index = static_cast<int32_t>(i);
+            c.text = p->prompt_texts[prompt_of(i)];
+            offsets[i] = static_cast<int64_t>(c.text.size());
+            if (!out.Write(SseEvent(CompletionChunkJson(p->meta, c)))) break;
+          }
+        }
+        Usage usage;
+        int idle = 0;
+        while (out.ok() && !streams->all_finished()) {
+          auto events = streams->Next(kPoll);
+          if (events.empty()) {
+            if (++idle >= kHeartbeatPolls) {
+              idle = 0;
+              out.Heartbeat();
+            }
+            continue;
+          }
+          idle = 0;
+          for (auto& ev : events) {
+            const engine::RequestOutput& o = ev.output;
+            if (o.finished &&
+                o.finish.kind == engine::FinishReason::Kind::kAbort &&
+                !o.finish.message.empty() &&
+                o.finish.message.find("client") == std::string::npos) {
+              out.Write(SseError(AbortError(o.finish)));
+            }
+            CompletionChoice c;
+            c.index = static_cast<int32_t>(ev.index);
+            c.text = o.text;
+            if (r.logprobs && !o.logprobs.empty()) {
+              std::vector<TokenLogprob> lps;
+              for (const auto& lp : o.logprobs) {
+                lps.push_back(ToTokenLogprob(lp, ctx.tokenizer()));
+              }
+              c.logprobs = CompletionLogprobsJson(lps, offsets[ev.index]);
+            }
+            offsets[ev.index] += static_cast<int64_t>(o.text.size());
+            if (o.finished) {
+              c.finish_reason = OpenAiFinishReason(o.finish);
+              usage.completion_tokens += o.completion_tokens;
+              if (ev.index % n == 0) {
+                usage.prompt_tokens += o.prompt_tokens;
+                usage.cached_tokens += o.cached_tokens;
+              }
+            }
+            if (c.text.empty() && !o.finished && o.logprobs.empty() &&
+                o.token_ids.empty()) {
+              continue;
+            }
+            if (!out.Write(SseEvent(CompletionChunkJson(p->meta, c)))) break;
+          }
+        }
+        if (!out.ok()) {
+          streams->CancelAll("client disconnected");
+          return;
+        }
+        if (r.include_usage) {
+          out.Write(
+              SseEvent(UsageChunkJson(p->meta, "text_completion", usage)));
+        }
+        out.Write(SseDone());
+      },
+      [streams](bool ok) {
+        if (!ok) streams->CancelAll("client disconnected");
+      });
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,123 @@
+#include "server/engine_bridge.h"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace tessera::server {
+
+std::vector<engine::EngineRequest> BuildEngineRequests(
+    const SamplingOptions& s, const std::vector<int32_t>& prompt_ids,
+    int32_t top_logprobs, const std::string& rid_prefix) {
+  std::vector<engine::EngineRequest> out;
+  for (int32_t i = 0; i < s.n; ++i) {
+    engine::EngineRequest r;
+    r.rid = s.n == 1 ? rid_prefix : fmt::format("{}-{}", rid_prefix, i);
+    r.prompt_ids = prompt_ids;
+    r.sampling.temperature = static_cast<float>(s.temperature);
+    r.sampling.top_p = static_cast<float>(s.top_p);
+    r.sampling.top_k = s.top_k > 0 ? s.top_k : 0;
+    r.sampling.min_p = static_cast<float>(s.min_p);
+    if (s.seed) r.seed = static_cast<uint64_t>(*s.seed) + i;
+    r.logit.repetition_penalty = static_cast<float>(s.repetition_penalty);
+    r.logit.presence_penalty = static_cast<float>(s.presence_penalty);
+    r.logit.frequency_penalty = static_cast<float>(s.frequency_penalty);
+    for (const auto& [id, bias] : s.logit_bias) {
+      r.logit.logit_bias.emplace_back(id, bias);
+    }
+    r.stop = s.stop;
+    r.stop_token_ids = s.stop_token_ids;
+    r.ignore_eos = s.ignore_eos;
+    r.max_new_tokens = s.max_tokens;
+    r.top_logprobs = top_logprobs;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+TokenLogprob ToTokenLogprob(const engine::TokenLogprobs& lp,
+                            const Tokenizer& tokenizer) {
+  auto text = [&](int32_t id) {
+    return tokenizer.Decode(std::span<const int32_t>(&id, 1), false);
+  };
+  TokenLogprob out;
+  out.token = text(lp.id);
+  out.logprob = lp.logprob;
+  for (const auto& [id, logprob] : lp.top) out.top.emplace_back(text(id), logprob);
+  return out;
+}
+
+std::string NewResponseId(const std::string& prefix) {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return fmt::format("{}{:012x}{:012x}", prefix, gen() & 0xffffffffffffull,
+                     gen() & 0xffffffffffffull);
+}
+
+void StreamSet::Add(std::shared_ptr<engine::RequestStream> stream) {
+  streams_.push_back(std::move(stream));
+  done_.push_back(false);
+}
+
+bool StreamSet::all_finished() const {
+  for (bool d : done_) {
+    if (!d) return false;
+  }
+  return true;
+}
+
+std::vector<StreamSet::Event> StreamSet::Next(
+    std::chrono::milliseconds timeout) {
+  std::vector<Event> events;
+  // Block on the first unfinished stream, then collect the others without
+  // waiting: with one choice (the common case) this is a plain wait.
+  bool waited = false;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (done_[i]) continue;
+    auto outputs = streams_[i]->Wait(
+        waited ? std::chrono::milliseconds(0)
+               : (streams_.size() == 1 ? timeout
+                                       : std::min(timeout,
+                                                  std::chrono::milliseconds(5))));
+    waited = true;
+    for (auto& o : outputs) {
+      if (o.finished) done_[i] = true;
+      events.push_back({i, std::move(o)});
+    }
+  }
+  return events;
+}
+
+void StreamSet::CancelAll(const std::string& why) {
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (!done_[i]) streams_[i]->Cancel(why);
+  }
+}
+
+MaybeApiError SubmitAll(
+    engine::Engine& engine,
+    const std::vector<std::vector<engine::EngineRequest>>& groups,
+    StreamSet* out) {
+  for (const auto& group : groups) {
+    auto streams = engine.SubmitGroup(group);
+    if (!streams.ok()) {
+      out->CancelAll("another prompt of the request was rejected");
+      return ApiErrorFromStatus(streams.status());
+    }
+    for (auto& s : *streams) out->Add(std::move(s));
+  }
+  return std::nullopt;
+}
+
+ApiError AbortError(const engine::FinishReason& finish) {
+  if (finish.message.find("shutting down") != std::string::npos) {
+    return ServiceUnavailable(finish.message);
+  }
+  return InternalServerError(finish.message.empty() ? "request aborted"
+                                                    : finish.message);
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,110 @@
+// POST /generate (SGLang's native endpoint): text or input_ids, one or a
+// batch, sampling_params, optional streaming of cumulative text as SGLang
+// does ({"text": all so far, "output_ids", "meta_info"}, then [DONE]).
+#include <fmt/format.h>
+
+#include "server/engine_bridge.h"
+#include "server/http_util.h"
+#include "server/native_protocol.h"
+#include "server/openai_response.h"
+#include "server/routes.h"
+
+namespace tessera::server {
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(100);
+constexpr int kHeartbeatPolls = 20;
+
+struct GenerateState {
+  GenerateRequest request;
+  std::vector<GenerateResult> results;  // one per choice
+};
+
+void Apply(GenerateResult& result, const engine::RequestOutput& o) {
+  result.text += o.text;
+  result.output_ids.insert(result.output_ids.end(), o.token_ids.begin(),
+                           o.token_ids.end());
+  result.prompt_tokens = o.prompt_tokens;
+  result.completion_tokens = o.completion_tokens;
+  result.cached_tokens = o.cached_tokens;
+  if (o.finished) result.finish_reason = o.finish;
+}
+
+}  // namespace
+
+void HandleGenerate(ServingContext& ctx, const httplib::Request& req,
+                    httplib::Response& res) {
+  Json body;
+  if (!ParseJsonBody(req, res, &body)) return;
+  auto s = std::make_shared<GenerateState>();
+  if (auto e = ParseGenerateRequest(body, ctx.options.limits, &s->request)) {
+    return SendError(res, *e);
+  }
+  const GenerateRequest& r = s->request;
+  const std::string base = r.rid ? *r.rid : NewResponseId("");
+  std::vector<std::vector<engine::EngineRequest>> groups;
+  for (size_t i = 0; i < r.prompts.size(); ++i) {
+    const CompletionPrompt& prompt = r.prompts[i];
+    std::vector<int32_t> ids =
+        prompt.is_token_ids ? prompt.token_ids
+                            : ctx.tokenizer().Encode(prompt.text, true);
+    groups.push_back(BuildEngineRequests(
+        r.sampling, ids, -1,
+        r.prompts.size() == 1 ? base : fmt::format("{}-{}", base, i)));
+  }
+  auto streams = std::make_shared<StreamSet>();
+  if (auto e = SubmitAll(ctx.engine, groups, streams.get())) {
+    return SendError(res, *e);
+  }
+  for (const auto& group : groups) {
+    for (const auto& er : group) {
+      GenerateResult g;
+      g.id = er.rid;
+      s->results.push_back(std::move(g));
+    }
+  }
+  const bool list = r.batched || s->results.size() > 1;
+
+  if (!r.stream) {
+    while (!streams->all_finished()) {
+      for (auto& ev : streams->Next(kPoll)) Apply(s->results[ev.index], ev.output);
+    }
+    if (!list) return SendJson(res, GenerateResultJson(s->results[0]));
+    Json out = Json::array();
+    for (const auto& g : s->results) out.push_back(GenerateResultJson(g));
+    return SendJson(res, out);
+  }
+  StartSse(
+      res,
+      [s, streams, list](SseWriter& out) {
+        int idle = 0;
+        while (out.ok() && !streams->all_finished()) {
+          auto events = streams->Next(kPoll);
+          if (events.empty()) {
+            if (++idle >= kHeartbeatPolls) {
+              idle = 0;
+              out.Heartbeat();
+            }
+            continue;
+          }
+          idle = 0;
+          for (auto& ev : events) {
+            GenerateResult& g = s->results[ev.index];
+            Apply(g, ev.output);
+            Json j = GenerateResultJson(g);
+            if (list) j["index"] = ev.index;
+            if (!out.Write(SseEvent(j))) break;
+          }
+        }
+        if (!out.ok()) {
+          streams->CancelAll("client disconnected");
+          return;
+        }
+        out.Write(SseDone());
+      },
+      [streams](bool ok) {
+        if (!ok) streams->CancelAll("client disconnected");
+      });
+}
+
+}  // namespace tessera::server
