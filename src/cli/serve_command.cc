@@ -167,6 +167,11 @@ void WireMetrics(engine::Engine& engine, metrics::ServingMetrics& m) {
 }
 
 int RunServe(ServeOptions o) {
+  // Block SIGTERM/SIGINT before any thread starts (plugin workers, the
+  // scheduler, HTTP workers inherit the mask); the watcher thread below
+  // takes them with sigwait.
+  sigset_t signals = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   if (Status flags = CheckFlags(o); !flags.ok()) {
     return ReportError(flags, kExitBadInput);
   }
@@ -291,10 +296,6 @@ int RunServe(ServeOptions o) {
     return ReportError(bound, kExitBadInput);
   }
 
-  // Signals: block them here (inherited by the threads started below) and
-  // take them on a watcher thread.
-  sigset_t signals = TerminationSignals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::mutex stop_mu;
   bool stopped = false;
   std::thread watcher([&] {
