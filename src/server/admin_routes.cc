@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <ctime>
+#include <mutex>
 
 #include "metrics/registry.h"
+#include "metrics/serving_metrics.h"
 #include "server/engine_bridge.h"
 #include "server/http_util.h"
 #include "server/native_protocol.h"
@@ -163,6 +165,29 @@ void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
 
 void HandleMetrics(ServingContext& ctx, const httplib::Request&,
                    httplib::Response& res) {
+  // Gauges are sampled from the engine's snapshot at scrape time; the
+  // retraction counter follows the engine's running total.
+  const engine::EngineStats st = ctx.engine.Stats();
+  metrics::ServingMetrics& m = ctx.metrics;
+  m.num_running_reqs().Set(static_cast<double>(st.running));
+  m.num_queue_reqs().Set(static_cast<double>(st.queued));
+  m.num_used_tokens().Set(static_cast<double>(st.kv_used_tokens));
+  m.token_usage().Set(st.kv_capacity_tokens > 0
+                          ? double(st.kv_used_tokens) / st.kv_capacity_tokens
+                          : 0.0);
+  m.cache_hit_rate().Set(st.cache_hit_rate);
+  m.gen_throughput().Set(st.gen_throughput);
+  m.max_total_num_tokens().Set(static_cast<double>(st.kv_capacity_tokens));
+  {
+    static std::mutex mu;
+    static int64_t reported = 0;
+    std::lock_guard<std::mutex> lock(mu);
+    if (st.retractions_total > reported) {
+      m.num_retracted_requests().Inc(
+          static_cast<double>(st.retractions_total - reported));
+      reported = st.retractions_total;
+    }
+  }
   res.status = 200;
   res.set_content(ctx.registry.RenderPrometheus(),
                   "text/plain; version=0.0.4; charset=utf-8");

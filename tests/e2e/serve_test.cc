@@ -1,0 +1,412 @@
+// `tessera serve` end to end: the real binary as a child process, real HTTP
+// clients. Correctness against the stories260k goldens (alone and under 32
+// concurrent streams), prefix-cache reporting, every error status and
+// shape, KV freed when a client disconnects, retraction under KV pressure,
+// /abort_request, the native endpoints and SIGTERM draining.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <thread>
+
+#include "testing/fixtures.h"
+#include "testing/server_process.h"
+
+namespace tessera {
+namespace {
+
+using Json = nlohmann::json;
+using testing::ServerProcess;
+using testing::SseData;
+
+constexpr const char* kBin = TSR_TESSERA_BIN;
+
+std::vector<Json> ReadJsonLines(const std::string& path) {
+  std::vector<Json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(Json::parse(line));
+  }
+  return out;
+}
+
+// Starts a server or fails the test with its log.
+#define START_SERVER(server, ...)                                  \
+  ASSERT_TRUE((server).Start(kBin, __VA_ARGS__)) << (server).log()
+
+// The final output_ids of a /generate stream.
+std::vector<int> StreamedGenerateIds(const ServerProcess& server,
+                                     const Json& body) {
+  auto res = server.PostStream("/generate", body.dump());
+  EXPECT_EQ(res.status, 200) << res.body;
+  auto events = SseData(res.body);
+  if (events.empty()) return {};
+  return Json::parse(events.back())["output_ids"].get<std::vector<int>>();
+}
+
+Json ServerState(const ServerProcess& server) {
+  auto res = server.Get("/server_info");
+  EXPECT_EQ(res.status, 200);
+  return Json::parse(res.body)["state"];
+}
+
+// Waits until no request runs and the KV pool holds only cache.
+Json WaitIdle(const ServerProcess& server) {
+  Json state;
+  for (int i = 0; i < 200; ++i) {
+    state = ServerState(server);
+    if (state["running_requests"] == 0 && state["queued_requests"] == 0 &&
+        state["kv_used_tokens"] == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return state;
+}
+
+void ExpectOpenAiError(const testing::HttpResult& res, int status,
+                       const std::string& param = "",
+                       const std::string& code = "") {
+  EXPECT_EQ(res.status, status) << res.body;
+  Json j = Json::parse(res.body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << res.body;
+  const Json& e = j["error"];
+  EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty());
+  EXPECT_TRUE(e["type"].is_string());
+  EXPECT_TRUE(e.contains("param") && e.contains("code")) << res.body;
+  if (!param.empty()) EXPECT_EQ(e["param"], param) << res.body;
+  if (!code.empty()) EXPECT_EQ(e["code"], code) << res.body;
+}
+
+TEST(ServeTest, StoriesGreedyEqualsGoldensAloneAndUnder32ConcurrentStreams) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  const std::vector<Json> cases = ReadJsonLines(golden);
+  ASSERT_FALSE(cases.empty());
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", dir, "--log-interval", "0"});
+
+  auto request = [](const Json& c) {
+    return Json{{"input_ids", c["prompt_ids"]},
+                {"sampling_params",
+                 {{"max_new_tokens", 64}, {"temperature", 0}}}};
+  };
+  std::vector<std::vector<int>> alone;
+  for (const Json& c : cases) {
+    auto res = server.Post("/generate", request(c).dump());
+    ASSERT_EQ(res.status, 200) << res.body;
+    const auto ids = Json::parse(res.body)["output_ids"].get<std::vector<int>>();
+    const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
+    const size_t stable = c["stable_prefix"].get<size_t>();
+    for (size_t i = 0; i < stable && i < expected.size(); ++i) {
+      ASSERT_LT(i, ids.size());
+      EXPECT_EQ(ids[i], expected[i]) << c["prompt"] << " step " << i;
+    }
+    alone.push_back(ids);
+    // The OpenAI endpoint gives the same continuation as text.
+    auto text = server.Post(
+        "/v1/completions",
+        Json{{"prompt", c["prompt_ids"]}, {"max_tokens", 64}, {"temperature", 0}}
+            .dump());
+    ASSERT_EQ(text.status, 200) << text.body;
+    EXPECT_EQ(Json::parse(text.body)["choices"][0]["text"],
+              Json::parse(res.body)["text"]);
+  }
+
+  std::vector<std::future<std::vector<int>>> streams;
+  for (int i = 0; i < 32; ++i) {
+    Json body = request(cases[i % cases.size()]);
+    body["stream"] = true;
+    streams.push_back(std::async(std::launch::async, [&server, body] {
+      return StreamedGenerateIds(server, body);
+    }));
+  }
+  for (int i = 0; i < 32; ++i) {
+    const Json& c = cases[i % cases.size()];
+    const auto ids = streams[i].get();
+    const size_t stable = c["stable_prefix"].get<size_t>();
+    const auto& ref = alone[i % cases.size()];
+    for (size_t k = 0; k < stable && k < ref.size(); ++k) {
+      ASSERT_LT(k, ids.size()) << "stream " << i;
+      EXPECT_EQ(ids[k], ref[k]) << "stream " << i << " step " << k;
+    }
+  }
+  EXPECT_EQ(WaitIdle(server)["kv_integrity"], "ok");
+  EXPECT_EQ(server.Stop(), 0) << server.log();
+}
+
+TEST(ServeTest, SharedPrefixIsCachedAndReportedInUsageAndMetrics) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0"});
+  std::vector<int> system(200);
+  for (int i = 0; i < 200; ++i) system[i] = (i * 7 + 3) % 1000;
+  auto ask = [&](int q) {
+    std::vector<int> p = system;
+    p.push_back(10 + q);
+    p.push_back(20 + q);
+    auto res = server.Post(
+        "/v1/completions",
+        Json{{"prompt", p}, {"max_tokens", 4}, {"temperature", 0}}.dump());
+    EXPECT_EQ(res.status, 200) << res.body;
+    return Json::parse(res.body)["usage"];
+  };
+  EXPECT_EQ(ask(0)["prompt_tokens_details"]["cached_tokens"], 0);
+  const Json second = ask(1);
+  EXPECT_GE(second["prompt_tokens_details"]["cached_tokens"].get<int>(), 192);
+  EXPECT_EQ(second["prompt_tokens"], 202);
+
+  auto metrics = server.Get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  const std::string& m = metrics.body;
+  for (const char* name :
+       {"tessera:num_running_reqs", "tessera:num_queue_reqs",
+        "tessera:token_usage", "tessera:cache_hit_rate",
+        "tessera:prompt_tokens_total", "tessera:generation_tokens_total",
+        "tessera:time_to_first_token_seconds_bucket",
+        "tessera:inter_token_latency_seconds_bucket",
+        "tessera:e2e_request_latency_seconds_bucket",
+        "tessera:gen_throughput", "tessera:op_fallback_total"}) {
+    EXPECT_NE(m.find(name), std::string::npos) << name << "\n" << m;
+  }
+  const std::regex hit(R"(tessera:cache_hit_rate\{[^}]*\} ([0-9.eE+-]+))");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(m, match, hit)) << m;
+  EXPECT_GT(std::stod(match[1]), 0.3);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, ErrorsHaveTheirStatusAndOpenAiShape) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0", "--served-model-name", "m1"});
+  ExpectOpenAiError(server.Post("/v1/completions", "{not json"), 400);
+  ExpectOpenAiError(server.Post("/v1/completions", "[1, 2]"), 400);
+  ExpectOpenAiError(
+      server.Post("/v1/completions",
+                  R"({"prompt": "hi", "temperature": "hot"})"),
+      400, "temperature");
+  ExpectOpenAiError(
+      server.Post("/v1/chat/completions", R"({"messages": "hi"})"), 400,
+      "messages");
+  ExpectOpenAiError(
+      server.Post("/v1/completions", R"({"prompt": "hi", "n": 1000})"), 400,
+      "n");
+  // The demo model's context is 2048 tokens.
+  auto too_long = server.Post("/v1/completions",
+                              R"({"prompt": "hi", "max_tokens": 5000})");
+  ExpectOpenAiError(too_long, 400);
+  EXPECT_NE(too_long.body.find("context length"), std::string::npos);
+  ExpectOpenAiError(server.Post("/v1/completions",
+                                R"({"model": "gpt-4", "prompt": "hi"})"),
+                    404, "model", "model_not_found");
+  ExpectOpenAiError(
+      server.Post("/v1/chat/completions",
+                  R"({"messages": [{"role": "user", "content": "x"}],
+                      "response_format": {"type": "json_object"}})"),
+      400, "response_format", "unsupported_parameter");
+  ExpectOpenAiError(server.Post("/generate", R"({"text": "a",
+      "sampling_params": {"max_new_tokenz": 3}})"), 400);
+  ExpectOpenAiError(server.Get("/v1/nothing"), 404);
+  ExpectOpenAiError(server.Post("/abort_request", R"({"rid": "none"})"), 404);
+  // Token ids outside the vocabulary.
+  ExpectOpenAiError(server.Post("/v1/completions",
+                                R"({"prompt": [1, 2, 999999]})"),
+                    400);
+  // No request harmed the server.
+  auto ok = server.Post("/v1/completions",
+                        R"({"model": "m1", "prompt": "hi", "max_tokens": 3})");
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, ApiKeyIsRequiredExceptOnHealthAndMetrics) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0", "--api-key", "sekret"});
+  const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
+  ExpectOpenAiError(server.Post("/v1/completions", body), 401, "",
+                    "invalid_api_key");
+  ExpectOpenAiError(server.Post("/v1/completions", body,
+                                {{"Authorization", "Bearer wrong"}}),
+                    401, "", "invalid_api_key");
+  EXPECT_EQ(server.Post("/v1/completions", body,
+                        {{"Authorization", "Bearer sekret"}})
+                .status,
+            200);
+  EXPECT_EQ(server.Get("/health").status, 200);
+  EXPECT_EQ(server.Get("/metrics").status, 200);
+  EXPECT_EQ(server.Get("/v1/models").status, 401);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, FullQueueAnswers503) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0", "--max-running-requests", "1",
+                        "--max-queued-requests", "1"});
+  const std::string body =
+      R"({"prompt": "x", "max_tokens": 1900, "ignore_eos": true})";
+  std::vector<std::future<testing::HttpResult>> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(std::async(std::launch::async, [&] {
+      return server.Post("/v1/completions", body);
+    }));
+  }
+  int overloaded = 0, ok = 0;
+  for (auto& c : calls) {
+    auto res = c.get();
+    if (res.status == 503) {
+      ExpectOpenAiError(res, 503);
+      ++overloaded;
+    } else {
+      EXPECT_EQ(res.status, 200) << res.body;
+      ++ok;
+    }
+  }
+  EXPECT_GT(overloaded, 0);
+  EXPECT_GT(ok, 0);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, ClientDisconnectMidStreamFreesItsKv) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0"});
+  const Json before = WaitIdle(server);
+  ASSERT_EQ(before["kv_used_tokens"], 0);
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    Json body = {{"max_tokens", 1900}, {"ignore_eos", true}, {"stream", true}};
+    if (std::string(path) == "/v1/completions") {
+      body["prompt"] = "Once upon a time";
+    } else {
+      body["messages"] = {{{"role", "user"}, {"content", "hello"}}};
+    }
+    auto res = server.PostStream(path, body.dump(), /*max_events=*/5);
+    EXPECT_EQ(res.status, 200);
+    EXPECT_EQ(SseData(res.body).size(), 5u);
+    const Json after = WaitIdle(server);
+    EXPECT_EQ(after["running_requests"], 0) << path;
+    EXPECT_EQ(after["kv_used_tokens"], 0) << path;
+    EXPECT_EQ(after["kv_integrity"], "ok") << path;
+  }
+  auto metrics = server.Get("/metrics").body;
+  EXPECT_NE(metrics.find("tessera:num_aborted_requests_total"),
+            std::string::npos);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, KvPoolExhaustionCompletesEveryRequestThroughRetraction) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0", "--max-total-tokens", "512",
+                        "--page-size", "16"});
+  auto body = [](int i) {
+    std::vector<int> p(60);
+    for (int k = 0; k < 60; ++k) p[k] = (k * 13 + i * 31 + 1) % 1000;
+    return Json{{"input_ids", p},
+                {"sampling_params",
+                 {{"max_new_tokens", 150}, {"temperature", 0},
+                  {"ignore_eos", true}}}};
+  };
+  std::vector<std::vector<int>> alone;
+  for (int i = 0; i < 8; ++i) {
+    auto res = server.Post("/generate", body(i).dump());
+    ASSERT_EQ(res.status, 200) << res.body;
+    alone.push_back(Json::parse(res.body)["output_ids"].get<std::vector<int>>());
+  }
+  std::vector<std::future<testing::HttpResult>> calls;
+  for (int i = 0; i < 8; ++i) {
+    calls.push_back(std::async(std::launch::async, [&server, &body, i] {
+      return server.Post("/generate", body(i).dump());
+    }));
+  }
+  for (int i = 0; i < 8; ++i) {
+    auto res = calls[i].get();
+    ASSERT_EQ(res.status, 200) << res.body;
+    Json j = Json::parse(res.body);
+    EXPECT_EQ(j["output_ids"].get<std::vector<int>>(), alone[i]) << i;
+    EXPECT_EQ(j["meta_info"]["finish_reason"]["type"], "length");
+  }
+  const Json state = WaitIdle(server);
+  EXPECT_GT(state["retractions"].get<int>(), 0) << state.dump();
+  EXPECT_EQ(state["kv_integrity"], "ok");
+  EXPECT_EQ(state["kv_used_tokens"], 0);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, AbortRequestEndsAStreamWithAbort) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0"});
+  auto stream = std::async(std::launch::async, [&] {
+    return server.PostStream(
+        "/generate", R"({"text": "abc", "rid": "my-rid", "stream": true,
+            "sampling_params": {"max_new_tokens": 1900, "ignore_eos": true}})");
+  });
+  testing::HttpResult aborted;
+  for (int i = 0; i < 100; ++i) {
+    aborted = server.Post("/abort_request", R"({"rid": "my-rid"})");
+    if (aborted.status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(aborted.status, 200) << aborted.body;
+  auto events = SseData(stream.get().body);
+  ASSERT_FALSE(events.empty());
+  const Json last = Json::parse(events.back());
+  EXPECT_EQ(last["meta_info"]["finish_reason"]["type"], "abort") << last;
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, NativeEndpoints) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0"});
+  EXPECT_EQ(server.Get("/health_generate").status, 200);
+  auto models = Json::parse(server.Get("/v1/models").body);
+  EXPECT_EQ(models["data"][0]["id"], "tessera-demo");
+  EXPECT_EQ(models["data"][0]["max_model_len"], 2048);
+  auto info = Json::parse(server.Get("/server_info").body);
+  EXPECT_EQ(info["served_model_name"], "tessera-demo");
+  EXPECT_EQ(info["demo_model"], true);
+  EXPECT_GT(info["max_total_num_tokens"].get<int>(), 0);
+  auto tok = server.Post("/tokenize", R"({"prompt": "hello world"})");
+  ASSERT_EQ(tok.status, 200) << tok.body;
+  const Json t = Json::parse(tok.body);
+  EXPECT_EQ(t["count"], t["tokens"].size());
+  auto detok = server.Post("/detokenize",
+                           Json{{"tokens", t["tokens"]}}.dump());
+  EXPECT_EQ(Json::parse(detok.body)["text"], "hello world");
+  auto chat_tok = server.Post(
+      "/tokenize", R"({"messages": [{"role": "user", "content": "hi"}]})");
+  EXPECT_NE(Json::parse(chat_tok.body)["prompt"].get<std::string>().find(
+                "<|im_start|>assistant"),
+            std::string::npos);
+  EXPECT_EQ(server.Post("/flush_cache", "").status, 200);
+  // n > 1 and a list of prompts.
+  auto many = server.Post(
+      "/v1/completions",
+      R"({"prompt": ["a b", "c d"], "n": 2, "max_tokens": 3, "seed": 5})");
+  ASSERT_EQ(many.status, 200) << many.body;
+  EXPECT_EQ(Json::parse(many.body)["choices"].size(), 4u);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, SigtermLetsRunningRequestsFinishAndExitsZero) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0", "--shutdown-grace", "60"});
+  std::atomic<bool> started{false};
+  auto stream = std::async(std::launch::async, [&] {
+    started = true;
+    return server.PostStream(
+        "/v1/completions",
+        R"({"prompt": "x", "max_tokens": 400, "ignore_eos": true,
+            "stream": true})");
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(server.Stop(), 0) << server.log();
+  const std::string body = stream.get().body;
+  EXPECT_NE(body.find("data: [DONE]"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"("finish_reason":"length")"), std::string::npos);
+  EXPECT_NE(server.log().find("received SIGTERM"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
