@@ -18,12 +18,10 @@
 //   true are 400 "not supported yet".
 //
 // POST /tokenize and /detokenize take the same bodies as `tessera tokenize` /
-// `tessera detokenize` (src/cli/generate_prompt.h) and answer
+// `tessera detokenize`, parsed by the same code (ParseTokenizeRequest in
+// src/cli/generate_prompt.h), and answer
 //   {"tokens": [...], "count": N, "prompt": "<rendered text>"} and
 //   {"text": "..."}.
-// The CLI's parser lives inside the `tessera` executable and reports Status
-// rather than ApiError, so the checks are duplicated here (same keys, same
-// defaults, same strictness); keep the two in step.
 // Stateless; thread-safe.
 #ifndef TESSERA_SERVER_NATIVE_PROTOCOL_H_
 #define TESSERA_SERVER_NATIVE_PROTOCOL_H_
@@ -69,23 +67,9 @@ struct GenerateResult {
 };
 Json GenerateResultJson(const GenerateResult& result);
 
-struct TokenizeBody {
-  std::optional<std::string> prompt;  // set: plain text; else messages
-  Json messages;                      // array
-  Json tools;                         // null or array
-  Json chat_template_kwargs;          // null or object
-  bool add_generation_prompt = true;
-  bool add_special_tokens = true;  // prompt: true; messages: false
-};
-MaybeApiError ParseTokenizeBody(const Json& body, TokenizeBody* out);
 Json TokenizeResponseJson(const std::vector<int32_t>& tokens,
                           const std::string& prompt_text);
 
-struct DetokenizeBody {
-  std::vector<int32_t> tokens;
-  bool skip_special_tokens = true;
-};
-MaybeApiError ParseDetokenizeBody(const Json& body, DetokenizeBody* out);
 Json DetokenizeResponseJson(const std::string& text);
 
 }  // namespace tessera::server

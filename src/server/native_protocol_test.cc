@@ -134,53 +134,5 @@ TEST(GenerateResponseTest, Shapes) {
   EXPECT_TRUE(GenerateResultJson(res)["meta_info"]["finish_reason"].is_null());
 }
 
-TEST(TokenizeBodyTest, PromptAndMessages) {
-  TokenizeBody t;
-  ASSERT_FALSE(
-      ParseTokenizeBody(Parse(R"({"model": "m", "prompt": "hi"})"), &t));
-  EXPECT_EQ(*t.prompt, "hi");
-  EXPECT_TRUE(t.add_special_tokens);
-  ASSERT_FALSE(ParseTokenizeBody(Parse(R"({"messages": [{"role": "user",
-      "content": "x"}], "add_generation_prompt": false,
-      "chat_template_kwargs": {"enable_thinking": true}})"),
-                                 &t));
-  EXPECT_FALSE(t.prompt.has_value());
-  EXPECT_FALSE(t.add_special_tokens);
-  EXPECT_FALSE(t.add_generation_prompt);
-  EXPECT_EQ(t.messages.size(), 1u);
-  EXPECT_EQ(DumpCompact(TokenizeResponseJson({1, 2}, "hi")),
-            R"({"tokens":[1,2],"count":2,"prompt":"hi"})");
-}
-
-TEST(TokenizeBodyTest, Errors) {
-  TokenizeBody t;
-  ExpectBadParam(ParseTokenizeBody(Parse("{}"), &t), "prompt", "needs");
-  ExpectBadParam(
-      ParseTokenizeBody(Parse(R"({"prompt": "a", "messages": []})"), &t),
-      "prompt", "both");
-  ExpectBadParam(
-      ParseTokenizeBody(Parse(R"({"prompt": "a", "tools": []})"), &t), "tools",
-      "only applies to \"messages\"");
-  ExpectBadParam(ParseTokenizeBody(Parse(R"({"prompt": "a", "promt": 1})"), &t),
-                 "promt", "unknown key 'promt'");
-  ExpectBadParam(ParseTokenizeBody(Parse(R"({"messages": [{}]})"), &t),
-                 "messages[0].role", "role");
-}
-
-TEST(DetokenizeBodyTest, ParseAndErrors) {
-  DetokenizeBody d;
-  ASSERT_FALSE(ParseDetokenizeBody(
-      Parse(R"({"tokens": [1, 2], "skip_special_tokens": false})"), &d));
-  EXPECT_EQ(d.tokens, (std::vector<int32_t>{1, 2}));
-  EXPECT_FALSE(d.skip_special_tokens);
-  ExpectBadParam(ParseDetokenizeBody(Parse("{}"), &d), "tokens", "needs");
-  ExpectBadParam(ParseDetokenizeBody(Parse(R"({"tokens": [1, "a"]})"), &d),
-                 "tokens[1]", "integer token id");
-  ExpectBadParam(
-      ParseDetokenizeBody(Parse(R"({"tokens": [], "extra": 1})"), &d), "extra",
-      "unknown key");
-  EXPECT_EQ(DumpCompact(DetokenizeResponseJson("ab")), R"({"text":"ab"})");
-}
-
 }  // namespace
 }  // namespace tessera::server
