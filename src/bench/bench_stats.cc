@@ -26,9 +26,9 @@ double Rate(double amount, double seconds) {
   return seconds > 0.0 ? amount / seconds : 0.0;
 }
 
-// One "label:   value" line, 50 columns wide like the rules.
+// One "label:   value" line, the values starting in column 42.
 void Line(std::string& text, std::string_view label, const std::string& value) {
-  text += fmt::format("{:<41}{:>9}\n", label, value);
+  text += fmt::format("{:<41}{}\n", label, value);
 }
 std::string Fixed(const Json& v) {
   return fmt::format("{:.2f}", v.get<double>());
@@ -159,10 +159,9 @@ nlohmann::ordered_json SummaryJson(const BenchSummary& s) {
 std::string ResultTable(const nlohmann::ordered_json& r) {
   std::string text;
   Rule(text, " Serving Benchmark Result ", '=');
-  text += fmt::format("{:<41}{}\n", "Server:", r.value("base_url", ""));
-  text += fmt::format("{:<41}{}\n", "Model:", r.value("model", ""));
-  text += fmt::format("{:<41}{}\n", "Dataset:",
-                      DatasetText(r.value("dataset", Json::object())));
+  Line(text, "Server:", r.value("base_url", ""));
+  Line(text, "Model:", r.value("model", ""));
+  Line(text, "Dataset:", DatasetText(r.value("dataset", Json::object())));
   const Json rate = r.value("request_rate", Json());
   Line(text, "Traffic request rate:",
        rate.is_number() ? fmt::format("{:g}", rate.get<double>()) : "inf");

@@ -27,6 +27,27 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// httplib names its errors in one word; say what happened to the request.
+std::string DescribeFailure(httplib::Error error, bool response_started) {
+  if (response_started) {
+    return "the connection broke while the answer was streaming";
+  }
+  switch (error) {
+    case httplib::Error::Connection:
+      return "could not connect";
+    case httplib::Error::ConnectionTimeout:
+      return "connecting timed out";
+    case httplib::Error::Write:
+      return "the request could not be written";
+    case httplib::Error::Read:
+      return "the connection closed before any response; a server "
+             "overwhelmed by simultaneous connections (a short listen "
+             "backlog) does this";
+    default:
+      return "no response";
+  }
+}
+
 void Send(const Endpoint& endpoint, const std::string& body,
           CompletionStream& stream) {
   httplib::Client client(endpoint.origin);
@@ -83,10 +104,9 @@ void Send(const Endpoint& endpoint, const std::string& body,
   } else if (!sent && error != httplib::Error::Canceled) {
     // Canceled: our receiver stopped after the stream failed; the reason is
     // already recorded.
-    stream.Fail(fmt::format(
-        "POST {}/v1/completions failed: {}{}", endpoint.Url(),
-        httplib::to_string(error),
-        status == 200 ? " (after the response started)" : ""));
+    stream.Fail(fmt::format("POST {}/v1/completions failed: {} ({})",
+                            endpoint.Url(), httplib::to_string(error),
+                            DescribeFailure(error, status == 200)));
   }
   stream.OnEnd(end, reader.Finish());
 }

@@ -11,9 +11,9 @@
 //   [--gsp-system-prompt-len S] [--gsp-question-len Q] [--gsp-output-len O]
 //   [--request-rate R|inf] [--max-concurrency C] [--warmup-requests N]
 //   [--vocab-size V] [--seed S] [--json] [--output-file F] [--smoke]
-// --smoke: 8 prompts of input 32 / output 8 at concurrency 4 (shared-prefix:
-// 2 groups x 4 prompts, system 32, question 8, output 8), each only when not
-// given explicitly. Exit codes: 0 every request succeeded; 1 some failed
+// --smoke: 8 prompts of exactly input 32 / output 8 (range ratio 1) at
+// concurrency 4 (shared-prefix: 2 groups x 4 prompts, system 32, question
+// 8, output 8), each only when not given explicitly. Exit codes: 0 every request succeeded; 1 some failed
 // (or the warm-up did), with the reasons on stderr; 2 bad flags or no ready
 // server at the URL.
 //
@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -90,6 +91,7 @@ struct BenchOptions {
   std::string request_rate = "inf";
   CLI::Option* base_url_opt = nullptr;
   CLI::Option* max_concurrency_opt = nullptr;
+  CLI::Option* range_ratio_opt = nullptr;
   // --smoke sizes apply to each of these only when it was not given.
   struct SmokeDefault {
     CLI::Option* option;
@@ -330,6 +332,7 @@ int RunServingBenchCommand(BenchOptions& o) {
       if (d.option->count() == 0) *d.value = d.smoke;
     }
     if (o.max_concurrency_opt->count() == 0) config.max_concurrency = 4;
+    if (o.range_ratio_opt->count() == 0) config.random.range_ratio = 1.0;
   }
   config.progress = ::isatty(STDERR_FILENO) == 1;
 
@@ -404,7 +407,7 @@ Command AddBenchCommand(CLI::App& root) {
                   "also write the JSON object to this file");
   app->add_flag("--smoke", o->smoke,
                 "tiny sizes for a seconds-long check (serving: 8 prompts, "
-                "input 32, output 8, concurrency 4; --one-batch: input 16, "
+                "input 32, output 8, range ratio 1, concurrency 4; --one-batch: input 16, "
                 "output 4, batches 1,2, 64 MiB probe)");
 
   // Serving benchmark.
@@ -419,7 +422,7 @@ Command AddBenchCommand(CLI::App& root) {
                    int64_t smoke) {
     CLI::Option* option = serving_option(
         app->add_option(name, value, help)
-            ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+            ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
             ->capture_default_str());
     o->smoke_defaults.push_back({option, &value, smoke});
     return option;
@@ -451,7 +454,7 @@ Command AddBenchCommand(CLI::App& root) {
         "random: longest prompt, in token ids", 32);
   sized("--random-output-len", s.random.output_len,
         "random: longest output, in tokens", 8);
-  serving_option(
+  o->range_ratio_opt = serving_option(
       app->add_option("--random-range-ratio", s.random.range_ratio,
                       "random: lengths uniform in [max(1, len * R), len]; 1: "
                       "exactly len")

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -57,6 +58,9 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kDemoName = "tessera-demo";
+// Bumped whenever make-model's output for the demo changes (weights,
+// tokenizer, chat template), so an old build/demo-model is rewritten.
+constexpr const char* kDemoStamp = "tessera-demo 2 (tiny, qwen3, f32, seed 0)";
 
 struct ServeOptions {
   std::string model_path;
@@ -88,7 +92,10 @@ std::string ExecutableDir() {
 StatusOr<std::string> EnsureDemoModel() {
   const fs::path dir = fs::path(ExecutableDir()) / ".." / "demo-model";
   std::error_code ec;
-  if (fs::exists(dir / "config.json", ec) &&
+  const fs::path stamp = dir / "tessera_demo_stamp";
+  std::string have;
+  if (std::ifstream in(stamp); in) std::getline(in, have);
+  if (have == kDemoStamp && fs::exists(dir / "config.json", ec) &&
       fs::exists(dir / "tokenizer.json", ec)) {
     return fs::weakly_canonical(dir).string();
   }
@@ -101,6 +108,7 @@ StatusOr<std::string> EnsureDemoModel() {
   o.force = true;
   auto made = model::MakeModel(o);
   if (!made.ok()) return made.status().WithContext("writing the demo model");
+  std::ofstream(stamp) << kDemoStamp << "\n";
   return fs::weakly_canonical(dir).string();
 }
 

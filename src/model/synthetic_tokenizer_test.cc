@@ -149,6 +149,35 @@ TEST(SyntheticTokenizerTest, MakeModelDirectoryTokenizerAndChatTemplate) {
   std::vector<int32_t> ids = (*tokenizer)->Encode(*text, false);
   EXPECT_EQ(ids.front(), 1022);  // <|im_start|>
   EXPECT_EQ((*tokenizer)->Decode(ids, false), *text);
+
+  // Tools, an assistant turn with a call and null content, tool results.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "get_weather",
+           "parameters": {"type": "object"}}}])");
+  nlohmann::ordered_json turns = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": "Weather?"},
+          {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function":
+              {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+          {"role": "tool", "tool_call_id": "c1", "content": "-3 C"},
+          {"role": "tool", "tool_call_id": "c2", "content": "snow"}])");
+  auto with_tools = chat->Render(turns, tools, true, nullptr);
+  ASSERT_TRUE(with_tools.ok()) << with_tools.status().ToString();
+  EXPECT_EQ(*with_tools,
+            "<|im_start|>system\n# Tools\n\nThese functions are available; "
+            "their signatures are inside <tools></tools>:\n<tools>\n"
+            "{\"type\": \"function\", \"function\": {\"name\": "
+            "\"get_weather\", \"parameters\": {\"type\": \"object\"}}}\n"
+            "</tools>\n\nTo call functions, reply with one JSON object per "
+            "call, each inside <tool_call></tool_call> tags:\n<tool_call>\n"
+            "{\"name\": <function name>, \"arguments\": <arguments as a "
+            "JSON object>}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\nWeather?<|im_end|>\n"
+            "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", "
+            "\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\n-3 C\n</tool_response>\n"
+            "<tool_response>\nsnow\n</tool_response><|im_end|>\n"
+            "<|im_start|>assistant\n");
 }
 
 }  // namespace

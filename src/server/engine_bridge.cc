@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "tokenizer/byte_level.h"
+
 namespace tessera::server {
 
 std::vector<engine::EngineRequest> BuildEngineRequests(
@@ -37,6 +39,31 @@ std::vector<engine::EngineRequest> BuildEngineRequests(
   return out;
 }
 
+namespace {
+
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
+
+// The raw bytes behind a token whose decoded text holds U+FFFD because it
+// is part of a UTF-8 character: a byte-fallback token <0xAB>, or a
+// byte-level token. Empty when the text is whole.
+std::string RawTokenBytes(const Tokenizer& tokenizer, int32_t id,
+                          const std::string& text) {
+  if (text.find(kReplacementChar) == std::string::npos) return "";
+  auto token = tokenizer.IdToToken(id);
+  if (!token) return "";
+  if (token->size() == 6 && token->substr(0, 3) == "<0x" &&
+      token->back() == '>') {
+    return std::string(1, static_cast<char>(
+                              std::stoi(std::string(token->substr(3, 2)),
+                                        nullptr, 16)));
+  }
+  std::string raw;
+  if (tok::ByteLevelDecodeToken(*token, &raw)) return raw;
+  return "";
+}
+
+}  // namespace
+
 TokenLogprob ToTokenLogprob(const engine::TokenLogprobs& lp,
                             const Tokenizer& tokenizer) {
   auto text = [&](int32_t id) {
@@ -44,8 +71,12 @@ TokenLogprob ToTokenLogprob(const engine::TokenLogprobs& lp,
   };
   TokenLogprob out;
   out.token = text(lp.id);
+  out.bytes = RawTokenBytes(tokenizer, lp.id, out.token);
   out.logprob = lp.logprob;
-  for (const auto& [id, logprob] : lp.top) out.top.emplace_back(text(id), logprob);
+  for (const auto& [id, logprob] : lp.top) {
+    out.top.emplace_back(text(id), logprob);
+    out.top_bytes.push_back(RawTokenBytes(tokenizer, id, out.top.back().first));
+  }
   return out;
 }
 

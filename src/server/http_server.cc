@@ -1,6 +1,12 @@
 #include "server/http_server.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "base/logging.h"
 #include "server/http_util.h"
@@ -10,6 +16,39 @@ namespace tessera::server {
 namespace {
 
 constexpr size_t kMaxBodyBytes = size_t{64} << 20;
+
+// Debian's libcpp-httplib 0.11.4 listens with a backlog of 5 (compiled in,
+// CPPHTTPLIB_LISTEN_BACKLOG), so a burst of connections (a benchmark, 256
+// clients at once) overflows the accept queue and the kernel drops them.
+// httplib gives no access to its socket: find our listening socket among
+// the process's descriptors and listen() on it again with a real backlog
+// (Linux applies the new value to a listening socket).
+void RaiseListenBacklog(int port) {
+  constexpr int kBacklog = 4096;
+  for (int fd = 0; fd < 4096; ++fd) {
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
+        !listening) {
+      continue;
+    }
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) {
+      continue;
+    }
+    int bound = -1;
+    if (addr.ss_family == AF_INET) {
+      bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+      bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    }
+    if (bound == port && ::listen(fd, kBacklog) != 0) {
+      TSR_LOG_WARN("could not raise the listen backlog: {}",
+                   std::strerror(errno));
+    }
+  }
+}
 
 bool IsPublicPath(const std::string& path) {
   return path == "/health" || path == "/health_generate" ||
@@ -119,6 +158,7 @@ Status HttpServer::Bind() {
         "machine); pick another with --port or --host",
         host, ctx_.options.port));
   }
+  RaiseListenBacklog(port_);
   return OkStatus();
 }
 

@@ -50,12 +50,16 @@ Json ChatLogprobsJson(const std::vector<TokenLogprob>& tokens) {
   Json content = Json::array();
   for (const TokenLogprob& t : tokens) {
     Json top = Json::array();
-    for (const auto& [text, lp] : t.top) {
-      top.push_back({{"token", text}, {"logprob", lp}, {"bytes", Bytes(text)}});
+    for (size_t i = 0; i < t.top.size(); ++i) {
+      const auto& [text, lp] = t.top[i];
+      const bool raw = i < t.top_bytes.size() && !t.top_bytes[i].empty();
+      top.push_back({{"token", text},
+                     {"logprob", lp},
+                     {"bytes", Bytes(raw ? t.top_bytes[i] : text)}});
     }
     content.push_back({{"token", t.token},
                        {"logprob", t.logprob},
-                       {"bytes", Bytes(t.token)},
+                       {"bytes", Bytes(t.bytes.empty() ? t.token : t.bytes)},
                        {"top_logprobs", std::move(top)}});
   }
   return Json{{"content", std::move(content)}};

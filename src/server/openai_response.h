@@ -38,6 +38,10 @@ struct TokenLogprob {
   std::string token;  // the token's text
   double logprob = 0.0;
   std::vector<std::pair<std::string, double>> top;
+  // The token's raw bytes when its text alone is not valid UTF-8 (part of a
+  // character); empty: the bytes of `token`. Same for each `top` entry.
+  std::string bytes;
+  std::vector<std::string> top_bytes;  // empty or one per `top` entry
 };
 // Chat form: {"content": [{"token", "logprob", "bytes", "top_logprobs":
 // [{"token", "logprob", "bytes"}]}]}; bytes are the UTF-8 bytes as ints.

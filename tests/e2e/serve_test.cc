@@ -408,5 +408,105 @@ TEST(ServeTest, SigtermLetsRunningRequestsFinishAndExitsZero) {
   EXPECT_NE(server.log().find("received SIGTERM"), std::string::npos);
 }
 
+TEST(ServeTest, Holds256ConcurrentStreams) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0"});
+  constexpr int kStreams = 256;
+  std::vector<std::future<testing::HttpResult>> calls;
+  for (int i = 0; i < kStreams; ++i) {
+    calls.push_back(std::async(std::launch::async, [&server, i] {
+      return server.PostStream(
+          "/v1/completions",
+          Json{{"prompt", "stream " + std::to_string(i)},
+               {"max_tokens", 16},
+               {"ignore_eos", true},
+               {"stream", true}}
+              .dump());
+    }));
+  }
+  int done = 0;
+  for (auto& c : calls) {
+    auto res = c.get();
+    EXPECT_EQ(res.status, 200);
+    if (res.body.find("data: [DONE]") != std::string::npos) ++done;
+  }
+  EXPECT_EQ(done, kStreams);
+  EXPECT_EQ(WaitIdle(server)["kv_integrity"], "ok");
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, SeededSamplingIsTheSameAloneAndInABusyBatch) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0"});
+  const std::string seeded =
+      R"({"prompt": "seeded", "max_tokens": 24, "temperature": 0.9,
+          "top_p": 0.95, "top_k": 50, "seed": 1234, "ignore_eos": true})";
+  auto alone = server.Post("/v1/completions", seeded);
+  ASSERT_EQ(alone.status, 200) << alone.body;
+  std::vector<std::future<testing::HttpResult>> noise;
+  for (int i = 0; i < 6; ++i) {
+    noise.push_back(std::async(std::launch::async, [&server, i] {
+      return server.Post("/v1/completions",
+                         Json{{"prompt", "noise " + std::to_string(i)},
+                              {"max_tokens", 40},
+                              {"temperature", 1.0},
+                              {"ignore_eos", true}}
+                             .dump());
+    }));
+  }
+  auto busy = server.Post("/v1/completions", seeded);
+  for (auto& n : noise) EXPECT_EQ(n.get().status, 200);
+  EXPECT_EQ(Json::parse(busy.body)["choices"][0]["text"],
+            Json::parse(alone.body)["choices"][0]["text"]);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, OutputParsersPassPlainTextThroughUnchanged) {
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "What is the weather?"}],
+          "tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties":
+              {"city": {"type": "string"}}}}}],
+          "max_tokens": 24, "temperature": 0})";
+  ServerProcess plain;
+  START_SERVER(plain, {"--log-interval", "0"});
+  auto expected = plain.Post("/v1/chat/completions", body);
+  ASSERT_EQ(expected.status, 200) << expected.body;
+  plain.Stop();
+  ServerProcess parsed;
+  START_SERVER(parsed, {"--log-interval", "0", "--reasoning-parser", "qwen3",
+                        "--tool-call-parser", "qwen"});
+  auto got = parsed.Post("/v1/chat/completions", body);
+  ASSERT_EQ(got.status, 200) << got.body;
+  const Json e = Json::parse(expected.body)["choices"][0]["message"];
+  const Json g = Json::parse(got.body)["choices"][0]["message"];
+  // Random weights never write <think> or <tool_call>: all of it is content.
+  EXPECT_EQ(g["content"], e["content"]);
+  EXPECT_TRUE(g["reasoning_content"].is_null());
+  EXPECT_FALSE(g.contains("tool_calls"));
+  // The streamed deltas add up to the same content.
+  // (Not through Json: it would sort the tools' keys, and the template
+  // renders them as sent.)
+  const std::string stream_body = "{\"stream\": true, " + body.substr(1);
+  auto streamed = parsed.PostStream("/v1/chat/completions", stream_body);
+  std::string text;
+  for (const std::string& event : SseData(streamed.body)) {
+    const Json d = Json::parse(event)["choices"][0]["delta"];
+    if (d.contains("content")) text += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(text, e["content"].get<std::string>()) << streamed.body;
+  EXPECT_EQ(parsed.Stop(), 0);
+}
+
+TEST(ServeTest, BadFlagsExitWithTwoAndSayWhy) {
+  ServerProcess server;
+  EXPECT_FALSE(server.Start(kBin, {"--reasoning-parser", "nope"}, 20));
+  EXPECT_NE(server.log().find("reasoning"), std::string::npos) << server.log();
+  EXPECT_EQ(server.Stop(), 2);
+  ServerProcess missing;
+  EXPECT_FALSE(missing.Start(kBin, {"--model-path", "/nonexistent/model"}, 20));
+  EXPECT_EQ(missing.Stop(), 2);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -1,0 +1,508 @@
+// End-to-end checks of a running `tessera serve` with the OFFICIAL OpenAI
+// JavaScript client (npm package `openai`, pinned in /package.json): proves
+// that an unmodified OpenAI client can list models, complete, chat, stream,
+// sample n choices, read logprobs, send tool conversations and gets the
+// documented error classes.
+//
+// Usage: TESSERA_BASE_URL=http://127.0.0.1:PORT TESSERA_API_KEY=KEY \
+//          node tests/e2e/openai_client/openai_client_test.mjs
+// The server must serve the built-in demo model "tessera-demo" (random
+// weights: the text is gibberish, so checks compare responses with each
+// other, never with expected words). TESSERA_API_KEY must be the server's
+// --api-key (the wrong-key check needs the server to require one).
+//
+// Every check prints "ok <name>" or "FAIL <name>: <why>"; the exit code is
+// the number of failed checks (capped at 100), 2 for a bad environment.
+import assert from "node:assert/strict";
+
+import OpenAI from "openai";
+
+const kModel = "tessera-demo";
+
+const base_url = process.env.TESSERA_BASE_URL;
+const api_key = process.env.TESSERA_API_KEY;
+if (!base_url || !api_key) {
+  console.error(
+      "set TESSERA_BASE_URL (e.g. http://127.0.0.1:8000) and TESSERA_API_KEY " +
+      "(the server's --api-key) to run these checks");
+  process.exit(2);
+}
+
+// maxRetries 0: an error status must surface at once, not after back-off.
+const client = new OpenAI({
+  baseURL: `${base_url.replace(/\/+$/, "")}/v1`,
+  apiKey: api_key,
+  maxRetries: 0,
+  timeout: 120_000,
+});
+
+const failures = [];
+
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok ${name}`);
+  } catch (err) {
+    failures.push(name);
+    const detail = err instanceof OpenAI.APIError ?
+        `${err.constructor.name} status=${err.status}: ${err.message}` :
+        (err?.stack ?? String(err));
+    console.log(`FAIL ${name}: ${detail}`);
+  }
+}
+
+// Awaits `promise_fn()` and asserts it rejects with `cls` and `status`;
+// returns the error for further checks.
+async function expectApiError(promise_fn, cls, status) {
+  let caught = null;
+  try {
+    await promise_fn();
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught !== null, `expected ${cls.name}, but the call succeeded`);
+  assert.ok(caught instanceof cls,
+            `expected ${cls.name}, got ${caught?.constructor?.name}: ` +
+                `${caught?.message}`);
+  assert.equal(caught.status, status);
+  assert.equal(typeof caught.message, "string");
+  assert.ok(caught.error && typeof caught.error.message === "string",
+            "error body lacks error.message");
+  return caught;
+}
+
+function assertUsage(usage, completion_tokens) {
+  assert.ok(usage, "usage missing");
+  assert.ok(Number.isInteger(usage.prompt_tokens) && usage.prompt_tokens > 0,
+            `prompt_tokens=${usage.prompt_tokens}`);
+  assert.equal(usage.completion_tokens, completion_tokens);
+  assert.equal(usage.total_tokens,
+               usage.prompt_tokens + usage.completion_tokens);
+}
+
+// Collects a chat stream: per-choice text, finish reasons, roles, usage.
+async function collectChatStream(stream) {
+  const out = {text: {}, finish: {}, role: {}, usage: null, ids: new Set(),
+               chunks: 0, after_usage: 0, tool_call_deltas: 0};
+  for await (const chunk of stream) {
+    ++out.chunks;
+    if (out.usage) ++out.after_usage;
+    assert.equal(chunk.object, "chat.completion.chunk");
+    assert.equal(chunk.model, kModel);
+    out.ids.add(chunk.id);
+    for (const c of chunk.choices) {
+      if (c.delta.role !== undefined) {
+        assert.equal(out.text[c.index], undefined,
+                     `role delta after content for choice ${c.index}`);
+        out.role[c.index] = c.delta.role;
+      }
+      out.text[c.index] = (out.text[c.index] ?? "") + (c.delta.content ?? "");
+      if (c.delta.tool_calls?.length) ++out.tool_call_deltas;
+      if (c.finish_reason) out.finish[c.index] = c.finish_reason;
+    }
+    if (chunk.usage) {
+      assert.equal(chunk.choices.length, 0, "usage chunk carries choices");
+      out.usage = chunk.usage;
+    }
+  }
+  return out;
+}
+
+const kMessages = [
+  {role: "system", content: "You are a terse assistant."},
+  {role: "user", content: "Name three colours."},
+];
+
+const kWeatherTool = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Current weather in a city.",
+    parameters: {
+      type: "object",
+      properties: {city: {type: "string"}, unit: {type: "string"}},
+      required: ["city"],
+    },
+  },
+};
+
+// A conversation where the assistant called get_weather and the tool
+// answered; `args` and `result` vary so prompt sizes prove what is rendered.
+function toolConversation(args, result) {
+  return [
+    {role: "user", content: "What is the weather in Paris?"},
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: "call_0",
+        type: "function",
+        function: {name: "get_weather", arguments: JSON.stringify(args)},
+      }],
+    },
+    {role: "tool", tool_call_id: "call_0", content: JSON.stringify(result)},
+  ];
+}
+
+// ---------------------------------------------------------------- models
+await check("models.list has tessera-demo", async () => {
+  const ids = [];
+  for await (const m of client.models.list()) {
+    assert.equal(m.object, "model");
+    ids.push(m.id);
+  }
+  assert.ok(ids.includes(kModel), `models: ${JSON.stringify(ids)}`);
+});
+
+// ----------------------------------------------------------- completions
+const kPrompt = "The quick brown fox";
+const kMaxTokens = 8;
+const greedy_completion = {model: kModel, prompt: kPrompt,
+                           max_tokens: kMaxTokens, temperature: 0};
+let completion_text = null;
+
+await check("completions.create non-stream", async () => {
+  const r = await client.completions.create(greedy_completion);
+  assert.match(r.id, /^cmpl-/);
+  assert.equal(r.object, "text_completion");
+  assert.equal(r.model, kModel);
+  assert.ok(Number.isInteger(r.created));
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].index, 0);
+  assert.equal(typeof r.choices[0].text, "string");
+  assert.ok(r.choices[0].text.length > 0, "empty text");
+  assert.equal(r.choices[0].finish_reason, "length");
+  assertUsage(r.usage, kMaxTokens);
+  completion_text = r.choices[0].text;
+});
+
+await check("completions temperature 0 is deterministic", async () => {
+  const a = await client.completions.create(greedy_completion);
+  const b = await client.completions.create(greedy_completion);
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  assert.equal(a.choices[0].text, completion_text);
+});
+
+await check("completions stream equals non-stream, usage chunk", async () => {
+  const stream = await client.completions.create(
+      {...greedy_completion, stream: true,
+       stream_options: {include_usage: true}});
+  let text = "", finish = null, usage = null, chunks = 0, after_usage = 0;
+  for await (const chunk of stream) {
+    ++chunks;
+    if (usage) ++after_usage;
+    assert.equal(chunk.object, "text_completion");
+    for (const c of chunk.choices) {
+      assert.equal(c.index, 0);
+      text += c.text;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+    if (chunk.usage) {
+      assert.equal(chunk.choices.length, 0, "usage chunk carries choices");
+      usage = chunk.usage;
+    }
+  }
+  assert.ok(chunks >= 2, `only ${chunks} chunks`);
+  assert.equal(text, completion_text);
+  assert.equal(finish, "length");
+  assertUsage(usage, kMaxTokens);
+  assert.equal(after_usage, 0, "chunks after the usage chunk");
+});
+
+await check("completions stream without include_usage has no usage",
+            async () => {
+  const stream = await client.completions.create(
+      {...greedy_completion, stream: true});
+  let text = "";
+  for await (const chunk of stream) {
+    assert.ok(!chunk.usage, "usage sent without include_usage");
+    for (const c of chunk.choices) text += c.text;
+  }
+  assert.equal(text, completion_text);
+});
+
+await check("completions prompt array gives one choice per prompt",
+            async () => {
+  const r = await client.completions.create(
+      {...greedy_completion, prompt: [kPrompt, "Once upon a time"]});
+  assert.equal(r.choices.length, 2);
+  assert.deepEqual(r.choices.map((c) => c.index).sort(), [0, 1]);
+  assert.equal(r.choices.find((c) => c.index === 0).text, completion_text);
+  assert.equal(r.usage.completion_tokens, 2 * kMaxTokens);
+});
+
+await check("completions logprobs shape", async () => {
+  const k = 3;
+  const r = await client.completions.create(
+      {...greedy_completion, logprobs: k});
+  const lp = r.choices[0].logprobs;
+  assert.ok(lp, "logprobs missing");
+  const n = r.usage.completion_tokens;
+  assert.equal(lp.tokens.length, n);
+  assert.equal(lp.token_logprobs.length, n);
+  assert.equal(lp.top_logprobs.length, n);
+  assert.equal(lp.text_offset.length, n);
+  assert.equal(lp.text_offset[0], 0);
+  for (let i = 0; i < n; ++i) {
+    assert.ok(lp.token_logprobs[i] <= 0, `logprob ${lp.token_logprobs[i]}`);
+    const top = lp.top_logprobs[i];
+    const keys = Object.keys(top);
+    // Distinct tokens can render to the same text (e.g. "\uFFFD"), so a
+    // position may list fewer than k keys, never more.
+    assert.ok(keys.length >= 1 && keys.length <= k, `top: ${keys.length}`);
+    // Greedy: the chosen token is the most likely one.
+    const best = Math.max(...Object.values(top));
+    assert.ok(Math.abs(lp.token_logprobs[i] - best) < 1e-4,
+              `token ${i} logprob ${lp.token_logprobs[i]} < best ${best}`);
+    if (i > 0) assert.ok(lp.text_offset[i] >= lp.text_offset[i - 1]);
+  }
+});
+
+// ---------------------------------------------------------------- chat
+const greedy_chat = {model: kModel, messages: kMessages,
+                     max_tokens: kMaxTokens, temperature: 0};
+let chat_text = null, chat_usage = null;
+
+await check("chat.completions.create non-stream", async () => {
+  const r = await client.chat.completions.create(greedy_chat);
+  assert.match(r.id, /^chatcmpl-/);
+  assert.equal(r.object, "chat.completion");
+  assert.equal(r.model, kModel);
+  assert.equal(r.choices.length, 1);
+  const m = r.choices[0].message;
+  assert.equal(m.role, "assistant");
+  assert.equal(typeof m.content, "string");
+  assert.ok(m.content.length > 0, "empty content");
+  assert.ok(!m.tool_calls?.length, "unexpected tool_calls");
+  assert.equal(r.choices[0].finish_reason, "length");
+  assertUsage(r.usage, kMaxTokens);
+  chat_text = m.content;
+  chat_usage = r.usage;
+  const again = await client.chat.completions.create(greedy_chat);
+  assert.equal(again.choices[0].message.content, chat_text);
+});
+
+await check("chat max_completion_tokens limits the completion", async () => {
+  const {max_tokens, ...rest} = greedy_chat;
+  const r = await client.chat.completions.create(
+      {...rest, max_completion_tokens: 3});
+  assert.equal(r.usage.completion_tokens, 3);
+  assert.equal(r.choices[0].finish_reason, "length");
+  assert.ok(chat_text.startsWith(r.choices[0].message.content),
+            `"${r.choices[0].message.content}" is not a prefix of ` +
+                `"${chat_text}"`);
+});
+
+await check("chat stream (stream: true + for await) equals non-stream",
+            async () => {
+  const stream = await client.chat.completions.create(
+      {...greedy_chat, stream: true, stream_options: {include_usage: true}});
+  const s = await collectChatStream(stream);
+  assert.equal(s.ids.size, 1, "chunks carry different ids");
+  assert.equal(s.role[0], "assistant", "no role chunk");
+  assert.ok(s.chunks >= 3, `only ${s.chunks} chunks`);
+  assert.equal(s.text[0], chat_text);
+  assert.equal(s.finish[0], "length");
+  assertUsage(s.usage, kMaxTokens);
+  // cached_tokens may differ: the earlier identical request warmed the
+  // prefix cache.
+  assert.equal(s.usage.prompt_tokens, chat_usage.prompt_tokens);
+  assert.equal(s.after_usage, 0, "chunks after the usage chunk");
+});
+
+await check("chat stream helper finalChatCompletion", async () => {
+  const runner = client.chat.completions.stream(greedy_chat);
+  let deltas = "";
+  runner.on("content", (delta) => { deltas += delta; });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.content, chat_text);
+  assert.equal(final.choices[0].message.role, "assistant");
+  assert.equal(final.choices[0].finish_reason, "length");
+  assert.equal(deltas, chat_text);
+});
+
+await check("chat stream abandoned mid-way, server keeps serving",
+            async () => {
+  const stream = await client.chat.completions.create(
+      {...greedy_chat, max_tokens: 200, stream: true});
+  let seen = 0;
+  for await (const chunk of stream) {
+    if (++seen === 3) break;  // closes the connection
+  }
+  assert.equal(seen, 3);
+  const r = await client.chat.completions.create(greedy_chat);
+  assert.equal(r.choices[0].message.content, chat_text);
+});
+
+// ------------------------------------------------------ n and seeds
+const seeded = {model: kModel, messages: kMessages, max_tokens: 6,
+                temperature: 1.0, n: 2, seed: 1234};
+
+await check("chat n=2 with seed is reproducible", async () => {
+  const a = await client.chat.completions.create(seeded);
+  const b = await client.chat.completions.create(seeded);
+  assert.equal(a.choices.length, 2);
+  assert.deepEqual(a.choices.map((c) => c.index).sort(), [0, 1]);
+  const texts = (r) => [0, 1].map(
+      (i) => r.choices.find((c) => c.index === i).message.content);
+  assert.deepEqual(texts(a), texts(b));
+  assert.notEqual(texts(a)[0], texts(a)[1],
+                  "the two sampled choices are identical");
+  assert.equal(a.usage.completion_tokens, 2 * seeded.max_tokens);
+  const stream = await client.chat.completions.create(
+      {...seeded, stream: true, stream_options: {include_usage: true}});
+  const s = await collectChatStream(stream);
+  assert.deepEqual([s.text[0], s.text[1]], texts(a));
+  assert.deepEqual([s.role[0], s.role[1]], ["assistant", "assistant"]);
+  assert.deepEqual([s.finish[0], s.finish[1]], ["length", "length"]);
+  assert.equal(s.usage.completion_tokens, 2 * seeded.max_tokens);
+});
+
+// ------------------------------------------------------------ logprobs
+await check("chat logprobs/top_logprobs shape", async () => {
+  const k = 3;
+  const r = await client.chat.completions.create(
+      {...greedy_chat, logprobs: true, top_logprobs: k});
+  const content = r.choices[0].logprobs?.content;
+  assert.ok(Array.isArray(content), "logprobs.content missing");
+  assert.equal(content.length, r.usage.completion_tokens);
+  // `bytes` is the token's raw UTF-8: a character split over several
+  // byte-level tokens is whole again once the bytes are concatenated.
+  const joined = Buffer.concat(content.map((t) => Buffer.from(t.bytes)));
+  assert.equal(joined.toString("utf8"), r.choices[0].message.content,
+               "the tokens' bytes do not concatenate to the content " +
+                   `(bytes: ${JSON.stringify(content.map((t) => t.bytes))})`);
+  for (const t of content) {
+    assert.equal(typeof t.token, "string");
+    assert.ok(t.logprob <= 0, `logprob ${t.logprob}`);
+    assert.ok(Array.isArray(t.bytes) && t.bytes.length > 0, "bytes");
+    assert.ok(t.bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256));
+    if (!t.token.includes("\uFFFD")) {
+      assert.deepEqual(t.bytes, [...Buffer.from(t.token, "utf8")]);
+    }
+    assert.equal(t.top_logprobs.length, k);
+    for (let j = 1; j < k; ++j) {
+      assert.ok(t.top_logprobs[j - 1].logprob >= t.top_logprobs[j].logprob,
+                "top_logprobs not sorted");
+    }
+    // Greedy: the chosen token is the first alternative.
+    assert.equal(t.top_logprobs[0].token, t.token);
+    assert.ok(Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-4);
+  }
+  const plain = await client.chat.completions.create(greedy_chat);
+  assert.ok(plain.choices[0].logprobs == null, "logprobs without asking");
+});
+
+// --------------------------------------------------------------- tools
+await check("chat tools + tool_choice auto/none accepted", async () => {
+  for (const tool_choice of ["auto", "none"]) {
+    const r = await client.chat.completions.create(
+        {...greedy_chat, tools: [kWeatherTool], tool_choice});
+    assert.equal(r.choices[0].message.role, "assistant");
+    assert.equal(typeof r.choices[0].message.content, "string");
+    assert.equal(r.choices[0].finish_reason, "length");
+    // The tool definitions are part of the rendered prompt.
+    assert.ok(r.usage.prompt_tokens > chat_usage.prompt_tokens,
+              `tools did not grow the prompt (${r.usage.prompt_tokens} <= ` +
+                  `${chat_usage.prompt_tokens}), tool_choice ${tool_choice}`);
+  }
+  const stream = await client.chat.completions.create(
+      {...greedy_chat, tools: [kWeatherTool], tool_choice: "auto",
+       stream: true});
+  const s = await collectChatStream(stream);
+  assert.equal(s.finish[0], "length");
+  assert.equal(s.role[0], "assistant");
+});
+
+await check("chat multi-turn tool conversation renders and completes",
+            async () => {
+  const ask = (messages) => client.chat.completions.create(
+      {model: kModel, messages, tools: [kWeatherTool], max_tokens: 4,
+       temperature: 0});
+  const small = await ask(toolConversation({city: "Paris"},
+                                           {temperature_c: 21}));
+  assert.equal(small.choices[0].message.role, "assistant");
+  assert.equal(typeof small.choices[0].message.content, "string");
+  assert.equal(small.usage.completion_tokens, 4);
+  // A longer tool result and longer call arguments each lengthen the
+  // prompt: both messages reach the chat template.
+  const long_result = await ask(toolConversation(
+      {city: "Paris"},
+      {temperature_c: 21, conditions: "sunny with a light westerly breeze"}));
+  assert.ok(long_result.usage.prompt_tokens > small.usage.prompt_tokens,
+            "the tool message is not rendered");
+  const long_args = await ask(toolConversation(
+      {city: "Paris", unit: "celsius, hourly, for the whole week"},
+      {temperature_c: 21}));
+  assert.ok(long_args.usage.prompt_tokens > small.usage.prompt_tokens,
+            "the assistant tool_calls are not rendered");
+  const user_only = await ask(toolConversation({}, {}).slice(0, 1));
+  assert.ok(small.usage.prompt_tokens > user_only.usage.prompt_tokens);
+});
+
+await check("chat tool_choice required/named -> BadRequestError",
+            async () => {
+  for (const tool_choice of
+       ["required", {type: "function", function: {name: "get_weather"}}]) {
+    const err = await expectApiError(
+        () => client.chat.completions.create(
+            {...greedy_chat, tools: [kWeatherTool], tool_choice}),
+        OpenAI.BadRequestError, 400);
+    assert.equal(err.param, "tool_choice");
+    assert.equal(err.code, "unsupported_parameter");
+  }
+});
+
+// -------------------------------------------------------------- errors
+await check("wrong api key -> AuthenticationError 401", async () => {
+  const wrong = new OpenAI({baseURL: client.baseURL,
+                            apiKey: `${api_key}-wrong`, maxRetries: 0});
+  const err = await expectApiError(() => wrong.models.list(),
+                                   OpenAI.AuthenticationError, 401);
+  assert.equal(err.type, "authentication_error");
+  await expectApiError(() => wrong.chat.completions.create(greedy_chat),
+                       OpenAI.AuthenticationError, 401);
+});
+
+await check("unknown model -> NotFoundError 404", async () => {
+  const err = await expectApiError(
+      () => client.completions.create({...greedy_completion,
+                                       model: "no-such-model"}),
+      OpenAI.NotFoundError, 404);
+  assert.equal(err.param, "model");
+  assert.equal(err.code, "model_not_found");
+  // Streaming requests fail before the stream starts, with the same class.
+  await expectApiError(
+      () => client.chat.completions.create(
+          {...greedy_chat, model: "no-such-model", stream: true}),
+      OpenAI.NotFoundError, 404);
+});
+
+await check("bad temperature -> BadRequestError 400 with param", async () => {
+  const err = await expectApiError(
+      () => client.chat.completions.create({...greedy_chat,
+                                            temperature: -1}),
+      OpenAI.BadRequestError, 400);
+  assert.equal(err.param, "temperature");
+  assert.equal(err.type, "invalid_request_error");
+});
+
+await check("response_format json_schema -> BadRequestError 400",
+            async () => {
+  const err = await expectApiError(
+      () => client.chat.completions.create({
+        ...greedy_chat,
+        response_format: {
+          type: "json_schema",
+          json_schema: {name: "colours", schema: {type: "object"}},
+        },
+      }),
+      OpenAI.BadRequestError, 400);
+  assert.equal(err.param, "response_format");
+});
+
+// --------------------------------------------------------------- result
+const total = failures.length;
+console.log(total === 0 ? "all checks passed" :
+                          `${total} check(s) failed: ${failures.join("; ")}`);
+process.exit(Math.min(total, 100));

@@ -1,0 +1,94 @@
+// `tessera serve` driven by the OFFICIAL OpenAI JavaScript client: starts the
+// built server on the demo model with an API key and runs
+// tests/e2e/openai_client/openai_client_test.mjs under Node, which uses the
+// npm package `openai` pinned in the repository's package.json (install it
+// with `npm ci` at the repository root). The script's checks (models,
+// completions, chat, streaming, n/seed, logprobs, tools, error classes) are
+// listed in its header; this test asserts that all of them pass and that
+// the server exits cleanly afterwards.
+//
+// Without `node` (>= 20) or node_modules/openai the test skips with the
+// reason; under CI (CI=true) it fails instead.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "testing/fixtures.h"
+#include "testing/server_process.h"
+#include "testing/subprocess.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunShell;
+using testing::ServerProcess;
+using testing::ShellQuote;
+
+constexpr const char* kBin = TSR_TESSERA_BIN;
+constexpr const char* kRepoDir = TSR_REPO_DIR;
+constexpr const char* kApiKey = "test-key";
+
+// Empty when Node >= 20 and the pinned `openai` package are available, else
+// what is missing and how to get it.
+std::string MissingNodeClient() {
+  const auto node = RunShell(
+      "node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) "
+      ">= 20 ? 0 : 1)'");
+  if (node.exit_code != 0) {
+    std::string why = node.err;
+    while (!why.empty() &&
+           std::isspace(static_cast<unsigned char>(why.back()))) {
+      why.pop_back();
+    }
+    return "Node.js >= 20 is not on PATH (`node` failed: " + why +
+           "); install nodejs to run the OpenAI client checks";
+  }
+  const fs::path pkg =
+      fs::path(kRepoDir) / "node_modules" / "openai" / "package.json";
+  if (!fs::exists(pkg)) {
+    return pkg.string() + " not found; run `npm ci` in " +
+           std::string(kRepoDir) + " to install the pinned openai client";
+  }
+  return "";
+}
+
+TEST(OpenAiClientTest, OfficialNodeClientPassesAllChecks) {
+  const std::string missing = MissingNodeClient();
+  if (!missing.empty()) {
+    if (testing::RunningUnderCi()) FAIL() << missing << " (CI=true)";
+    GTEST_SKIP() << missing;
+  }
+
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(kBin, {"--api-key", kApiKey})) << server.log();
+
+  const std::string script = (fs::path(kRepoDir) / "tests" / "e2e" /
+                              "openai_client" / "openai_client_test.mjs")
+                                 .string();
+  ASSERT_TRUE(fs::exists(script)) << script;
+  // stderr joins stdout so a crash of the script shows next to its checks;
+  // `timeout` bounds a hung stream (the script's own client timeout is 120 s
+  // per request).
+  const std::string command =
+      "TESSERA_BASE_URL=" + ShellQuote(server.base_url()) +
+      " TESSERA_API_KEY=" + ShellQuote(kApiKey) + " timeout 600 node " +
+      ShellQuote(script) + " 2>&1";
+  const auto result = RunShell(command, /*capture_stderr=*/false);
+  std::cout << result.out;
+
+  EXPECT_EQ(result.exit_code, 0)
+      << "openai client checks failed (exit " << result.exit_code
+      << "; the exit code counts the failed checks):\n"
+      << result.out << "\n--- server log ---\n"
+      << server.log();
+  EXPECT_NE(result.out.find("all checks passed"), std::string::npos)
+      << result.out;
+  EXPECT_EQ(server.Stop(), 0) << server.log();
+}
+
+}  // namespace
+}  // namespace tessera
