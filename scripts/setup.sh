@@ -29,7 +29,16 @@ if ((${#missing[@]})); then
     --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# npm packages (test clients, peer benchmarks) are pinned in package-lock.json.
+# npm packages (test clients, peer benchmarks) are pinned in package-lock.json;
+# Node.js and npm come from Debian when the machine has none.
+if [[ -f package-lock.json ]] && ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing nodejs npm" >&2
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
+    --no-install-recommends nodejs npm >/dev/null
+fi
 if [[ -f package-lock.json ]]; then
   if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules ]]; then
     echo "setup: installing npm packages from package-lock.json" >&2

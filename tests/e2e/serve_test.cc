@@ -14,6 +14,7 @@
 
 #include "testing/fixtures.h"
 #include "testing/server_process.h"
+#include "testing/subprocess.h"
 
 namespace tessera {
 namespace {
@@ -506,6 +507,35 @@ TEST(ServeTest, BadFlagsExitWithTwoAndSayWhy) {
   ServerProcess missing;
   EXPECT_FALSE(missing.Start(kBin, {"--model-path", "/nonexistent/model"}, 20));
   EXPECT_EQ(missing.Stop(), 2);
+}
+
+TEST(ServeTest, BenchSmokeAgainstTheRealServer) {
+  ServerProcess server;
+  START_SERVER(server, {"--log-interval", "0"});
+  for (const char* dataset : {"random", "shared-prefix"}) {
+    const auto run = testing::RunShell(
+        std::string(kBin) + " bench --base-url " + server.base_url() +
+        " --smoke --json --dataset-name " + dataset);
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err << server.log();
+    const Json r = Json::parse(run.out);
+    EXPECT_EQ(r["failed"], 0) << r.dump(2);
+    EXPECT_GT(r["completed"].get<int>(), 0);
+    EXPECT_GT(r["output_throughput"].get<double>(), 0);
+    for (const char* k : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
+      EXPECT_GT(r[k]["mean"].get<double>(), 0) << k;
+      EXPECT_GE(r[k]["p99"].get<double>(), r[k]["median"].get<double>()) << k;
+    }
+    if (std::string(dataset) == "shared-prefix") {
+      EXPECT_GT(r["cached_token_fraction"].get<double>(), 0) << r.dump(2);
+    }
+  }
+  // No server: exit 2 with what to do.
+  const auto none = testing::RunShell(std::string(kBin) +
+                                      " bench --base-url http://127.0.0.1:1 "
+                                      "--smoke");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("tessera serve"), std::string::npos) << none.err;
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 }  // namespace
