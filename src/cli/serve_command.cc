@@ -174,9 +174,139 @@ void WireMetrics(engine::Engine& engine, metrics::ServingMetrics& m) {
   });
 }
 
+// Everything `serve` builds after the HTTP port is open, in build order
+// (destroyed in reverse: the engine stops before the runner it drives).
+struct LoadedModel {
+  std::unique_ptr<PromptTools> prompts;
+  std::unique_ptr<model::Checkpoint> checkpoint;
+  std::unique_ptr<runtime::Runtime> runtime;
+  std::unique_ptr<model::ModelRunner> runner;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<metrics::Registry> registry;
+  std::unique_ptr<metrics::ServingMetrics> metrics;
+};
+
+// Loads the model and starts the engine; on failure returns the exit code
+// after printing the error.
+int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
+  auto prompts = PromptTools::Load(o.model_path, o.chat_template);
+  if (!prompts.ok()) return ReportError(prompts.status(), kExitBadInput);
+  m.prompts = std::move(*prompts);
+  auto checkpoint = model::Checkpoint::Open(o.model_path);
+  if (!checkpoint.ok()) return ReportError(checkpoint.status(), kExitBadInput);
+  m.checkpoint = std::move(*checkpoint);
+  const model::ModelConfig& config = m.checkpoint->config();
+
+  if (o.cpu_threads > 0) {
+    o.flags.cpu_plugin_options.push_back(
+        {"threads", std::to_string(o.cpu_threads), "--cpu-threads"});
+  }
+  auto rt = StartUsableRuntime(o.flags);
+  if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
+  m.runtime = std::move(*rt);
+
+  model::ModelRunnerOptions ro;
+  ro.page_size = o.page_size;
+  if (o.dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
+  if (o.dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
+  const int64_t context =
+      o.context_length > 0 ? o.context_length : config.max_position_embeddings;
+  const uint64_t device_memory =
+      m.runtime->device(0).properties().memory_total;
+  if (o.max_total_tokens > 0) {
+    ro.kv_capacity_tokens = o.max_total_tokens;
+  } else if (o.mem_fraction_static > 0) {
+    const double budget = o.mem_fraction_static * double(device_memory) -
+                          double(WeightFileBytes(o.model_path));
+    if (budget <= 0) {
+      return ReportError(
+          InvalidArgumentError(fmt::format(
+              "--mem-fraction-static {} of {:.1f} GiB leaves no room for the "
+              "KV cache after the weights; raise it or use "
+              "--max-total-tokens",
+              o.mem_fraction_static, device_memory / 1073741824.0)),
+          kExitBadInput);
+    }
+    ro.kv_memory_budget_bytes = static_cast<uint64_t>(budget);
+    ro.kv_capacity_tokens = 0;
+  } else {
+    const DType kv_dtype = ro.activation_dtype.value_or(
+        config.torch_dtype == "float32" ? TSR_DTYPE_F32 : TSR_DTYPE_BF16);
+    const uint64_t per_token = 2ull * config.num_hidden_layers *
+                               config.num_key_value_heads * config.head_dim *
+                               DTypeSize(kv_dtype);
+    const uint64_t by_memory =
+        device_memory / 4 / std::max<uint64_t>(per_token, 1);
+    ro.kv_capacity_tokens = static_cast<int64_t>(
+        std::min<uint64_t>(by_memory, 32ull * static_cast<uint64_t>(context)));
+  }
+  ro.max_batch_tokens = std::clamp<int64_t>(
+      o.chunked_prefill_size > 0 ? o.chunked_prefill_size : 2048, 64, 4096);
+  const auto load_start = std::chrono::steady_clock::now();
+  auto runner = model::ModelRunner::Create(*m.runtime, *m.checkpoint, ro);
+  if (!runner.ok()) {
+    return ReportError(runner.status(), ModelFailureCode(runner.status()));
+  }
+  m.runner = std::move(*runner);
+
+  engine::EngineOptions eo;
+  eo.context_length = context;
+  eo.chunked_prefill_size = o.chunked_prefill_size;
+  eo.max_running_requests = o.max_running_requests;
+  eo.max_queued_requests = o.max_queued_requests;
+  eo.policy = *engine::ParseSchedulePolicy(o.schedule_policy);
+  eo.disable_radix_cache = o.disable_radix_cache;
+  eo.log_interval_s = o.log_interval;
+  eo.eos_ids = EosIds(*m.checkpoint, m.prompts->tokenizer());
+  auto engine = engine::Engine::Create(*m.runner, m.prompts->tokenizer(), eo);
+  if (!engine.ok()) {
+    return ReportError(engine.status(), ModelFailureCode(engine.status()));
+  }
+  m.engine = std::move(*engine);
+
+  m.registry = std::make_unique<metrics::Registry>();
+  auto serving_metrics = metrics::ServingMetrics::Create(
+      m.registry.get(), o.server.served_model_name);
+  if (!serving_metrics.ok()) {
+    return ReportError(serving_metrics.status(), kExitRuntimeFailure);
+  }
+  m.metrics =
+      std::make_unique<metrics::ServingMetrics>(std::move(*serving_metrics));
+  WireMetrics(*m.engine, *m.metrics);
+  runtime::Runtime& runtime = *m.runtime;
+  (void)metrics::RegisterOpFallbackMetric(m.registry.get(), [&runtime] {
+    std::vector<metrics::OpFallbackCount> out;
+    for (const auto& c : runtime.dispatcher().Counters()) {
+      out.push_back({c.op, c.plugin, c.fallbacks});
+    }
+    return out;
+  });
+
+  const runtime::Device& device = m.runner->device();
+  o.server.info = Json{{"version", TESSERA_VERSION},
+                       {"plugin", runtime.plugin().name()},
+                       {"device", device.Label()},
+                       {"dtype", DTypeName(m.runner->activation_dtype())},
+                       {"architecture", model::ArchitectureClassName(
+                                            config.architecture)},
+                       {"demo_model", demo}};
+  TSR_LOG_INFO(
+      "model {} ({}, {} layers, {}) on {} ({}), KV cache {} tokens in pages "
+      "of {}, loaded and warmed up in {:.1f} s",
+      o.server.served_model_name,
+      model::ArchitectureClassName(config.architecture),
+      config.num_hidden_layers, DTypeName(m.runner->activation_dtype()),
+      device.Label(), runtime.plugin().name(), m.runner->kv_pool().num_slots(),
+      o.page_size,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    load_start)
+          .count());
+  return kExitOk;
+}
+
 int RunServe(ServeOptions o) {
-  // Block SIGTERM/SIGINT before any thread starts (plugin workers, the
-  // scheduler, HTTP workers inherit the mask); the watcher thread below
+  // Block SIGTERM/SIGINT before any thread starts (HTTP workers, plugin
+  // workers, the scheduler inherit the mask); the watcher thread below
   // takes them with sigwait.
   sigset_t signals = TerminationSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
@@ -204,142 +334,71 @@ int RunServe(ServeOptions o) {
   }
   o.server.model_path = o.model_path;
 
-  auto prompts = PromptTools::Load(o.model_path, o.chat_template);
-  if (!prompts.ok()) return ReportError(prompts.status(), kExitBadInput);
-  auto checkpoint = model::Checkpoint::Open(o.model_path);
-  if (!checkpoint.ok()) return ReportError(checkpoint.status(), kExitBadInput);
-  const model::ModelConfig& config = (*checkpoint)->config();
-
-  if (o.cpu_threads > 0) {
-    o.flags.cpu_plugin_options.push_back(
-        {"threads", std::to_string(o.cpu_threads), "--cpu-threads"});
-  }
-  auto rt = StartUsableRuntime(o.flags);
-  if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
-
-  model::ModelRunnerOptions ro;
-  ro.page_size = o.page_size;
-  if (o.dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
-  if (o.dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
-  const int64_t context =
-      o.context_length > 0 ? o.context_length : config.max_position_embeddings;
-  const uint64_t device_memory =
-      (*rt)->device(0).properties().memory_total;
-  if (o.max_total_tokens > 0) {
-    ro.kv_capacity_tokens = o.max_total_tokens;
-  } else if (o.mem_fraction_static > 0) {
-    const double budget = o.mem_fraction_static * double(device_memory) -
-                          double(WeightFileBytes(o.model_path));
-    if (budget <= 0) {
-      return ReportError(
-          InvalidArgumentError(fmt::format(
-              "--mem-fraction-static {} of {:.1f} GiB leaves no room for the "
-              "KV cache after the weights; raise it or use "
-              "--max-total-tokens",
-              o.mem_fraction_static, device_memory / 1073741824.0)),
-          kExitBadInput);
-    }
-    ro.kv_memory_budget_bytes = static_cast<uint64_t>(budget);
-    ro.kv_capacity_tokens = 0;
-  } else {
-    const DType kv_dtype = ro.activation_dtype.value_or(
-        config.torch_dtype == "float32" ? TSR_DTYPE_F32 : TSR_DTYPE_BF16);
-    const uint64_t per_token = 2ull * config.num_hidden_layers *
-                               config.num_key_value_heads * config.head_dim *
-                               DTypeSize(kv_dtype);
-    const uint64_t by_memory = device_memory / 4 / std::max<uint64_t>(per_token, 1);
-    ro.kv_capacity_tokens = static_cast<int64_t>(
-        std::min<uint64_t>(by_memory, 32ull * static_cast<uint64_t>(context)));
-  }
-  ro.max_batch_tokens = std::max<int64_t>(64, std::min<int64_t>(o.chunked_prefill_size > 0 ? o.chunked_prefill_size : 2048, 4096));
-  const auto load_start = std::chrono::steady_clock::now();
-  auto runner = model::ModelRunner::Create(**rt, **checkpoint, ro);
-  if (!runner.ok()) {
-    return ReportError(runner.status(), ModelFailureCode(runner.status()));
-  }
-
-  engine::EngineOptions eo;
-  eo.context_length = context;
-  eo.chunked_prefill_size = o.chunked_prefill_size;
-  eo.max_running_requests = o.max_running_requests;
-  eo.max_queued_requests = o.max_queued_requests;
-  eo.policy = *engine::ParseSchedulePolicy(o.schedule_policy);
-  eo.disable_radix_cache = o.disable_radix_cache;
-  eo.log_interval_s = o.log_interval;
-  eo.eos_ids = EosIds(**checkpoint, (*prompts)->tokenizer());
-  auto engine = engine::Engine::Create(**runner, (*prompts)->tokenizer(), eo);
-  if (!engine.ok()) {
-    return ReportError(engine.status(), ModelFailureCode(engine.status()));
-  }
-
-  metrics::Registry registry;
-  auto serving_metrics =
-      metrics::ServingMetrics::Create(&registry, o.server.served_model_name);
-  if (!serving_metrics.ok()) {
-    return ReportError(serving_metrics.status(), kExitRuntimeFailure);
-  }
-  WireMetrics(**engine, *serving_metrics);
-  runtime::Runtime& runtime = **rt;
-  (void)metrics::RegisterOpFallbackMetric(&registry, [&runtime] {
-    std::vector<metrics::OpFallbackCount> out;
-    for (const auto& c : runtime.dispatcher().Counters()) {
-      out.push_back({c.op, c.plugin, c.fallbacks});
-    }
-    return out;
-  });
-
-  const runtime::Device& device = (*runner)->device();
-  o.server.info = Json{{"version", TESSERA_VERSION},
-                       {"plugin", runtime.plugin().name()},
-                       {"device", device.Label()},
-                       {"dtype", DTypeName((*runner)->activation_dtype())},
-                       {"architecture", model::ArchitectureClassName(
-                                            config.architecture)},
-                       {"demo_model", demo}};
-  server::ServingContext ctx{**engine, **prompts, o.server, registry,
-                             *serving_metrics};
+  // HTTP first, so /health answers 503 while the model loads.
+  server::ServingContext ctx(o.server);
   server::HttpServer http(ctx);
   if (Status bound = http.Bind(); !bound.ok()) {
-    (*engine)->Shutdown(0);
     return ReportError(bound, kExitBadInput);
   }
+  std::thread http_thread([&http] { http.Run(); });
+  TSR_LOG_INFO("listening on http://{}:{}", o.server.host, http.port());
 
   std::mutex stop_mu;
   bool stopped = false;
+  engine::Engine* running_engine = nullptr;  // guarded by stop_mu
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    engine::Engine* engine = nullptr;
     {
       std::lock_guard<std::mutex> lock(stop_mu);
       if (stopped) return;
       stopped = true;
+      engine = running_engine;
     }
     TSR_LOG_INFO("received {}: draining ({} s grace for running requests)",
                  sig == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_grace);
     ctx.draining.store(true);
     http.Stop();
-    (*engine)->Shutdown(o.shutdown_grace);
+    if (engine != nullptr) engine->Shutdown(o.shutdown_grace);
   });
+  auto stop_watcher = [&] {
+    {
+      std::lock_guard<std::mutex> lock(stop_mu);
+      if (!stopped) {
+        stopped = true;
+        pthread_kill(watcher.native_handle(), SIGTERM);
+      }
+    }
+    watcher.join();
+  };
 
-  TSR_LOG_INFO(
-      "model {} ({}, {} layers, {}) on {} ({}), KV cache {} tokens in pages "
-      "of {}, loaded in {:.1f} s",
-      o.server.served_model_name,
-      model::ArchitectureClassName(config.architecture),
-      config.num_hidden_layers, DTypeName((*runner)->activation_dtype()),
-      device.Label(), runtime.plugin().name(),
-      (*runner)->kv_pool().num_slots(), o.page_size,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                    load_start)
-          .count());
-  TSR_LOG_INFO("listening on http://{}:{}", o.server.host, http.port());
-  http.Run();
+  LoadedModel m;
+  const int loaded = LoadModel(o, demo, m);
+  bool stop_now = loaded != kExitOk;
   {
     std::lock_guard<std::mutex> lock(stop_mu);
-    if (!stopped) pthread_kill(watcher.native_handle(), SIGTERM);
+    stop_now = stop_now || stopped;
+    if (!stop_now) running_engine = m.engine.get();
   }
-  watcher.join();
-  (*engine)->Shutdown(0);
+  if (stop_now) {
+    http.Stop();
+    http_thread.join();
+    stop_watcher();
+    if (m.engine) m.engine->Shutdown(0);
+    return loaded;
+  }
+  ctx.engine = m.engine.get();
+  ctx.prompts = m.prompts.get();
+  ctx.registry = m.registry.get();
+  ctx.metrics = m.metrics.get();
+  ctx.ready.store(true, std::memory_order_release);
+  TSR_LOG_INFO("ready: http://{}:{} serves '{}'", o.server.host, http.port(),
+               o.server.served_model_name);
+
+  http_thread.join();  // returns after Stop, once in-flight handlers end
+  stop_watcher();
+  m.engine->Shutdown(0);
   TSR_LOG_INFO("server stopped");
   return kExitOk;
 }

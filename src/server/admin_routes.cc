@@ -31,7 +31,7 @@ void HandleModels(ServingContext& ctx, const httplib::Request&,
   card.id = ctx.options.served_model_name;
   card.root = ctx.options.model_path;
   card.created = created;
-  card.max_model_len = ctx.engine.context_length();
+  card.max_model_len = ctx.engine->context_length();
   SendJson(res, ModelListJson({card}));
 }
 
@@ -41,7 +41,7 @@ void HandleTokenize(ServingContext& ctx, const httplib::Request& req,
   if (!ParseJsonBody(req, res, &body)) return;
   StatusOr<cli::TokenizeRequest> parsed = cli::ParseTokenizeRequest(body);
   if (!parsed.ok()) return SendError(res, ApiErrorFromStatus(parsed.status()));
-  StatusOr<cli::PreparedPrompt> prompt = ctx.prompts.Prepare(*parsed);
+  StatusOr<cli::PreparedPrompt> prompt = ctx.prompts->Prepare(*parsed);
   if (!prompt.ok()) return SendError(res, ApiErrorFromStatus(prompt.status()));
   SendJson(res, TokenizeResponseJson(prompt->ids, prompt->text));
 }
@@ -52,7 +52,7 @@ void HandleDetokenize(ServingContext& ctx, const httplib::Request& req,
   if (!ParseJsonBody(req, res, &body)) return;
   StatusOr<cli::DetokenizeRequest> parsed = cli::ParseDetokenizeRequest(body);
   if (!parsed.ok()) return SendError(res, ApiErrorFromStatus(parsed.status()));
-  if (Status ok = ctx.prompts.CheckTokenIds(parsed->tokens); !ok.ok()) {
+  if (Status ok = ctx.prompts->CheckTokenIds(parsed->tokens); !ok.ok()) {
     return SendError(res, ApiErrorFromStatus(ok));
   }
   SendJson(res, DetokenizeResponseJson(ctx.tokenizer().Decode(
@@ -64,7 +64,7 @@ void HandleHealth(ServingContext& ctx, const httplib::Request&,
   if (ctx.draining.load()) {
     return SendError(res, ServiceUnavailable("the server is shutting down"));
   }
-  if (!ctx.engine.Stats().ready) {
+  if (!ctx.ready.load() || !ctx.engine->Stats().ready) {
     return SendError(res, ServiceUnavailable("the model is still loading"));
   }
   res.status = 200;
@@ -81,7 +81,7 @@ void HandleHealthGenerate(ServingContext& ctx, const httplib::Request&,
   r.prompt_ids = {0};
   r.max_new_tokens = 1;
   r.ignore_eos = true;
-  auto stream = ctx.engine.Submit(std::move(r));
+  auto stream = ctx.engine->Submit(std::move(r));
   if (!stream.ok()) return SendError(res, ApiErrorFromStatus(stream.status()));
   engine::RequestOutput last;
   while (!last.finished) {
@@ -98,14 +98,14 @@ void HandleHealthGenerate(ServingContext& ctx, const httplib::Request&,
 
 void HandleServerInfo(ServingContext& ctx, const httplib::Request&,
                       httplib::Response& res) {
-  const engine::EngineStats st = ctx.engine.Stats();
-  const engine::EngineOptions& eo = ctx.engine.options();
+  const engine::EngineStats st = ctx.engine->Stats();
+  const engine::EngineOptions& eo = ctx.engine->options();
   Json j = ctx.options.info;
   j["served_model_name"] = ctx.options.served_model_name;
   j["model_path"] = ctx.options.model_path;
-  j["context_length"] = ctx.engine.context_length();
-  j["vocab_size"] = ctx.engine.vocab_size();
-  j["page_size"] = ctx.engine.runner().kv_pool().page_size();
+  j["context_length"] = ctx.engine->context_length();
+  j["vocab_size"] = ctx.engine->vocab_size();
+  j["page_size"] = ctx.engine->runner().kv_pool().page_size();
   j["max_total_num_tokens"] = st.kv_capacity_tokens;
   j["chunked_prefill_size"] = eo.chunked_prefill_size;
   j["max_running_requests"] = eo.max_running_requests;
@@ -116,7 +116,7 @@ void HandleServerInfo(ServingContext& ctx, const httplib::Request&,
   j["disable_radix_cache"] = eo.disable_radix_cache;
   j["reasoning_parser"] = ctx.options.reasoning_parser;
   j["tool_call_parser"] = ctx.options.tool_call_parser;
-  Status integrity = ctx.engine.CheckIntegrity();
+  Status integrity = ctx.engine->CheckIntegrity();
   j["state"] = {{"ready", st.ready},
                 {"running_requests", st.running},
                 {"queued_requests", st.queued},
@@ -133,7 +133,7 @@ void HandleServerInfo(ServingContext& ctx, const httplib::Request&,
 
 void HandleFlushCache(ServingContext& ctx, const httplib::Request&,
                       httplib::Response& res) {
-  Status flushed = ctx.engine.FlushCache();
+  Status flushed = ctx.engine->FlushCache();
   if (!flushed.ok()) {
     return SendError(res, BadRequest(flushed.message(), "", "cache_in_use"));
   }
@@ -150,9 +150,9 @@ void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
   }
   const std::string rid = body["rid"].get<std::string>();
   // A request with n > 1 or several prompts has rids rid-<i>.
-  bool any = ctx.engine.Abort(rid);
+  bool any = ctx.engine->Abort(rid);
   for (int i = 0; i < ctx.options.limits.max_n * 64; ++i) {
-    const bool a = ctx.engine.Abort(fmt::format("{}-{}", rid, i));
+    const bool a = ctx.engine->Abort(fmt::format("{}-{}", rid, i));
     any |= a;
     if (!a && i > ctx.options.limits.max_n) break;
   }
@@ -167,8 +167,8 @@ void HandleMetrics(ServingContext& ctx, const httplib::Request&,
                    httplib::Response& res) {
   // Gauges are sampled from the engine's snapshot at scrape time; the
   // retraction counter follows the engine's running total.
-  const engine::EngineStats st = ctx.engine.Stats();
-  metrics::ServingMetrics& m = ctx.metrics;
+  const engine::EngineStats st = ctx.engine->Stats();
+  metrics::ServingMetrics& m = *ctx.metrics;
   m.num_running_reqs().Set(static_cast<double>(st.running));
   m.num_queue_reqs().Set(static_cast<double>(st.queued));
   m.num_used_tokens().Set(static_cast<double>(st.kv_used_tokens));
@@ -189,7 +189,7 @@ void HandleMetrics(ServingContext& ctx, const httplib::Request&,
     }
   }
   res.status = 200;
-  res.set_content(ctx.registry.RenderPrometheus(),
+  res.set_content(ctx.registry->RenderPrometheus(),
                   "text/plain; version=0.0.4; charset=utf-8");
 }
 

@@ -150,7 +150,7 @@ void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
                    r.tools.is_array() && !r.tools.empty() &&
                    !(r.tool_choice.is_string() && r.tool_choice == "none");
 
-  StatusOr<std::string> rendered = ctx.prompts.RenderChat(
+  StatusOr<std::string> rendered = ctx.prompts->RenderChat(
       ChatMessagesToJson(r.messages), r.tools, true, r.chat_template_kwargs);
   if (!rendered.ok()) {
     return SendError(res, BadRequest("the chat template failed on these "
@@ -164,7 +164,7 @@ void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
   p->meta.model = ctx.options.served_model_name;
   const int32_t top = r.logprobs ? r.top_logprobs : -1;
   auto streams = std::make_shared<StreamSet>();
-  if (auto e = SubmitAll(ctx.engine,
+  if (auto e = SubmitAll(*ctx.engine,
                          {BuildEngineRequests(r.sampling, ids, top, p->meta.id)},
                          streams.get())) {
     return SendError(res, *e);

@@ -56,7 +56,7 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
                                   : fmt::format("{}-p{}", p->meta.id, i)));
   }
   auto streams = std::make_shared<StreamSet>();
-  if (auto e = SubmitAll(ctx.engine, groups, streams.get())) {
+  if (auto e = SubmitAll(*ctx.engine, groups, streams.get())) {
     return SendError(res, *e);
   }
   const size_t n = static_cast<size_t>(r.sampling.n);

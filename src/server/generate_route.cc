@@ -53,7 +53,7 @@ void HandleGenerate(ServingContext& ctx, const httplib::Request& req,
         r.prompts.size() == 1 ? base : fmt::format("{}-{}", base, i)));
   }
   auto streams = std::make_shared<StreamSet>();
-  if (auto e = SubmitAll(ctx.engine, groups, streams.get())) {
+  if (auto e = SubmitAll(*ctx.engine, groups, streams.get())) {
     return SendError(res, *e);
   }
   for (const auto& group : groups) {

@@ -74,6 +74,12 @@ void HttpServer::RegisterRoutes() {
   ServingContext& ctx = ctx_;
   server_.set_pre_routing_handler(
       [&ctx](const httplib::Request& req, httplib::Response& res) {
+        if (!ctx.ready.load(std::memory_order_acquire)) {
+          SendError(res, ServiceUnavailable(
+                             "the model is still loading; retry when "
+                             "/health answers 200"));
+          return httplib::Server::HandlerResponse::Handled;
+        }
         if (ctx.options.api_key.empty() || IsPublicPath(req.path)) {
           return httplib::Server::HandlerResponse::Unhandled;
         }

@@ -1,9 +1,15 @@
 // ServingContext: what every HTTP route handler shares — the engine, the
 // prompt tools (tokenizer + chat template), the server's options and
-// metrics, and the draining flag set by SIGTERM.
+// metrics, and the ready / draining flags.
+//
+// Start-up order: the HTTP server listens before the model is loaded (so
+// /health can answer 503 while it loads); the pointers are set once
+// everything is built, and only then `ready` flips to true (release; the
+// HTTP layer reads it with acquire before any handler runs, and answers 503
+// while it is false). After that the pointers never change.
 //
 // Thread-safety: the engine, the prompt tools and the metrics are
-// thread-safe; options are immutable after start; `draining` is atomic.
+// thread-safe; options are immutable after start; the flags are atomic.
 #ifndef TESSERA_SERVER_SERVING_CONTEXT_H_
 #define TESSERA_SERVER_SERVING_CONTEXT_H_
 
@@ -38,14 +44,18 @@ struct ServerOptions {
 };
 
 struct ServingContext {
-  engine::Engine& engine;
-  cli::PromptTools& prompts;
-  const ServerOptions& options;
-  metrics::Registry& registry;
-  metrics::ServingMetrics& metrics;
-  std::atomic<bool> draining{false};
+  explicit ServingContext(const ServerOptions& server_options)
+      : options(server_options) {}
 
-  const Tokenizer& tokenizer() const { return prompts.tokenizer(); }
+  const ServerOptions& options;
+  engine::Engine* engine = nullptr;
+  cli::PromptTools* prompts = nullptr;
+  metrics::Registry* registry = nullptr;
+  metrics::ServingMetrics* metrics = nullptr;
+  std::atomic<bool> ready{false};     // model loaded and warmed up
+  std::atomic<bool> draining{false};  // SIGTERM received
+
+  const Tokenizer& tokenizer() const { return prompts->tokenizer(); }
   // nullopt when `model` is absent or names this server's model.
   MaybeApiError CheckModel(const std::optional<std::string>& model) const;
 };
