@@ -14,8 +14,10 @@
 //      included): first the sequence whose prompt is being chunked, then
 //      waiting requests in policy order (lpm: longest cached prefix first;
 //      fcfs: arrival), each reusing its cached prefix, while
-//      --max-running-requests and the pool allow; a prompt longer than the
-//      remaining budget is split into chunks over the following steps;
+//      --max-running-requests and the pool allow; a request whose uncached
+//      prompt starts like one admitted in the same step waits one step and
+//      then reuses that one's KV (in-batch prefix sharing); a prompt longer
+//      than the remaining budget is split into chunks over later steps;
 //   4. one forward pass over the mixed batch (prefill chunks and decode
 //      tokens together; the paged_attention op reads cached prefixes);
 //   5. sampling (host logit processors and logprobs only for the rows that

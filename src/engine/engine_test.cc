@@ -168,6 +168,33 @@ TEST_F(EngineTest, SharedPrefixIsReportedAsCached) {
   EXPECT_EQ(fresh.ids, second.ids);
 }
 
+TEST_F(EngineTest, RequestsArrivingTogetherShareTheirCommonPrefix) {
+  Start();
+  const auto system = Prompt(64, 11);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) {
+    auto p = system;
+    p.push_back(100 + i);
+    p.push_back(200 + i);
+    prompts.push_back(p);
+    auto s = engine_->Submit(Greedy(p, 3));
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  int64_t cached = 0;
+  std::vector<Collected> together;
+  for (auto& s : streams) {
+    together.push_back(Collect(*s));
+    cached += together.back().last.cached_tokens;
+  }
+  // The first computes the 64 shared tokens; the other three reuse them.
+  EXPECT_EQ(cached, 3 * 64);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(together[i].ids, Run(Greedy(prompts[i], 3)).ids) << i;
+  }
+}
+
 TEST_F(EngineTest, GroupFollowersReuseTheLeadersPrompt) {
   Start();
   std::vector<EngineRequest> group;

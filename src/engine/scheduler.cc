@@ -18,6 +18,19 @@ constexpr int64_t kMinPrefillBudget = 64;
 // Above this many waiting requests lpm falls back to arrival order (the
 // prefix lookups would cost more than they save), as SGLang does.
 constexpr size_t kLpmMaxQueue = 128;
+// In-batch prefix sharing: a waiting request whose not-yet-cached prompt
+// starts with at least this many tokens of a prompt admitted in the same
+// step waits one step and then reuses that prompt's KV from the cache
+// (SGLang's in-batch prefix caching check uses the same idea).
+constexpr int64_t kInBatchShareTokens = 32;
+
+int64_t CommonPrefix(const std::vector<int32_t>& a,
+                     const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<int64_t>(i);
+}
 
 // The prompt positions a sequence must have in the KV cache before it
 // decodes: all tokens except a pending sampled one.
@@ -206,6 +219,7 @@ void Scheduler::SchedulePrefill(
   if (waiting_.empty() || budget <= 0) return;
   SortWaiting();
   const auto now = SteadyClock::now();
+  std::vector<const Sequence*> admitted;  // this step, prompts computing
   auto it = waiting_.begin();
   while (it != waiting_.end() && budget > 0 &&
          static_cast<int64_t>(running_.size()) <
@@ -217,6 +231,20 @@ void Scheduler::SchedulePrefill(
       continue;
     }
     const auto& t = s->tokens;
+    if (!cache_.disabled() && !admitted.empty()) {
+      const int64_t cached = cache_.PrefixLength(
+          std::span<const int32_t>(t).first(t.size() - 1));
+      const int64_t share = std::max<int64_t>(kInBatchShareTokens,
+                                              cache_.page_size());
+      bool defer = false;
+      for (const Sequence* other : admitted) {
+        defer = defer || CommonPrefix(t, other->tokens) - cached >= share;
+      }
+      if (defer) {
+        ++it;  // next step its prefix is in the cache
+        continue;
+      }
+    }
     const int64_t matched = kv_.MatchAndLock(
         std::span<const int32_t>(t).first(t.size() - 1), s->kv);
     s->kv_len = matched;
@@ -238,6 +266,7 @@ void Scheduler::SchedulePrefill(
     }
     running_.push_back(std::move(*it));
     it = waiting_.erase(it);
+    if (n > 0) admitted.push_back(s);
     if (n > 0) {
       prefill.emplace_back(s, n);
       budget -= n;
