@@ -12,12 +12,10 @@
 #include "server/http_util.h"
 #include "server/native_protocol.h"
 #include "server/routes.h"
+#include "server/stream_pump.h"
 
 namespace tessera::server {
 namespace {
-
-constexpr auto kPoll = std::chrono::milliseconds(100);
-constexpr int kHeartbeatPolls = 20;
 
 struct PreparedChat {
   ChatRequest request;
@@ -183,14 +181,12 @@ void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
     std::vector<std::string> texts(streams->size());
     std::vector<std::vector<TokenLogprob>> lps(streams->size());
     std::vector<engine::RequestOutput> last(streams->size());
-    while (!streams->all_finished()) {
-      for (auto& ev : streams->Next(kPoll)) {
-        texts[ev.index] += ev.output.text;
-        auto l = Logprobs(ev.output, ctx.tokenizer());
-        lps[ev.index].insert(lps[ev.index].end(), l.begin(), l.end());
-        if (ev.output.finished) last[ev.index] = std::move(ev.output);
-      }
-    }
+    DrainAll(*streams, [&](StreamSet::Event& ev) {
+      texts[ev.index] += ev.output.text;
+      auto l = Logprobs(ev.output, ctx.tokenizer());
+      lps[ev.index].insert(lps[ev.index].end(), l.begin(), l.end());
+      if (ev.output.finished) last[ev.index] = std::move(ev.output);
+    });
     std::vector<ChatChoice> choices(streams->size());
     Usage usage;
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -212,75 +208,52 @@ void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
     return SendJson(res, ChatResponseJson(p->meta, choices, usage));
   }
 
-  auto shared_parsers =
-      std::make_shared<std::vector<ChoiceParsers>>(std::move(parsers));
-  StartSse(
-      res,
-      [p, streams, shared_parsers, &ctx](SseWriter& out) {
-        const ChatRequest& r = p->request;
-        auto& parsers = *shared_parsers;
-        for (size_t i = 0; i < streams->size() && out.ok(); ++i) {
-          ChatDelta first;
-          first.index = static_cast<int32_t>(i);
-          first.role = true;
-          first.content = "";
-          out.Write(SseEvent(ChatChunkJson(p->meta, first)));
-        }
-        Usage usage;
-        int idle = 0;
-        while (out.ok() && !streams->all_finished()) {
-          auto events = streams->Next(kPoll);
-          if (events.empty()) {
-            if (++idle >= kHeartbeatPolls) {
-              idle = 0;
-              out.Heartbeat();
-            }
-            continue;
-          }
-          idle = 0;
-          for (auto& ev : events) {
-            const engine::RequestOutput& o = ev.output;
-            if (o.finished &&
-                o.finish.kind == engine::FinishReason::Kind::kAbort &&
-                o.finish.message.find("client") == std::string::npos &&
-                o.finish.message.find("abort_request") == std::string::npos) {
-              out.Write(SseError(AbortError(o.finish)));
-            }
-            ChatDelta d;
-            d.index = static_cast<int32_t>(ev.index);
-            parsers[ev.index].Push(o.text, o.finished, d);
-            if (r.logprobs && !o.logprobs.empty()) {
-              d.logprobs = ChatLogprobsJson(Logprobs(o, ctx.tokenizer()));
-            }
-            if (o.finished) {
-              d.finish_reason =
-                  ChatFinishReason(o.finish, parsers[ev.index].has_calls());
-              usage.completion_tokens += o.completion_tokens;
-              if (ev.index == 0) {
-                usage.prompt_tokens = o.prompt_tokens;
-                usage.cached_tokens = o.cached_tokens;
-              }
-            }
-            const bool empty = !d.content && !d.reasoning_content &&
-                               d.tool_call_chunks.empty() &&
-                               d.finish_reason.empty() && d.logprobs.is_null();
-            if (empty) continue;
-            if (!out.Write(SseEvent(ChatChunkJson(p->meta, d)))) break;
-          }
-        }
-        if (!out.ok()) {
-          streams->CancelAll("client disconnected");
-          return;
-        }
-        if (r.include_usage) {
-          out.Write(
-              SseEvent(UsageChunkJson(p->meta, "chat.completion.chunk", usage)));
-        }
-        out.Write(SseDone());
-      },
-      [streams](bool ok) {
-        if (!ok) streams->CancelAll("client disconnected");
-      });
+  struct StreamState {
+    std::vector<ChoiceParsers> parsers;  // one per choice
+    Usage usage;
+  };
+  auto st = std::make_shared<StreamState>();
+  st->parsers = std::move(parsers);
+  SseHandlers h;
+  h.on_start = [p, st](SseWriter& out) {
+    for (size_t i = 0; i < st->parsers.size() && out.ok(); ++i) {
+      ChatDelta first;
+      first.index = static_cast<int32_t>(i);
+      first.role = true;
+      first.content = "";
+      out.Write(SseEvent(ChatChunkJson(p->meta, first)));
+    }
+  };
+  h.on_event = [p, st, &ctx](SseWriter& out, StreamSet::Event& ev) {
+    const engine::RequestOutput& o = ev.output;
+    ChatDelta d;
+    d.index = static_cast<int32_t>(ev.index);
+    st->parsers[ev.index].Push(o.text, o.finished, d);
+    if (p->request.logprobs && !o.logprobs.empty()) {
+      d.logprobs = ChatLogprobsJson(Logprobs(o, ctx.tokenizer()));
+    }
+    if (o.finished) {
+      d.finish_reason =
+          ChatFinishReason(o.finish, st->parsers[ev.index].has_calls());
+      st->usage.completion_tokens += o.completion_tokens;
+      if (ev.index == 0) {
+        st->usage.prompt_tokens = o.prompt_tokens;
+        st->usage.cached_tokens = o.cached_tokens;
+      }
+    }
+    const bool empty = !d.content && !d.reasoning_content &&
+                       d.tool_call_chunks.empty() && d.finish_reason.empty() &&
+                       d.logprobs.is_null();
+    if (!empty) out.Write(SseEvent(ChatChunkJson(p->meta, d)));
+  };
+  h.on_end = [p, st](SseWriter& out) {
+    if (p->request.include_usage) {
+      out.Write(SseEvent(
+          UsageChunkJson(p->meta, "chat.completion.chunk", st->usage)));
+    }
+    out.Write(SseDone());
+  };
+  StartStreamingResponse(res, streams, std::move(h));
 }
 
 }  // namespace tessera::server

@@ -8,12 +8,10 @@
 #include "server/http_util.h"
 #include "server/native_protocol.h"
 #include "server/routes.h"
+#include "server/stream_pump.h"
 
 namespace tessera::server {
 namespace {
-
-constexpr auto kPoll = std::chrono::milliseconds(100);
-constexpr int kHeartbeatPolls = 20;  // 2 s without output
 
 struct PreparedCompletion {
   CompletionRequest request;
@@ -66,15 +64,13 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
     std::vector<CompletionChoice> choices(streams->size());
     std::vector<std::vector<TokenLogprob>> lps(streams->size());
     std::vector<engine::RequestOutput> last(streams->size());
-    while (!streams->all_finished()) {
-      for (auto& ev : streams->Next(kPoll)) {
-        choices[ev.index].text += ev.output.text;
-        for (const auto& lp : ev.output.logprobs) {
-          lps[ev.index].push_back(ToTokenLogprob(lp, ctx.tokenizer()));
-        }
-        if (ev.output.finished) last[ev.index] = std::move(ev.output);
+    DrainAll(*streams, [&](StreamSet::Event& ev) {
+      choices[ev.index].text += ev.output.text;
+      for (const auto& lp : ev.output.logprobs) {
+        lps[ev.index].push_back(ToTokenLogprob(lp, ctx.tokenizer()));
       }
-    }
+      if (ev.output.finished) last[ev.index] = std::move(ev.output);
+    });
     Usage usage;
     for (size_t i = 0; i < choices.size(); ++i) {
       const engine::RequestOutput& o = last[i];
@@ -98,79 +94,57 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
     return SendJson(res, CompletionResponseJson(p->meta, choices, usage));
   }
 
-  StartSse(
-      res,
-      [p, streams, n, prompt_of, &ctx](SseWriter& out) {
-        const CompletionRequest& r = p->request;
-        std::vector<int64_t> offsets(streams->size(), 0);
-        if (r.echo) {
-          for (size_t i = 0; i < streams->size(); ++i) {
-            CompletionChoice c;
-            c.index = static_cast<int32_t>(i);
-            c.text = p->prompt_texts[prompt_of(i)];
-            offsets[i] = static_cast<int64_t>(c.text.size());
-            if (!out.Write(SseEvent(CompletionChunkJson(p->meta, c)))) break;
-          }
-        }
-        Usage usage;
-        int idle = 0;
-        while (out.ok() && !streams->all_finished()) {
-          auto events = streams->Next(kPoll);
-          if (events.empty()) {
-            if (++idle >= kHeartbeatPolls) {
-              idle = 0;
-              out.Heartbeat();
-            }
-            continue;
-          }
-          idle = 0;
-          for (auto& ev : events) {
-            const engine::RequestOutput& o = ev.output;
-            if (o.finished &&
-                o.finish.kind == engine::FinishReason::Kind::kAbort &&
-                !o.finish.message.empty() &&
-                o.finish.message.find("client") == std::string::npos) {
-              out.Write(SseError(AbortError(o.finish)));
-            }
-            CompletionChoice c;
-            c.index = static_cast<int32_t>(ev.index);
-            c.text = o.text;
-            if (r.logprobs && !o.logprobs.empty()) {
-              std::vector<TokenLogprob> lps;
-              for (const auto& lp : o.logprobs) {
-                lps.push_back(ToTokenLogprob(lp, ctx.tokenizer()));
-              }
-              c.logprobs = CompletionLogprobsJson(lps, offsets[ev.index]);
-            }
-            offsets[ev.index] += static_cast<int64_t>(o.text.size());
-            if (o.finished) {
-              c.finish_reason = OpenAiFinishReason(o.finish);
-              usage.completion_tokens += o.completion_tokens;
-              if (ev.index % n == 0) {
-                usage.prompt_tokens += o.prompt_tokens;
-                usage.cached_tokens += o.cached_tokens;
-              }
-            }
-            if (c.text.empty() && !o.finished && o.logprobs.empty() &&
-                o.token_ids.empty()) {
-              continue;
-            }
-            if (!out.Write(SseEvent(CompletionChunkJson(p->meta, c)))) break;
-          }
-        }
-        if (!out.ok()) {
-          streams->CancelAll("client disconnected");
-          return;
-        }
-        if (r.include_usage) {
-          out.Write(
-              SseEvent(UsageChunkJson(p->meta, "text_completion", usage)));
-        }
-        out.Write(SseDone());
-      },
-      [streams](bool ok) {
-        if (!ok) streams->CancelAll("client disconnected");
-      });
+  struct StreamState {
+    std::vector<int64_t> offsets;  // text_offset per choice
+    Usage usage;
+  };
+  auto st = std::make_shared<StreamState>();
+  st->offsets.assign(streams->size(), 0);
+  SseHandlers h;
+  h.on_start = [p, st, prompt_of](SseWriter& out) {
+    if (!p->request.echo) return;
+    for (size_t i = 0; i < st->offsets.size(); ++i) {
+      CompletionChoice c;
+      c.index = static_cast<int32_t>(i);
+      c.text = p->prompt_texts[prompt_of(i)];
+      st->offsets[i] = static_cast<int64_t>(c.text.size());
+      if (!out.Write(SseEvent(CompletionChunkJson(p->meta, c)))) return;
+    }
+  };
+  h.on_event = [p, st, n, &ctx](SseWriter& out, StreamSet::Event& ev) {
+    const engine::RequestOutput& o = ev.output;
+    CompletionChoice c;
+    c.index = static_cast<int32_t>(ev.index);
+    c.text = o.text;
+    if (p->request.logprobs && !o.logprobs.empty()) {
+      std::vector<TokenLogprob> lps;
+      for (const auto& lp : o.logprobs) {
+        lps.push_back(ToTokenLogprob(lp, ctx.tokenizer()));
+      }
+      c.logprobs = CompletionLogprobsJson(lps, st->offsets[ev.index]);
+    }
+    st->offsets[ev.index] += static_cast<int64_t>(o.text.size());
+    if (o.finished) {
+      c.finish_reason = OpenAiFinishReason(o.finish);
+      st->usage.completion_tokens += o.completion_tokens;
+      if (ev.index % n == 0) {
+        st->usage.prompt_tokens += o.prompt_tokens;
+        st->usage.cached_tokens += o.cached_tokens;
+      }
+    }
+    // One chunk per sampled token (its text may be held back: ""), so
+    // clients can time every token.
+    if (c.text.empty() && !o.finished && o.token_ids.empty()) return;
+    out.Write(SseEvent(CompletionChunkJson(p->meta, c)));
+  };
+  h.on_end = [p, st](SseWriter& out) {
+    if (p->request.include_usage) {
+      out.Write(
+          SseEvent(UsageChunkJson(p->meta, "text_completion", st->usage)));
+    }
+    out.Write(SseDone());
+  };
+  StartStreamingResponse(res, streams, std::move(h));
 }
 
 }  // namespace tessera::server

@@ -8,12 +8,10 @@
 #include "server/native_protocol.h"
 #include "server/openai_response.h"
 #include "server/routes.h"
+#include "server/stream_pump.h"
 
 namespace tessera::server {
 namespace {
-
-constexpr auto kPoll = std::chrono::milliseconds(100);
-constexpr int kHeartbeatPolls = 20;
 
 struct GenerateState {
   GenerateRequest request;
@@ -66,45 +64,24 @@ void HandleGenerate(ServingContext& ctx, const httplib::Request& req,
   const bool list = r.batched || s->results.size() > 1;
 
   if (!r.stream) {
-    while (!streams->all_finished()) {
-      for (auto& ev : streams->Next(kPoll)) Apply(s->results[ev.index], ev.output);
-    }
+    DrainAll(*streams, [&](StreamSet::Event& ev) {
+      Apply(s->results[ev.index], ev.output);
+    });
     if (!list) return SendJson(res, GenerateResultJson(s->results[0]));
     Json out = Json::array();
     for (const auto& g : s->results) out.push_back(GenerateResultJson(g));
     return SendJson(res, out);
   }
-  StartSse(
-      res,
-      [s, streams, list](SseWriter& out) {
-        int idle = 0;
-        while (out.ok() && !streams->all_finished()) {
-          auto events = streams->Next(kPoll);
-          if (events.empty()) {
-            if (++idle >= kHeartbeatPolls) {
-              idle = 0;
-              out.Heartbeat();
-            }
-            continue;
-          }
-          idle = 0;
-          for (auto& ev : events) {
-            GenerateResult& g = s->results[ev.index];
-            Apply(g, ev.output);
-            Json j = GenerateResultJson(g);
-            if (list) j["index"] = ev.index;
-            if (!out.Write(SseEvent(j))) break;
-          }
-        }
-        if (!out.ok()) {
-          streams->CancelAll("client disconnected");
-          return;
-        }
-        out.Write(SseDone());
-      },
-      [streams](bool ok) {
-        if (!ok) streams->CancelAll("client disconnected");
-      });
+  SseHandlers h;
+  h.on_event = [s, list](SseWriter& out, StreamSet::Event& ev) {
+    GenerateResult& g = s->results[ev.index];
+    Apply(g, ev.output);
+    Json j = GenerateResultJson(g);
+    if (list) j["index"] = ev.index;
+    out.Write(SseEvent(j));
+  };
+  h.on_end = [](SseWriter& out) { out.Write(SseDone()); };
+  StartStreamingResponse(res, streams, std::move(h));
 }
 
 }  // namespace tessera::server
