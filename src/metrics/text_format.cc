@@ -34,43 +34,34 @@ bool IsValidLabelName(std::string_view name) {
   return true;
 }
 
-std::string EscapeLabelValue(std::string_view value) {
+namespace {
+
+// Backslash and newline escaped (HELP text); quotes too for label values.
+std::string Escape(std::string_view text, bool quotes) {
   std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
+    } else {
+      out += c;
     }
   }
   return out;
 }
 
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view value) {
+  return Escape(value, /*quotes=*/true);
+}
+
 std::string EscapeHelp(std::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (char c : help) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return Escape(help, /*quotes=*/false);
 }
 
 std::string FormatValue(double value) {
