@@ -8,7 +8,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr const char* kKnownKeys = "threads, devices";
+constexpr const char* kKnownKeys = "threads, devices, isa";
 
 Status ParseInt(const char* key, const char* value, int lo, int hi, int* out) {
   std::string text = value;
@@ -51,6 +51,8 @@ Status ParseOptions(const tsr_init_args* args, int default_threads, Options* out
         TSR_CPU_RETURN_IF_ERROR(ParseInt("threads", opt.value, 1, 1024, &options.threads));
       } else if (key == "devices") {
         TSR_CPU_RETURN_IF_ERROR(ParseInt("devices", opt.value, 1, 64, &options.devices));
+      } else if (key == "isa") {
+        options.isa = opt.value;
       } else {
         return InvalidArgument("unknown option '", key, "'; the cpu plugin knows: ", kKnownKeys);
       }

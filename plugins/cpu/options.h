@@ -4,11 +4,15 @@
 //               may use)
 //   devices=N   number of virtual devices (1..64; default 1); the host maps
 //               TESSERA_CPU_DEVICES onto it
+//   isa=NAME    kernel path: scalar, avx2, avx512 or avx512bf16 (default:
+//               the TESSERA_CPU_ISA environment variable, else the best
+//               path the CPU supports; see cpu_isa.h). Resolved by init.
 // Unknown keys and malformed values are TSR_ERR_INVALID_ARGUMENT with a
 // message naming the key and the accepted values. Pure functions.
 #ifndef TESSERA_PLUGINS_CPU_OPTIONS_H_
 #define TESSERA_PLUGINS_CPU_OPTIONS_H_
 
+#include <string>
 #include <vector>
 
 #include "status.h"
@@ -18,6 +22,7 @@ namespace tessera::cpu {
 struct Options {
   int threads = 0;  // 0 until parsed: then >= 1
   int devices = 1;
+  std::string isa;  // as given; empty = not given
   // Physical indices to expose, in order (all when num_visible was -1).
   std::vector<int> visible;
 };

@@ -104,6 +104,7 @@ tsr_status DeviceProperties(int32_t device, tsr_device_properties* props) {
     p.struct_size = props->struct_size;
     std::string name = state.cpu_name;
     if (state.num_physical > 1) name += StrCat(" (virtual device ", state.physical[device], ")");
+    name += StrCat(" [", CpuIsaName(state.isa), "]");
     CopyString(p.name, sizeof(p.name), name);
     CopyString(p.vendor, sizeof(p.vendor), state.cpu_vendor);
     CopyString(p.driver_version, sizeof(p.driver_version), "");

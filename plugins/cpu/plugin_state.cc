@@ -1,6 +1,7 @@
 #include "plugin_state.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "host_info.h"
@@ -60,6 +61,13 @@ Status InitPlugin(const tsr_init_args* args) {
   Options options;
   TSR_CPU_RETURN_IF_ERROR(ParseOptions(args, UsableCores(), &options));
   auto state = std::make_unique<PluginState>();
+  if (!options.isa.empty()) {
+    TSR_CPU_RETURN_IF_ERROR(ResolveCpuIsa(options.isa, "option isa", &state->isa));
+  } else {
+    const char* env = std::getenv("TESSERA_CPU_ISA");
+    TSR_CPU_RETURN_IF_ERROR(
+        ResolveCpuIsa(env != nullptr ? env : "", "TESSERA_CPU_ISA", &state->isa));
+  }
   state->threads = options.threads;
   state->num_physical = options.devices;
   state->physical = options.visible;
@@ -79,9 +87,10 @@ Status InitPlugin(const tsr_init_args* args) {
       state->kernel_handles.push_back(state->kernels.Add(std::move(kernel)));
     }
   }
-  Log(TSR_LOG_DEBUG, StrCat("initialised ", state->device_count(), " of ", options.devices,
-                           " virtual device(s) on ", state->cpu_name, ", ", options.threads,
-                           " thread(s) each"));
+  Log(TSR_LOG_INFO, StrCat("initialised ", state->device_count(), " of ", options.devices,
+                          " virtual device(s) on ", state->cpu_name, ", ", options.threads,
+                          " thread(s) each, kernel path ", CpuIsaName(state->isa)));
+  SetActiveCpuIsa(state->isa);
   g_state.store(state.release(), std::memory_order_release);
   return OkStatus();
 }

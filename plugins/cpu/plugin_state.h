@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectives.h"
+#include "cpu_isa.h"
 #include "memory.h"
 #include "op_table.h"
 #include "registry.h"
@@ -36,6 +37,7 @@ struct PluginState {
   int num_physical = 1;       // virtual devices before filtering
   std::vector<int> physical;  // ordinal -> physical index
   std::vector<std::unique_ptr<ThreadPool>> pools;  // per ordinal
+  CpuIsa isa = CpuIsa::kScalar;  // the kernel path (also ActiveCpuIsa())
   std::string cpu_name;
   std::string cpu_vendor;
   uint64_t memory_total = 0;

@@ -2,9 +2,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 
 namespace tessera::cpu {
+namespace {
+
+constexpr int kSpinMicros = 100;  // how long an idle helper polls for work
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
 
 struct ThreadPool::Job {
   const std::function<void(int64_t, int64_t)>* fn;
@@ -57,6 +69,13 @@ void ThreadPool::RunChunks(Job& job) {
 void ThreadPool::HelperLoop() {
   for (;;) {
     std::shared_ptr<Job> job;
+    // Poll a little before sleeping: the next op usually follows at once.
+    const uint64_t seen = pushes_.load(std::memory_order_acquire);
+    const auto spin_end = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    while (pushes_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < spin_end) {
+      for (int i = 0; i < 32; ++i) CpuRelax();
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
@@ -87,6 +106,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(job);
+    pushes_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
   RunChunks(*job);

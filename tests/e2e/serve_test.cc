@@ -538,5 +538,25 @@ TEST(ServeTest, BenchSmokeAgainstTheRealServer) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+TEST(ServeTest, OpFallbacksAreCountedOnMetrics) {
+  setenv("TESSERA_DISABLE_OPS", "silu_and_mul", 1);
+  ServerProcess server;
+  const bool started = server.Start(kBin, {"--log-interval", "0"});
+  unsetenv("TESSERA_DISABLE_OPS");
+  ASSERT_TRUE(started) << server.log();
+  auto res = server.Post("/v1/completions",
+                         R"({"prompt": "hi", "max_tokens": 4})");
+  ASSERT_EQ(res.status, 200) << res.body;
+  const std::string m = server.Get("/metrics").body;
+  const std::regex line(
+      R"re(tessera:op_fallback_total\{op="silu_and_mul",plugin="cpu"\} ([0-9]+))re");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(m, match, line)) << m;
+  // Warm-up, the request's prefill and decode steps: every layer each time.
+  EXPECT_GE(std::stoi(match[1]), 2 * 4);
+  EXPECT_NE(server.log().find("silu_and_mul"), std::string::npos);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -1,0 +1,150 @@
+// linear on every kernel path (cpu_isa.h) this machine supports, compared
+// with the scalar path on odd shapes: T = 1, 3, 6, 9, 17 (register-tile tails
+// of the 4x4 and 8x2 tiles),
+// K not a multiple of 8/16/32 (masked and scalar K tails), N odd and past
+// one 64-row work item, bias, and strided views at byte offsets (x and y
+// column-major, w rows padded). The scalar path itself is checked against
+// f64 math. Also: the path is chosen by the isa option / TESSERA_CPU_ISA,
+// reported in the device name, and an unknown path fails init.
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "cpu_plugin_test_util.h"
+
+namespace tessera::cpu::testing {
+namespace {
+
+struct LinearCase {
+  tsr_dtype a, w;
+  int64_t t, k, n;
+  bool bias, strided;
+};
+
+class LinearIsaTest : public CpuPluginTest {
+ protected:
+  // Inits with isa=`isa`, runs `c` on seeded data, reads y, shuts down.
+  // Returns false (and leaves `y` empty) when init refuses the path.
+  bool RunOnce(const std::string& isa, const LinearCase& c, std::vector<double>* y,
+               std::vector<double>* expected = nullptr) {
+    y->clear();
+    tsr_status status = InitWith({{"threads", "2"}, {"isa", isa}});
+    if (status != TSR_OK) {
+      EXPECT_EQ(status, TSR_ERR_UNSUPPORTED) << api_->last_error();
+      return false;
+    }
+    EXPECT_EQ(api_->stream_create(0, &stream_), TSR_OK) << api_->last_error();
+    std::mt19937 rng(static_cast<uint32_t>(c.t * 131 + c.k * 7 + c.n));
+    std::uniform_real_distribution<double> dist(-1, 1);
+    std::vector<double> xs(c.t * c.k), ws(c.n * c.k), bs(c.n);
+    for (double& v : xs) v = RoundTo(c.a, static_cast<float>(dist(rng)));
+    for (double& v : ws) v = RoundTo(c.w, static_cast<float>(dist(rng)));
+    for (double& v : bs) v = RoundTo(c.a, static_cast<float>(dist(rng)));
+    const uint64_t off = 72;  // a byte offset that is not 64-aligned
+    DeviceTensor x =
+        c.strided ? Make(c.a, {c.t, c.k}, xs, {1, c.t}, off) : Make(c.a, {c.t, c.k}, xs);
+    DeviceTensor w =
+        c.strided ? Make(c.w, {c.n, c.k}, ws, {c.k + 5, 1}, off) : Make(c.w, {c.n, c.k}, ws);
+    DeviceTensor out = c.strided ? Zeros(c.a, {c.t, c.n}, {1, c.t + 1}) : Zeros(c.a, {c.t, c.n});
+    std::vector<DeviceTensor> in = {x, w};
+    if (c.bias) in.push_back(Make(c.a, {c.n}, bs, {1}, off));
+    EXPECT_EQ(Run(TSR_OP_LINEAR, in, {out}), TSR_OK) << api_->last_error();
+    *y = Read(out);
+    if (expected != nullptr) {
+      expected->assign(c.t * c.n, 0.0);
+      for (int64_t i = 0; i < c.t; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          double s = c.bias ? bs[j] : 0.0;
+          for (int64_t q = 0; q < c.k; ++q) s += xs[i * c.k + q] * ws[j * c.k + q];
+          (*expected)[i * c.n + j] = s;
+        }
+      }
+    }
+    Shutdown();
+    return true;
+  }
+
+  void Shutdown() {
+    for (DeviceTensor& t : owned_) api_->buffer_free(t.buffer);
+    owned_.clear();
+    if (stream_ != nullptr) api_->stream_destroy(stream_);
+    stream_ = nullptr;
+    EXPECT_EQ(api_->shutdown(), TSR_OK) << api_->last_error();
+    initialised_ = false;
+  }
+
+  // Runs `c` on scalar (checked against f64) and on every other supported
+  // path (checked against scalar); returns how many other paths ran.
+  int CheckAllPaths(const LinearCase& c) {
+    SCOPED_TRACE(::testing::Message()
+                 << DTypeName(c.a) << " x " << DTypeName(c.w) << " T=" << c.t << " K=" << c.k
+                 << " N=" << c.n << " bias=" << c.bias << " strided=" << c.strided);
+    std::vector<double> ref, expected;
+    EXPECT_TRUE(RunOnce("scalar", c, &ref, &expected));
+    const bool f32 = c.a == TSR_DTYPE_F32;
+    const double k_scale = std::sqrt(static_cast<double>(c.k) + 1.0);
+    ExpectNear(ref, expected, (f32 ? 1e-5 : 1e-3) * k_scale, f32 ? 1e-5 : 1e-2);
+    int ran = 0;
+    for (const char* isa : {"avx2", "avx512", "avx512bf16"}) {
+      SCOPED_TRACE(isa);
+      std::vector<double> y;
+      if (!RunOnce(isa, c, &y)) continue;
+      ++ran;
+      // Sums in another order, rounded once more to bf16 for bf16 outputs.
+      ExpectNear(y, ref, (f32 ? 1e-5 : 1e-3) * k_scale, f32 ? 1e-5 : 1.6e-2);
+    }
+    return ran;
+  }
+};
+
+TEST_F(LinearIsaTest, EveryPathMatchesScalarOnOddShapes) {
+  const std::pair<tsr_dtype, tsr_dtype> pairs[] = {{TSR_DTYPE_BF16, TSR_DTYPE_BF16},
+                                                   {TSR_DTYPE_BF16, TSR_DTYPE_F16},
+                                                   {TSR_DTYPE_F32, TSR_DTYPE_F32},
+                                                   {TSR_DTYPE_F32, TSR_DTYPE_F16}};
+  int ran = 0;
+  for (auto [a, w] : pairs) {
+    for (int64_t t : {1, 3, 6, 9, 17}) {
+      ran += CheckAllPaths({a, w, t, 100, 67, true, false});  // K % 32 = 4, two N items
+      ran += CheckAllPaths({a, w, t, 37, 5, false, true});    // strided, offset views
+      ran += CheckAllPaths({a, w, t, 1, 3, true, true});      // K = 1
+    }
+    ran += CheckAllPaths({a, w, 2, 0, 3, true, false});  // K = 0: y = bias
+  }
+  if (ran == 0) GTEST_SKIP() << "this machine supports only the scalar path";
+}
+
+TEST_F(LinearIsaTest, ManyRowBlocksPrefillShape) {
+  // 300 rows of K = 1031 cross the ~1 MiB row-block boundary on every path.
+  CheckAllPaths({TSR_DTYPE_BF16, TSR_DTYPE_BF16, 300, 1031, 131, true, false});
+  CheckAllPaths({TSR_DTYPE_F32, TSR_DTYPE_F32, 300, 1031, 70, false, false});
+}
+
+TEST_F(LinearIsaTest, ChosenPathIsInTheDeviceName) {
+  ASSERT_EQ(InitWith({{"isa", "scalar"}}), TSR_OK) << api_->last_error();
+  tsr_device_properties props{};
+  props.struct_size = sizeof(props);
+  ASSERT_EQ(api_->device_properties(0, &props), TSR_OK) << api_->last_error();
+  EXPECT_THAT(std::string(props.name), ::testing::HasSubstr("[scalar]"));
+  Shutdown();
+
+  ::setenv("TESSERA_CPU_ISA", "scalar", 1);
+  tsr_status status = InitWith({});
+  ::unsetenv("TESSERA_CPU_ISA");
+  ASSERT_EQ(status, TSR_OK) << api_->last_error();
+  ASSERT_EQ(api_->device_properties(0, &props), TSR_OK) << api_->last_error();
+  EXPECT_THAT(std::string(props.name), ::testing::HasSubstr("[scalar]"));
+}
+
+TEST_F(LinearIsaTest, UnknownPathFailsInit) {
+  EXPECT_EQ(InitWith({{"isa", "sse9"}}), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(api_->last_error(), ::testing::HasSubstr("scalar, avx2, avx512, avx512bf16"));
+  ::setenv("TESSERA_CPU_ISA", "neon", 1);
+  tsr_status status = InitWith({});
+  ::unsetenv("TESSERA_CPU_ISA");
+  EXPECT_EQ(status, TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(api_->last_error(), ::testing::HasSubstr("TESSERA_CPU_ISA='neon'"));
+}
+
+}  // namespace
+}  // namespace tessera::cpu::testing

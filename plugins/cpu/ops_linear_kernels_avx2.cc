@@ -1,0 +1,122 @@
+// The AVX2 (+FMA, F16C) linear block kernels (ops_linear_kernels.h): 2x4
+// register tiles of 8-lane f32 accumulators (8 of the 16 ymm registers);
+// bf16 weights are widened in registers (zero-extend, shift left 16), f16
+// weights with vcvtph2ps, so weights stream straight from memory. K tails
+// (K % 8) run scalar. Compiled for avx2 by a target pragma: only called
+// when cpuid reports AVX2, FMA and F16C.
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "half.h"
+#include "ops_linear_kernels.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace tessera::cpu {
+namespace {
+
+struct F32W {
+  using T = float;
+  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
+  static float Get(float v) { return v; }
+};
+struct Bf16W {
+  using T = uint16_t;
+  static __m256 Load(const uint16_t* p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+  static float Get(uint16_t v) { return Bf16ToF32(v); }
+};
+struct F16W {
+  using T = uint16_t;
+  static __m256 Load(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static float Get(uint16_t v) { return F16ToF32(v); }
+};
+
+inline float HSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// out[r * ldo + j] = dot(x_r, w_j) over k for r < MR, j < nr (w has 4
+// valid pointers; the padded ones repeat a real row).
+template <int MR, typename W>
+inline __attribute__((always_inline)) void Tile(const float* x, int64_t ldx,
+                                                const typename W::T* const* w, int64_t k, int nr,
+                                                float* out, int64_t ldo,
+                                                const typename W::T* const* pf) {
+  __m256 acc[MR][4];
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
+  }
+  const int64_t k8 = k & ~int64_t{7};
+  for (int64_t i = 0; i < k8; i += 8) {
+    __m256 xv[MR];
+    for (int r = 0; r < MR; ++r) xv[r] = _mm256_loadu_ps(x + r * ldx + i);
+    for (int j = 0; j < 4; ++j) {
+      const __m256 wv = W::Load(w[j] + i);
+      _mm_prefetch(reinterpret_cast<const char*>(pf[j] + i), _MM_HINT_T1);
+      for (int r = 0; r < MR; ++r) acc[r][j] = _mm256_fmadd_ps(xv[r], wv, acc[r][j]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < nr; ++j) {
+      float s = HSum(acc[r][j]);
+      for (int64_t i = k8; i < k; ++i) s += x[r * ldx + i] * W::Get(w[j][i]);
+      out[r * ldo + j] = s;
+    }
+  }
+}
+
+template <typename W>
+void Block(const float* x, int64_t ldx, int64_t rows, const typename W::T* w, int64_t ldw,
+           int64_t n, int64_t k, float* out, int64_t ldo) {
+  for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
+    const typename W::T* wr[4];
+    for (int j = 0; j < 4; ++j) wr[j] = w + (j0 + std::min(j, nr - 1)) * ldw;
+    // The next group of rows, fetched into L2 while this one is used
+    // (memory-bound GEMV needs more requests in flight than the hardware
+    // prefetcher starts); the last group re-touches its own rows.
+    const typename W::T* pf[4];
+    for (int j = 0; j < 4; ++j) pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];
+    int64_t m = 0;
+    for (; m + 2 <= rows; m += 2)
+      Tile<2, W>(x + m * ldx, ldx, wr, k, nr, out + m * ldo + j0, ldo, m == 0 ? pf : wr);
+    if (m < rows)
+      Tile<1, W>(x + m * ldx, ldx, wr, k, nr, out + m * ldo + j0, ldo, m == 0 ? pf : wr);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
+
+#pragma GCC pop_options
+
+// The table is built by baseline code (the pragma above covers only the
+// kernels themselves).
+namespace tessera::cpu {
+
+const LinearKernels& Avx2LinearKernels() {
+  static const LinearKernels kernels = [] {
+    LinearKernels t;
+    t.f32_f32 = &Block<F32W>;
+    t.f32_bf16 = &Block<Bf16W>;
+    t.f32_f16 = &Block<F16W>;
+    return t;
+  }();
+  return kernels;
+}
+
+}  // namespace tessera::cpu
+
+#endif  // x86-64

@@ -1,0 +1,160 @@
+// The AVX-512 (F/BW/VL) linear block kernels (ops_linear_kernels.h): 4x4
+// register tiles of 16-lane f32 accumulators (16 of the 32 zmm registers);
+// bf16 weights are widened in registers (zero-extend, shift left 16), f16
+// weights with vcvtph2ps, so weights stream straight from memory. The K
+// tail (K % 16) is one masked step: nothing past a row is read. Compiled
+// for avx512 by a target pragma: only called when cpuid reports it.
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "ops_linear_kernels.h"
+
+// GCC 12 warns falsely inside _mm512_reduce_add_ps (an undefined vector).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+
+namespace tessera::cpu {
+namespace {
+
+struct F32W {
+  using T = float;
+  static __m512 Load(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 LoadMasked(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+};
+inline __m512 WidenBf16(__m256i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+struct Bf16W {
+  using T = uint16_t;
+  static __m512 Load(const uint16_t* p) {
+    return WidenBf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 LoadMasked(const uint16_t* p, __mmask16 m) {
+    return WidenBf16(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+struct F16W {
+  using T = uint16_t;
+  static __m512 Load(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 LoadMasked(const uint16_t* p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+
+// {sum(a), sum(b), sum(c), sum(d)}: four horizontal sums at once (about a
+// third of the shuffles of four _mm512_reduce_add_ps).
+inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h =
+      _mm256_add_ps(_mm512_castps512_ps256(abcd),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// out[r * ldo + j] = dot(x_r, w_j) over k for r < MR, j < nr (w has 4
+// valid pointers; the padded ones repeat a real row).
+template <int MR, typename W>
+inline __attribute__((always_inline)) void Tile(const float* x, int64_t ldx,
+                                                const typename W::T* const* w, int64_t k, int nr,
+                                                float* out, int64_t ldo,
+                                                const typename W::T* const* pf) {
+  __m512 acc[MR][4];
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
+  }
+  const int64_t k16 = k & ~int64_t{15};
+  for (int64_t i = 0; i < k16; i += 16) {
+    __m512 xv[MR];
+    for (int r = 0; r < MR; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + i);
+    for (int j = 0; j < 4; ++j) {
+      const __m512 wv = W::Load(w[j] + i);
+      _mm_prefetch(reinterpret_cast<const char*>(pf[j] + i), _MM_HINT_T1);
+      for (int r = 0; r < MR; ++r) acc[r][j] = _mm512_fmadd_ps(xv[r], wv, acc[r][j]);
+    }
+  }
+  if (k16 < k) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (k - k16)) - 1u);
+    __m512 xv[MR];
+    for (int r = 0; r < MR; ++r) xv[r] = _mm512_maskz_loadu_ps(mask, x + r * ldx + k16);
+    for (int j = 0; j < 4; ++j) {
+      const __m512 wv = W::LoadMasked(w[j] + k16, mask);
+      for (int r = 0; r < MR; ++r) acc[r][j] = _mm512_fmadd_ps(xv[r], wv, acc[r][j]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    const __m128 s = Sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+    if (nr == 4) {
+      _mm_storeu_ps(out + r * ldo, s);
+    } else {
+      alignas(16) float t[4];
+      _mm_store_ps(t, s);
+      for (int j = 0; j < nr; ++j) out[r * ldo + j] = t[j];
+    }
+  }
+}
+
+template <typename W>
+void Block(const float* x, int64_t ldx, int64_t rows, const typename W::T* w, int64_t ldw,
+           int64_t n, int64_t k, float* out, int64_t ldo) {
+  for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
+    const typename W::T* wr[4];
+    for (int j = 0; j < 4; ++j) wr[j] = w + (j0 + std::min(j, nr - 1)) * ldw;
+    // The next group of rows, fetched into L2 while this one is used
+    // (memory-bound GEMV needs more requests in flight than the hardware
+    // prefetcher starts); the last group re-touches its own rows.
+    const typename W::T* pf[4];
+    for (int j = 0; j < 4; ++j) pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];
+    int64_t m = 0;
+    for (; m + 4 <= rows; m += 4)
+      Tile<4, W>(x + m * ldx, ldx, wr, k, nr, out + m * ldo + j0, ldo, m == 0 ? pf : wr);
+    switch (rows - m) {
+      case 3:
+        Tile<3, W>(x + m * ldx, ldx, wr, k, nr, out + m * ldo + j0, ldo, m == 0 ? pf : wr);
+        break;
+      case 2:
+        Tile<2, W>(x + m * ldx, ldx, wr, k, nr, out + m * ldo + j0, ldo, m == 0 ? pf : wr);
+        break;
+      case 1:
+        Tile<1, W>(x + m * ldx, ldx, wr, k, nr, out + m * ldo + j0, ldo, m == 0 ? pf : wr);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
+
+#pragma GCC pop_options
+#pragma GCC diagnostic pop
+
+// The table is built by baseline code (the pragma above covers only the
+// kernels themselves).
+namespace tessera::cpu {
+
+const LinearKernels& Avx512LinearKernels() {
+  static const LinearKernels kernels = [] {
+    LinearKernels t;
+    t.f32_f32 = &Block<F32W>;
+    t.f32_bf16 = &Block<Bf16W>;
+    t.f32_f16 = &Block<F16W>;
+    return t;
+  }();
+  return kernels;
+}
+
+}  // namespace tessera::cpu
+
+#endif  // x86-64
