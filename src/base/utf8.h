@@ -1,10 +1,11 @@
-// UTF-8 encoding of one code point, shared by the tokenizer and the chat
-// template engine. Pure; thread-safe.
+// UTF-8 helpers shared by the tokenizer, the chat template engine and the
+// server: encoding one code point, counting characters. Pure; thread-safe.
 #ifndef TESSERA_BASE_UTF8_H_
 #define TESSERA_BASE_UTF8_H_
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace tessera {
 
@@ -25,6 +26,14 @@ inline void AppendUtf8(uint32_t cp, std::string* out) {
     out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
     out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
+}
+
+// Characters (code points) in UTF-8 `text`: bytes that are not
+// continuation bytes (an invalid byte counts as one, as U+FFFD would).
+inline int64_t CountUtf8Chars(std::string_view text) {
+  int64_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
 }
 
 }  // namespace tessera

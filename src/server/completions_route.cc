@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "base/utf8.h"
 #include "server/engine_bridge.h"
 #include "server/http_util.h"
 #include "server/native_protocol.h"
@@ -83,7 +84,7 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
       choices[i].finish_reason = OpenAiFinishReason(o.finish);
       if (r.logprobs) {
         choices[i].logprobs = CompletionLogprobsJson(
-            lps[i], r.echo ? static_cast<int64_t>(prompt_text.size()) : 0);
+            lps[i], r.echo ? CountUtf8Chars(prompt_text) : 0);
       }
       usage.completion_tokens += o.completion_tokens;
       if (i % n == 0) {
@@ -107,7 +108,7 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
       CompletionChoice c;
       c.index = static_cast<int32_t>(i);
       c.text = p->prompt_texts[prompt_of(i)];
-      st->offsets[i] = static_cast<int64_t>(c.text.size());
+      st->offsets[i] = CountUtf8Chars(c.text);
       if (!out.Write(SseEvent(CompletionChunkJson(p->meta, c)))) return;
     }
   };
@@ -123,7 +124,7 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
       }
       c.logprobs = CompletionLogprobsJson(lps, st->offsets[ev.index]);
     }
-    st->offsets[ev.index] += static_cast<int64_t>(o.text.size());
+    st->offsets[ev.index] += CountUtf8Chars(o.text);
     if (o.finished) {
       c.finish_reason = OpenAiFinishReason(o.finish);
       st->usage.completion_tokens += o.completion_tokens;

@@ -1,5 +1,7 @@
 #include "server/openai_response.h"
 
+#include "base/utf8.h"
+
 namespace tessera::server {
 namespace {
 
@@ -77,7 +79,7 @@ Json CompletionLogprobsJson(const std::vector<TokenLogprob>& tokens,
     for (const auto& [tok, lp] : t.top) top[tok] = lp;
     tops.push_back(std::move(top));
     offsets.push_back(offset);
-    offset += static_cast<int64_t>(t.token.size());
+    offset += CountUtf8Chars(t.token);
   }
   return Json{{"tokens", std::move(text)},
               {"token_logprobs", std::move(lps)},

@@ -47,7 +47,8 @@ struct TokenLogprob {
 // [{"token", "logprob", "bytes"}]}]}; bytes are the UTF-8 bytes as ints.
 Json ChatLogprobsJson(const std::vector<TokenLogprob>& tokens);
 // Completions form: {"tokens", "token_logprobs", "top_logprobs": [{text:
-// logprob}], "text_offset"}; offsets count bytes from `first_offset`.
+// logprob}], "text_offset"}; offsets count characters (code points, as
+// OpenAI and vLLM do) from `first_offset`.
 Json CompletionLogprobsJson(const std::vector<TokenLogprob>& tokens,
                             int64_t first_offset);
 

@@ -59,6 +59,11 @@ TEST(OpenAiResponseTest, CompletionResponseWithLogprobs) {
             R"("top_logprobs":[{"a":-0.5,"b":-1.5},{"b":-0.25}],)"
             R"("text_offset":[3,4]})");
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 1);
+  // Offsets count characters, not bytes.
+  Json multi = CompletionLogprobsJson(
+      {TokenLogprob{"\xC3\xA9t\xC3\xA9", -1.0, {}}, TokenLogprob{"!", -1.0, {}}},
+      0);
+  EXPECT_EQ(DumpCompact(multi["text_offset"]), "[0,3]");
 }
 
 TEST(OpenAiResponseTest, ChatLogprobsShape) {
