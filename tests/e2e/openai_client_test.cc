@@ -19,6 +19,7 @@
 #include "testing/fixtures.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
+#include "testing/tool_call_model.h"
 
 namespace tessera {
 namespace {
@@ -65,6 +66,18 @@ TEST(OpenAiClientTest, OfficialNodeClientPassesAllChecks) {
 
   ServerProcess server;
   ASSERT_TRUE(server.Start(kBin, {"--api-key", kApiKey})) << server.log();
+  // A second server on a model whose greedy answer is a tool call.
+  const std::string tool_dir =
+      (fs::temp_directory_path() /
+       ("tessera_openai_tool_model_" + std::to_string(::getpid())))
+          .string();
+  fs::create_directories(tool_dir);
+  Status made = testing::MakeToolCallModel(tool_dir);
+  ASSERT_TRUE(made.ok()) << made.ToString();
+  ServerProcess tool_server;
+  ASSERT_TRUE(tool_server.Start(kBin, {"--model-path", tool_dir,
+                                       "--tool-call-parser", "qwen"}))
+      << tool_server.log();
 
   const std::string script = (fs::path(kRepoDir) / "tests" / "e2e" /
                               "openai_client" / "openai_client_test.mjs")
@@ -75,7 +88,9 @@ TEST(OpenAiClientTest, OfficialNodeClientPassesAllChecks) {
   // per request).
   const std::string command =
       "TESSERA_BASE_URL=" + ShellQuote(server.base_url()) +
-      " TESSERA_API_KEY=" + ShellQuote(kApiKey) + " timeout 600 node " +
+      " TESSERA_API_KEY=" + ShellQuote(kApiKey) +
+      " TESSERA_TOOL_BASE_URL=" + ShellQuote(tool_server.base_url()) +
+      " timeout 600 node " +
       ShellQuote(script) + " 2>&1";
   const auto result = RunShell(command, /*capture_stderr=*/false);
   std::cout << result.out;
@@ -88,6 +103,8 @@ TEST(OpenAiClientTest, OfficialNodeClientPassesAllChecks) {
   EXPECT_NE(result.out.find("all checks passed"), std::string::npos)
       << result.out;
   EXPECT_EQ(server.Stop(), 0) << server.log();
+  EXPECT_EQ(tool_server.Stop(), 0) << tool_server.log();
+  fs::remove_all(tool_dir);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "testing/fixtures.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
+#include "testing/tool_call_model.h"
 
 namespace tessera {
 namespace {
@@ -556,6 +557,66 @@ TEST(ServeTest, OpFallbacksAreCountedOnMetrics) {
   EXPECT_GE(std::stoi(match[1]), 2 * 4);
   EXPECT_NE(server.log().find("silu_and_mul"), std::string::npos);
   EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServeTest, ToolCallsFromARealModelAreParsedStreamedAndNot) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() /
+       ("tessera_tool_model_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  Status made = testing::MakeToolCallModel(dir);
+  ASSERT_TRUE(made.ok()) << made.ToString();
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", dir, "--log-interval", "0",
+                        "--tool-call-parser", "qwen", "--reasoning-parser",
+                        "qwen3"});
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
+          "tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties":
+              {"city": {"type": "string"}}}}}],
+          "max_tokens": 16, "temperature": 0})";
+  auto res = server.Post("/v1/chat/completions", body);
+  ASSERT_EQ(res.status, 200) << res.body;
+  const Json choice = Json::parse(res.body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << choice;
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << choice;
+  const Json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>()),
+            Json::parse(R"({"city": "Paris"})"));
+  EXPECT_TRUE(call["id"].get<std::string>().rfind("call_", 0) == 0);
+  EXPECT_TRUE(choice["message"]["content"].is_null()) << choice;
+
+  // Streamed: the call arrives as tool_calls deltas with the same content.
+  const std::string stream_body = "{\"stream\": true, " + body.substr(1);
+  auto streamed = server.PostStream("/v1/chat/completions", stream_body);
+  std::string name, arguments, finish, content;
+  for (const std::string& event : SseData(streamed.body)) {
+    const Json c = Json::parse(event)["choices"][0];
+    const Json& d = c["delta"];
+    if (d.contains("content") && d["content"].is_string()) {
+      content += d["content"].get<std::string>();
+    }
+    if (d.contains("tool_calls")) {
+      for (const Json& t : d["tool_calls"]) {
+        EXPECT_EQ(t["index"], 0);
+        if (t["function"].contains("name")) {
+          name += t["function"]["name"].get<std::string>();
+        }
+        arguments += t["function"]["arguments"].get<std::string>();
+      }
+    }
+    if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(name, "get_weather") << streamed.body;
+  EXPECT_EQ(Json::parse(arguments), Json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(content, "");
+  EXPECT_EQ(server.Stop(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

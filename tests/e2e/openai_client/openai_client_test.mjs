@@ -501,6 +501,89 @@ await check("response_format json_schema -> BadRequestError 400",
   assert.equal(err.param, "response_format");
 });
 
+// ------------------------------------------------ tool calls from a model
+// TESSERA_TOOL_BASE_URL: a server (started with --tool-call-parser qwen) on
+// a fixture model whose greedy answer is a get_weather call
+// (tests/testing/tool_call_model.h). No api key there.
+const tool_base_url = process.env.TESSERA_TOOL_BASE_URL;
+if (tool_base_url) {
+  const tools_client = new OpenAI({baseURL: `${tool_base_url}/v1`,
+                                   apiKey: "unused", maxRetries: 0,
+                                   timeout: 120 * 1000});
+  const tool_request = {
+    messages: [{role: "user", content: "Weather in Paris?"}],
+    tools: [kWeatherTool], tool_choice: "auto", max_tokens: 16,
+    temperature: 0,
+  };
+  const models = await tools_client.models.list();
+  const tool_model = models.data[0].id;
+
+  await check("tool call: non-stream message.tool_calls", async () => {
+    const r = await tools_client.chat.completions.create(
+        {model: tool_model, ...tool_request});
+    const choice = r.choices[0];
+    assert.equal(choice.finish_reason, "tool_calls");
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.type, "function");
+    assert.match(call.id, /^call_/);
+    assert.equal(call.function.name, "get_weather");
+    assert.deepEqual(JSON.parse(call.function.arguments), {city: "Paris"});
+  });
+
+  await check("tool call: streamed deltas assemble to the same call",
+              async () => {
+    const stream = await tools_client.chat.completions.create(
+        {model: tool_model, ...tool_request, stream: true});
+    const calls = [];
+    let finish = null;
+    for await (const chunk of stream) {
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      for (const t of choice.delta.tool_calls ?? []) {
+        calls[t.index] ??= {id: "", name: "", arguments: ""};
+        if (t.id) calls[t.index].id = t.id;
+        if (t.function?.name) calls[t.index].name += t.function.name;
+        if (t.function?.arguments) {
+          calls[t.index].arguments += t.function.arguments;
+        }
+      }
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+    assert.equal(finish, "tool_calls");
+    assert.equal(calls.length, 1);
+    assert.match(calls[0].id, /^call_/);
+    assert.equal(calls[0].name, "get_weather");
+    assert.deepEqual(JSON.parse(calls[0].arguments), {city: "Paris"});
+  });
+
+  await check("tool call: the SDK stream helper's final message", async () => {
+    const runner = tools_client.chat.completions.stream(
+        {model: tool_model, ...tool_request});
+    const final = await runner.finalChatCompletion();
+    const call = final.choices[0].message.tool_calls[0];
+    assert.equal(call.function.name, "get_weather");
+    assert.deepEqual(JSON.parse(call.function.arguments), {city: "Paris"});
+  });
+
+  await check("tool call: result turn sent back completes", async () => {
+    const first = await tools_client.chat.completions.create(
+        {model: tool_model, ...tool_request});
+    const message = first.choices[0].message;
+    const r = await tools_client.chat.completions.create({
+      model: tool_model, tools: [kWeatherTool], max_tokens: 4,
+      temperature: 0,
+      messages: [...tool_request.messages, message,
+                 {role: "tool", tool_call_id: message.tool_calls[0].id,
+                  content: "{\"temperature_c\": 18}"}],
+    });
+    assert.ok(r.usage.prompt_tokens > first.usage.prompt_tokens);
+  });
+} else {
+  console.log("skip tool calls from a model: TESSERA_TOOL_BASE_URL unset");
+}
+
 // --------------------------------------------------------------- result
 const total = failures.length;
 console.log(total === 0 ? "all checks passed" :
