@@ -19,7 +19,7 @@
 #include "testing/fixtures.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
-#include "testing/tool_call_model.h"
+#include "testing/scripted_chat_model.h"
 
 namespace tessera {
 namespace {
@@ -72,7 +72,7 @@ TEST(OpenAiClientTest, OfficialNodeClientPassesAllChecks) {
        ("tessera_openai_tool_model_" + std::to_string(::getpid())))
           .string();
   fs::create_directories(tool_dir);
-  Status made = testing::MakeToolCallModel(tool_dir);
+  Status made = testing::MakeScriptedChatModel(tool_dir, testing::ToolCallScript());
   ASSERT_TRUE(made.ok()) << made.ToString();
   ServerProcess tool_server;
   ASSERT_TRUE(tool_server.Start(kBin, {"--model-path", tool_dir,

@@ -15,7 +15,7 @@
 #include "testing/fixtures.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
-#include "testing/tool_call_model.h"
+#include "testing/scripted_chat_model.h"
 
 namespace tessera {
 namespace {
@@ -565,7 +565,7 @@ TEST(ServeTest, ToolCallsFromARealModelAreParsedStreamedAndNot) {
        ("tessera_tool_model_" + std::to_string(::getpid())))
           .string();
   std::filesystem::create_directories(dir);
-  Status made = testing::MakeToolCallModel(dir);
+  Status made = testing::MakeScriptedChatModel(dir, testing::ToolCallScript());
   ASSERT_TRUE(made.ok()) << made.ToString();
   ServerProcess server;
   START_SERVER(server, {"--model-path", dir, "--log-interval", "0",
@@ -615,6 +615,65 @@ TEST(ServeTest, ToolCallsFromARealModelAreParsedStreamedAndNot) {
   EXPECT_EQ(Json::parse(arguments), Json::parse(R"({"city": "Paris"})"));
   EXPECT_EQ(finish, "tool_calls");
   EXPECT_EQ(content, "");
+  EXPECT_EQ(server.Stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ServeTest, ReasoningFromARealModelGoesToReasoningContent) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() /
+       ("tessera_think_model_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  Status made = testing::MakeScriptedChatModel(dir, testing::ReasoningScript());
+  ASSERT_TRUE(made.ok()) << made.ToString();
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
+          "max_tokens": 16, "temperature": 0})";
+  {
+    // Without the parser the <think> block is plain content.
+    ServerProcess plain;
+    START_SERVER(plain, {"--model-path", dir, "--log-interval", "0"});
+    auto res = plain.Post("/v1/chat/completions", body);
+    ASSERT_EQ(res.status, 200) << res.body;
+    EXPECT_EQ(Json::parse(res.body)["choices"][0]["message"]["content"],
+              "<think>\nThe user wants the weather.\n</think>\n\nIt is "
+              "sunny in Paris.");
+    EXPECT_EQ(plain.Stop(), 0);
+  }
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", dir, "--log-interval", "0",
+                        "--reasoning-parser", "qwen3"});
+  auto res = server.Post("/v1/chat/completions", body);
+  ASSERT_EQ(res.status, 200) << res.body;
+  const Json message = Json::parse(res.body)["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "\nThe user wants the weather.\n");
+  EXPECT_EQ(message["content"], "It is sunny in Paris.");
+  EXPECT_EQ(Json::parse(res.body)["choices"][0]["finish_reason"], "stop");
+
+  const std::string stream_body = "{\"stream\": true, " + body.substr(1);
+  auto streamed = server.PostStream("/v1/chat/completions", stream_body);
+  std::string reasoning, content;
+  for (const std::string& event : SseData(streamed.body)) {
+    const Json d = Json::parse(event)["choices"][0]["delta"];
+    if (d.contains("reasoning_content") && d["reasoning_content"].is_string()) {
+      reasoning += d["reasoning_content"].get<std::string>();
+    }
+    if (d.contains("content") && d["content"].is_string()) {
+      content += d["content"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(reasoning, "\nThe user wants the weather.\n") << streamed.body;
+  EXPECT_EQ(content, "It is sunny in Paris.") << streamed.body;
+  // separate_reasoning: false keeps the block in the content.
+  auto joined = server.Post(
+      "/v1/chat/completions",
+      "{\"separate_reasoning\": false, " + body.substr(1));
+  ASSERT_EQ(joined.status, 200) << joined.body;
+  EXPECT_NE(Json::parse(joined.body)["choices"][0]["message"]["content"]
+                .get<std::string>()
+                .find("<think>"),
+            std::string::npos);
   EXPECT_EQ(server.Stop(), 0);
   std::filesystem::remove_all(dir);
 }

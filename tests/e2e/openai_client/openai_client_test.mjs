@@ -504,7 +504,7 @@ await check("response_format json_schema -> BadRequestError 400",
 // ------------------------------------------------ tool calls from a model
 // TESSERA_TOOL_BASE_URL: a server (started with --tool-call-parser qwen) on
 // a fixture model whose greedy answer is a get_weather call
-// (tests/testing/tool_call_model.h). No api key there.
+// (tests/testing/scripted_chat_model.h). No api key there.
 const tool_base_url = process.env.TESSERA_TOOL_BASE_URL;
 if (tool_base_url) {
   const tools_client = new OpenAI({baseURL: `${tool_base_url}/v1`,

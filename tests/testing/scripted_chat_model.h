@@ -1,19 +1,20 @@
-// A real (tiny) checkpoint whose greedy chat answer is a tool call, for
-// end-to-end tests of --tool-call-parser through the whole server.
+// Real (tiny) checkpoints whose greedy chat answer is a fixed script, for
+// end-to-end tests of the output parsers (--tool-call-parser,
+// --reasoning-parser) through the whole server.
 //
 // How: a one-layer Llama whose attention and MLP output projections are
 // zero, so the residual stream is just the current token's embedding and
 // the next token is a function of the current one (a bigram table written
 // into embed_tokens and lm_head). The chain the weights encode:
 //   "\n" (the last token of "<|im_start|>assistant\n")
-//     -> <tool_call> -> TOOL_JSON -> </tool_call> -> <|im_end|> (EOS)
-// where <tool_call>, </tool_call> and TOOL_JSON are added (non-special)
-// tokens of a byte-level BPE tokenizer (256 bytes + 3 ChatML specials +
-// these 3), as in Qwen's tokenizers. The chat template is make-model's
-// tools-aware ChatML. Every op still runs through the engine and plugin.
-// Test-only.
-#ifndef TESSERA_TESTS_TESTING_TOOL_CALL_MODEL_H_
-#define TESSERA_TESTS_TESTING_TOOL_CALL_MODEL_H_
+//     -> piece 0 -> piece 1 -> ... -> <|im_end|> (EOS)
+// where each piece is an added (non-special) token of a byte-level BPE
+// tokenizer (256 bytes + 3 ChatML specials + the pieces), as Qwen's
+// tokenizers have <tool_call> and <think>. The chat template is
+// make-model's tools-aware ChatML. Every op still runs through the engine
+// and the plugin. Pieces must be distinct and not "\n". Test-only.
+#ifndef TESSERA_TESTS_TESTING_SCRIPTED_CHAT_MODEL_H_
+#define TESSERA_TESTS_TESTING_SCRIPTED_CHAT_MODEL_H_
 
 #include <nlohmann/json.hpp>
 
@@ -28,15 +29,23 @@
 
 namespace tessera::testing {
 
-// The arguments text TOOL_JSON carries.
-inline constexpr const char* kToolCallJson =
-    "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n";
+// The answer pieces of the two scripts the tests use.
+inline std::vector<std::string> ToolCallScript() {
+  return {"<tool_call>",
+          "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+          "\"Paris\"}}\n",
+          "</tool_call>"};
+}
+inline std::vector<std::string> ReasoningScript() {
+  return {"<think>", "\nThe user wants the weather.\n", "</think>",
+          "\n\nIt is sunny in Paris."};
+}
 
-inline Status MakeToolCallModel(const std::string& dir) {
+inline Status MakeScriptedChatModel(const std::string& dir,
+                                    const std::vector<std::string>& pieces) {
   constexpr int64_t kBase = model::kMinSyntheticVocabSize;  // 259
   const int32_t im_end = static_cast<int32_t>(kBase - 1);
-  const int32_t open_id = kBase, json_id = kBase + 1, close_id = kBase + 2;
-  const int64_t vocab = kBase + 3;
+  const int64_t vocab = kBase + static_cast<int64_t>(pieces.size());
   TSR_ASSIGN_OR_RETURN(model::SyntheticTokenizer tok,
                        model::MakeSyntheticTokenizer(kBase, 1024));
   nlohmann::ordered_json tj = nlohmann::ordered_json::parse(tok.tokenizer_json);
@@ -46,9 +55,10 @@ inline Status MakeToolCallModel(const std::string& dir) {
                                   {"rstrip", false},    {"normalized", false},
                                   {"special", false}};
   };
-  tj["added_tokens"].push_back(added(open_id, "<tool_call>"));
-  tj["added_tokens"].push_back(added(json_id, kToolCallJson));
-  tj["added_tokens"].push_back(added(close_id, "</tool_call>"));
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    tj["added_tokens"].push_back(
+        added(static_cast<int32_t>(kBase + int64_t(i)), pieces[i]));
+  }
   std::ofstream(dir + "/tokenizer.json") << tj.dump(2);
   std::ofstream(dir + "/tokenizer_config.json") << tok.tokenizer_config_json;
 
@@ -77,9 +87,17 @@ inline Status MakeToolCallModel(const std::string& dir) {
       nlohmann::json::parse(tok.tokenizer_json)["model"]["vocab"]
           .value("\u010a", -1));
   if (newline_id < 0) return InternalError("no byte-level newline token");
-  const std::vector<std::pair<int32_t, int32_t>> chain = {
-      {newline_id, open_id}, {open_id, json_id}, {json_id, close_id},
-      {close_id, im_end}};
+  std::vector<std::pair<int32_t, int32_t>> chain;
+  int32_t current = newline_id;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const int32_t next = static_cast<int32_t>(kBase + int64_t(i));
+    chain.emplace_back(current, next);
+    current = next;
+  }
+  chain.emplace_back(current, im_end);
+  if (static_cast<int64_t>(chain.size()) > 64) {
+    return InvalidArgumentError("at most 63 script pieces (hidden size 64)");
+  }
 
   std::vector<model::TensorDecl> decls;
   for (const model::WeightSpec& spec : model::ExpectedWeights(c)) {
@@ -108,4 +126,4 @@ inline Status MakeToolCallModel(const std::string& dir) {
 
 }  // namespace tessera::testing
 
-#endif  // TESSERA_TESTS_TESTING_TOOL_CALL_MODEL_H_
+#endif  // TESSERA_TESTS_TESTING_SCRIPTED_CHAT_MODEL_H_
