@@ -159,15 +159,12 @@ MaybeApiError ReadStringOrList(const Json& body, const char* key,
 
 void LogUnknownFields(const Json& body,
                       std::initializer_list<const char*> known,
-                      std::string_view what) {
+                      std::string_view what,
+                      std::span<const char* const> also_known) {
   for (auto it = body.begin(); it != body.end(); ++it) {
     bool found = false;
-    for (const char* k : known) {
-      if (it.key() == k) {
-        found = true;
-        break;
-      }
-    }
+    for (const char* k : known) found = found || it.key() == k;
+    for (const char* k : also_known) found = found || it.key() == k;
     if (!found) {
       TSR_LOG_DEBUG("{} request: ignoring unknown field '{}'", what, it.key());
     }

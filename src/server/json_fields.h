@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,11 +49,13 @@ MaybeApiError ReadTokenIds(const Json& value, const std::string& param,
 MaybeApiError ReadStringOrList(const Json& body, const char* key,
                                std::vector<std::string>* out);
 
-// Logs at debug level every key of `body` not in `known` (extras that
-// OpenAI clients send are ignored, never errors). `what` names the request.
+// Logs at debug level every key of `body` in neither `known` nor
+// `also_known` (extras that OpenAI clients send are ignored, never errors).
+// `what` names the request.
 void LogUnknownFields(const Json& body,
                       std::initializer_list<const char*> known,
-                      std::string_view what);
+                      std::string_view what,
+                      std::span<const char* const> also_known = {});
 
 }  // namespace tessera::server
 

@@ -158,6 +158,15 @@ MaybeApiError ValidateSamplingOptions(const SamplingOptions& s,
   return std::nullopt;
 }
 
+// The fields ParseSamplingOptions reads besides the max-tokens spellings,
+// which differ per endpoint.
+constexpr const char* kSamplingFields[] = {
+    "temperature",        "top_p",          "top_k",
+    "min_p",              "presence_penalty", "frequency_penalty",
+    "repetition_penalty", "n",              "seed",
+    "stop",               "stop_token_ids", "ignore_eos",
+    "logit_bias",         "best_of"};
+
 MaybeApiError ParseSamplingOptions(const Json& body,
                                    const ProtocolLimits& limits, bool chat,
                                    SamplingOptions* out) {
@@ -333,20 +342,6 @@ MaybeApiError ParseCompletionRequest(const Json& body,
                    {"model",
                     "prompt",
                     "max_tokens",
-                    "temperature",
-                    "top_p",
-                    "top_k",
-                    "min_p",
-                    "presence_penalty",
-                    "frequency_penalty",
-                    "repetition_penalty",
-                    "n",
-                    "seed",
-                    "stop",
-                    "stop_token_ids",
-                    "ignore_eos",
-                    "logit_bias",
-                    "best_of",
                     "stream",
                     "stream_options",
                     "echo",
@@ -354,7 +349,7 @@ MaybeApiError ParseCompletionRequest(const Json& body,
                     "suffix",
                     "response_format",
                     "modalities"},
-                   "completions");
+                   "completions", kSamplingFields);
   *out = std::move(r);
   return std::nullopt;
 }
@@ -663,20 +658,6 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
                     "parallel_tool_calls",
                     "max_tokens",
                     "max_completion_tokens",
-                    "temperature",
-                    "top_p",
-                    "top_k",
-                    "min_p",
-                    "presence_penalty",
-                    "frequency_penalty",
-                    "repetition_penalty",
-                    "n",
-                    "seed",
-                    "stop",
-                    "stop_token_ids",
-                    "ignore_eos",
-                    "logit_bias",
-                    "best_of",
                     "stream",
                     "stream_options",
                     "logprobs",
@@ -685,7 +666,7 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
                     "separate_reasoning",
                     "response_format",
                     "modalities"},
-                   "chat completions");
+                   "chat completions", kSamplingFields);
   *out = std::move(r);
   return std::nullopt;
 }
