@@ -220,17 +220,22 @@ StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
 }
 
 bool Engine::Abort(const std::string& rid) {
-  std::shared_ptr<RequestStream> stream;
+  std::vector<std::shared_ptr<RequestStream>> streams;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = live_.find(rid);
-    if (it == live_.end()) return false;
-    stream = it->second.lock();
+    // live_ is ordered: rid and "rid-..." follow each other from rid on.
+    for (auto it = live_.lower_bound(rid);
+         it != live_.end() && it->first.compare(0, rid.size(), rid) == 0;
+         ++it) {
+      const bool derived = it->first.size() > rid.size() &&
+                           it->first[rid.size()] == '-';
+      if (it->first.size() != rid.size() && !derived) continue;
+      if (auto stream = it->second.lock()) streams.push_back(stream);
+    }
   }
-  if (stream == nullptr) return false;
-  stream->Cancel("aborted by /abort_request");
-  cv_.notify_all();
-  return true;
+  for (auto& stream : streams) stream->Cancel("aborted by /abort_request");
+  if (!streams.empty()) cv_.notify_all();
+  return !streams.empty();
 }
 
 Status Engine::RunOnScheduler(std::function<Status()> task) {
@@ -280,7 +285,7 @@ void Engine::Shutdown(double grace_s) {
     accepting_ = false;
     if (!stop_) {
       stop_ = true;
-      abort_deadline_s_ = grace_s;
+      shutdown_grace_s_ = grace_s;
     }
   }
   cv_.notify_all();
@@ -288,7 +293,6 @@ void Engine::Shutdown(double grace_s) {
 }
 
 void Engine::Loop() {
-  const auto start = SteadyClock::now();
   std::optional<SteadyClock::time_point> stop_at;
   auto last_log = SteadyClock::now();
   int64_t gen_at_last_log = 0;
@@ -315,7 +319,7 @@ void Engine::Loop() {
         stop_at = SteadyClock::now() +
                   std::chrono::duration_cast<SteadyClock::duration>(
                       std::chrono::duration<double>(
-                          std::max(0.0, abort_deadline_s_)));
+                          std::max(0.0, shutdown_grace_s_)));
       }
     }
     for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
@@ -373,7 +377,6 @@ void Engine::Loop() {
       gen_at_last_log = scheduler_->generated_total();
     }
   }
-  (void)start;
   // Anything submitted during the last moments of shutdown.
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& seq : inbox_) seq->stream->Push(seq->AbortOutput("the server is shutting down"));

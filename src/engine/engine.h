@@ -123,7 +123,9 @@ class Engine {
   StatusOr<std::vector<std::shared_ptr<RequestStream>>> SubmitGroup(
       std::vector<EngineRequest> requests);
 
-  // Cancels the request with this rid; false when none is live.
+  // Cancels the live request with this rid and every live request whose
+  // rid is derived from it ("<rid>-<suffix>": the choices and prompts the
+  // server split one HTTP request into). False when none matched.
   bool Abort(const std::string& rid);
 
   // Runs `task` on the scheduler thread between steps and waits for it
@@ -169,7 +171,7 @@ class Engine {
   int64_t queued_ = 0;  // inbox + waiting, for max_queued_requests
   bool accepting_ = true;
   bool stop_ = false;
-  double abort_deadline_s_ = -1;  // > 0: abort everything after this time
+  double shutdown_grace_s_ = 0;  // Shutdown's grace for running requests
 
   std::atomic<uint64_t> next_rid_{1};
   std::thread thread_;

@@ -249,6 +249,34 @@ TEST_F(EngineTest, CancelledRequestFreesItsKv) {
   EXPECT_FALSE(engine_->Abort((*s)->rid()));
 }
 
+TEST_F(EngineTest, AbortReachesEveryRequestDerivedFromTheRid) {
+  Start();
+  std::vector<EngineRequest> group;
+  for (const char* rid : {"fam-0", "fam-1-0", "family", "fam"}) {
+    EngineRequest r = Greedy(Prompt(8, 3), 2000);
+    r.rid = rid;
+    group.push_back(std::move(r));
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (auto& r : group) {
+    auto s = engine_->Submit(std::move(r));
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  EXPECT_TRUE(engine_->Abort("fam"));
+  for (const char* rid : {"fam", "fam-0", "fam-1-0"}) {
+    auto it = std::find_if(streams.begin(), streams.end(),
+                           [&](const auto& s) { return s->rid() == rid; });
+    EXPECT_EQ(Collect(**it).last.finish.kind, FinishReason::Kind::kAbort)
+        << rid;
+  }
+  // "family" shares the letters but is not derived from "fam".
+  EXPECT_FALSE(streams[2]->cancelled());
+  EXPECT_TRUE(engine_->Abort("family"));
+  Collect(*streams[2]);
+  EXPECT_FALSE(engine_->Abort("fam"));
+}
+
 TEST_F(EngineTest, StopStringsStopTokensAndLength) {
   Start();
   Collected free_run = Run(Greedy(Prompt(12, 5), 16));

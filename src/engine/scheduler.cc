@@ -177,9 +177,6 @@ void Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
     auto it = std::find(decode.begin(), decode.end(), victim);
     if (it != decode.end()) decode.erase(it);
   }
-  if (retractions_ > 0 && !decode.empty()) {
-    TSR_LOG_DEBUG("{} running after retraction", running_.size());
-  }
 }
 
 void Scheduler::SortWaiting() {

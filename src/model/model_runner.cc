@@ -74,7 +74,6 @@ class ProgressLine {
 // so far. All activation buffers are in the activation dtype X.
 struct ModelRunner::Workspace {
   int64_t tokens = 0;  // token capacity of the [T, ..] buffers
-  int64_t rows = 0;    // row capacity of the logits buffers
   BufferPtr meta;      // I32, see UploadMetadata for the layout
   BufferPtr residual;  // [T, H]
   BufferPtr hidden;    // [T, H]
@@ -527,28 +526,29 @@ StatusOr<Logits> ModelRunner::Forward(const Batch& batch) {
   out.rows = device_logits.shape[0];
   out.vocab = device_logits.shape[1];
   out.data.resize(static_cast<size_t>(out.rows * out.vocab));
-  const Buffer& src =
-      act_dtype_ == TSR_DTYPE_F32 ? *ws_->logits : *ws_->logits_f32;
   TSR_RETURN_IF_ERROR(stream_->CopyDeviceToHost(
-      out.data.data(), src, 0, out.data.size() * sizeof(float)));
+      out.data.data(), *F32Logits(), 0, out.data.size() * sizeof(float)));
   TSR_RETURN_IF_ERROR(stream_->Synchronize());
   pending_ = false;
   return out;
 }
 
+runtime::Buffer* ModelRunner::F32Logits() const {
+  if (ws_ == nullptr) return nullptr;
+  const BufferPtr& b = act_dtype_ == TSR_DTYPE_F32 ? ws_->logits : ws_->logits_f32;
+  return b.get();
+}
+
 StatusOr<tsr_tensor> ModelRunner::UploadLogits(const Logits& logits) {
-  if (ws_ == nullptr || logits.vocab != config_.vocab_size ||
-      logits.rows < 1 ||
-      (act_dtype_ == TSR_DTYPE_F32 ? ws_->logits : ws_->logits_f32) ==
-          nullptr ||
-      static_cast<uint64_t>(logits.rows * logits.vocab) * 4 >
-          (act_dtype_ == TSR_DTYPE_F32 ? ws_->logits : ws_->logits_f32)
-              ->size() ||
+  Buffer* dst_buffer = F32Logits();
+  const uint64_t bytes = static_cast<uint64_t>(logits.rows * logits.vocab) * 4;
+  if (dst_buffer == nullptr || logits.vocab != config_.vocab_size ||
+      logits.rows < 1 || bytes > dst_buffer->size() ||
       logits.data.size() != static_cast<size_t>(logits.rows * logits.vocab)) {
     return InvalidArgumentError(
         "UploadLogits needs logits shaped as the last Forward's");
   }
-  Buffer& dst = act_dtype_ == TSR_DTYPE_F32 ? *ws_->logits : *ws_->logits_f32;
+  Buffer& dst = *dst_buffer;
   TSR_RETURN_IF_ERROR(stream_->CopyHostToDevice(
       dst, 0, logits.data.data(), logits.data.size() * sizeof(float)));
   // The copy reads `logits` asynchronously: wait before the caller may

@@ -138,6 +138,9 @@ class ModelRunner {
   Status EnsureWorkspace(const StepShape& shape);
   Status UploadMetadata(const Batch& batch, const StepShape& shape);
   Status RunLayer(int64_t layer, const StepShape& shape);
+  // The F32 logits buffer of the workspace: `logits` itself for F32
+  // activations, else the cast target `logits_f32` (null before a Forward).
+  runtime::Buffer* F32Logits() const;
   Status Launch(tsr_op_id op, std::span<const tsr_tensor> inputs,
                 std::span<const tsr_tensor> outputs, const void* params,
                 size_t params_size, int64_t layer, const char* what);

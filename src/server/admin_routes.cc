@@ -149,14 +149,7 @@ void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
     return SendError(res, BadRequest("'rid' (a string) is required", "rid"));
   }
   const std::string rid = body["rid"].get<std::string>();
-  // A request with n > 1 or several prompts has rids rid-<i>.
-  bool any = ctx.engine->Abort(rid);
-  for (int i = 0; i < ctx.options.limits.max_n * 64; ++i) {
-    const bool a = ctx.engine->Abort(fmt::format("{}-{}", rid, i));
-    any |= a;
-    if (!a && i > ctx.options.limits.max_n) break;
-  }
-  if (!any) {
+  if (!ctx.engine->Abort(rid)) {
     return SendError(res, NotFound(fmt::format(
                               "no running request has rid '{}'", rid)));
   }

@@ -59,7 +59,7 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
     return SendError(res, *e);
   }
   const size_t n = static_cast<size_t>(r.sampling.n);
-  auto prompt_of = [p, n](size_t choice) { return choice / n; };
+  auto prompt_of = [n](size_t choice) { return choice / n; };
 
   if (!r.stream) {
     std::vector<CompletionChoice> choices(streams->size());
