@@ -172,13 +172,11 @@ void HandleMetrics(ServingContext& ctx, const httplib::Request&,
   m.gen_throughput().Set(st.gen_throughput);
   m.max_total_num_tokens().Set(static_cast<double>(st.kv_capacity_tokens));
   {
-    static std::mutex mu;
-    static int64_t reported = 0;
-    std::lock_guard<std::mutex> lock(mu);
-    if (st.retractions_total > reported) {
+    std::lock_guard<std::mutex> lock(ctx.metrics_mu);
+    if (st.retractions_total > ctx.retractions_reported) {
       m.num_retracted_requests().Inc(
-          static_cast<double>(st.retractions_total - reported));
-      reported = st.retractions_total;
+          static_cast<double>(st.retractions_total - ctx.retractions_reported));
+      ctx.retractions_reported = st.retractions_total;
     }
   }
   res.status = 200;

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "cli/generate_prompt.h"
@@ -54,6 +55,10 @@ struct ServingContext {
   metrics::ServingMetrics* metrics = nullptr;
   std::atomic<bool> ready{false};     // model loaded and warmed up
   std::atomic<bool> draining{false};  // SIGTERM received
+
+  // /metrics: the engine's retraction total already added to the counter.
+  std::mutex metrics_mu;
+  int64_t retractions_reported = 0;  // guarded by metrics_mu
 
   const Tokenizer& tokenizer() const { return prompts->tokenizer(); }
   // nullopt when `model` is absent or names this server's model.

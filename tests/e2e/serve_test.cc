@@ -332,6 +332,15 @@ TEST(ServeTest, KvPoolExhaustionCompletesEveryRequestThroughRetraction) {
   EXPECT_GT(state["retractions"].get<int>(), 0) << state.dump();
   EXPECT_EQ(state["kv_integrity"], "ok");
   EXPECT_EQ(state["kv_used_tokens"], 0);
+  // /metrics counts the same retractions, however often it is scraped.
+  for (int scrape = 0; scrape < 2; ++scrape) {
+    const std::string m = server.Get("/metrics").body;
+    const std::regex line(
+        R"(tessera:num_retracted_requests_total\{[^}]*\} ([0-9]+))");
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(m, match, line)) << m;
+    EXPECT_EQ(std::stoi(match[1]), state["retractions"].get<int>());
+  }
   EXPECT_EQ(server.Stop(), 0);
 }
 
