@@ -96,7 +96,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   warm.ignore_eos = true;
   TSR_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream,
                        e->Submit(std::move(warm)));
-  while (!stream->finished()) stream->Wait(std::chrono::milliseconds(100));
+  stream->WaitFinal();
   TSR_RETURN_IF_ERROR(e->FlushCache());
   {
     std::lock_guard<std::mutex> lock(e->mu_);

@@ -22,6 +22,14 @@ std::vector<RequestOutput> RequestStream::Wait(
   return out;
 }
 
+RequestOutput RequestStream::WaitFinal() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !pending_.empty() && pending_.back().finished; });
+  RequestOutput last = std::move(pending_.back());
+  pending_.clear();
+  return last;
+}
+
 void RequestStream::Cancel(std::string why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (cancelled_.load()) return;

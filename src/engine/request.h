@@ -83,6 +83,9 @@ class RequestStream {
   // Consumer side: waits up to `timeout` for outputs and returns all that
   // arrived (in order; empty on timeout).
   std::vector<RequestOutput> Wait(std::chrono::milliseconds timeout);
+  // Waits for the end of the sequence, dropping intermediate outputs, and
+  // returns the final (finished) one. For callers that only need the end.
+  RequestOutput WaitFinal();
   bool finished() const { return finished_.load(); }
 
   // Asks the scheduler to abort (client went away, /abort_request,

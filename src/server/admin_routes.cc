@@ -83,12 +83,7 @@ void HandleHealthGenerate(ServingContext& ctx, const httplib::Request&,
   r.ignore_eos = true;
   auto stream = ctx.engine->Submit(std::move(r));
   if (!stream.ok()) return SendError(res, ApiErrorFromStatus(stream.status()));
-  engine::RequestOutput last;
-  while (!last.finished) {
-    for (auto& o : (*stream)->Wait(std::chrono::milliseconds(100))) {
-      last = std::move(o);
-    }
-  }
+  const engine::RequestOutput last = (*stream)->WaitFinal();
   if (last.finish.kind == engine::FinishReason::Kind::kAbort) {
     return SendError(res, AbortError(last.finish));
   }
