@@ -5,7 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "half.h"
+#include "kit_names.h"
 
 namespace tessera::cpu {
 namespace {

@@ -29,7 +29,7 @@
 #include <mutex>
 #include <vector>
 
-#include "status.h"
+#include "kit_names.h"
 #include "stream.h"
 
 namespace tessera::cpu {

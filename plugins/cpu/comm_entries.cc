@@ -4,8 +4,7 @@
 #include <vector>
 
 #include "collectives.h"
-#include "entry_guard.h"
-#include "half.h"
+#include "kit_names.h"
 #include "plugin_state.h"
 
 namespace tessera::cpu {
@@ -37,7 +36,14 @@ Status FindCommAndStream(tsr_comm comm_handle, tsr_stream stream_handle,
 Status CommTensor(const tsr_tensor* t, const char* name, bool reducible, TensorView* view,
                   std::shared_ptr<Buffer>* keep) {
   if (t == nullptr) return InvalidArgument(name, " is NULL");
-  TSR_CPU_RETURN_IF_ERROR(MakeTensorView(t, name, view, keep));
+  std::vector<std::shared_ptr<Buffer>> held;
+  TSR_CPU_RETURN_IF_ERROR(plugin_kit::ResolveTensor(
+      t, name,
+      [&held](tsr_buffer handle, const std::string& label, ResolvedBuffer* out) {
+        return ResolveTensorBuffer(handle, label, out, &held);
+      },
+      view));
+  *keep = std::move(held.front());
   if (!view->IsContiguous()) {
     return InvalidArgument(name, " must be contiguous (row-major strides), but has shape ",
                            ShapeString(*view), " and non-contiguous strides");

@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "status.h"
+#include "kit_names.h"
 
 namespace tessera::cpu {
 

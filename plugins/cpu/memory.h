@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "status.h"
+#include "kit_names.h"
 
 namespace tessera::cpu {
 

@@ -1,6 +1,6 @@
-// The kernels of the cpu plugin, one Check (synchronous shape and params
-// validation, run inside launch) and one Run (on the stream worker) per v1
-// op. Contracts: include/tessera/plugin/tessera_plugin.h. Families:
+// The kernels of the cpu plugin, one Run (on the stream worker) per v1 op;
+// the synchronous checks are the kit's (kit/op_checks.h). Contracts:
+// include/tessera/plugin/tessera_plugin.h. Families:
 //   ops_norm.cc         rms_norm, add_rms_norm
 //   ops_elementwise.cc  embedding, silu_and_mul, add, cast
 //   ops_linear.cc       linear
@@ -11,13 +11,18 @@
 #ifndef TESSERA_PLUGINS_CPU_OPS_H_
 #define TESSERA_PLUGINS_CPU_OPS_H_
 
-#include "op_table.h"
+#include "kit_names.h"
+#include "stream.h"
 
 namespace tessera::cpu {
 
-#define TSR_CPU_DECLARE_OP(Name)                 \
-  Status Check##Name(const OpCall& call);        \
-  Status Run##Name(const OpCall& call, ExecContext& ctx);
+// A kernel; failures become the stream's sticky error.
+using OpRunFn = Status (*)(const OpCall& call, ExecContext& ctx);
+
+// The kernel of v1 op `id` (NULL for an id the op table does not list).
+OpRunFn FindOpRun(tsr_op_id id);
+
+#define TSR_CPU_DECLARE_OP(Name) Status Run##Name(const OpCall& call, ExecContext& ctx);
 
 TSR_CPU_DECLARE_OP(Embedding)
 TSR_CPU_DECLARE_OP(RmsNorm)

@@ -205,45 +205,9 @@ Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
 
 }  // namespace
 
-Status CheckRope(const OpCall& call) {
-  const TensorView &pos = call.in[0], &inv = call.in[1], &q = call.in[2], &k = call.in[3];
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(pos, "positions", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(inv, "inv_freq", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(q, "q", 3));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(k, "k", 3));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(q, "q", 0, pos.dim(0), "T (positions' length)"));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(k, "k", 0, pos.dim(0), "T (positions' length)"));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(k, "k", 2, q.dim(2), "D (q's head dim)"));
-  if (2 * inv.dim(0) > q.dim(2)) {
-    return InvalidArgument("inv_freq has ", inv.dim(0), " entries, so the rotary dims R = ",
-                           2 * inv.dim(0), " exceed the head dim D = ", q.dim(2));
-  }
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(q, "q", call.out[0], "q_out"));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(k, "k", call.out[1], "k_out"));
-  tsr_rope_style style = call.params.rope.style;
-  if (style != TSR_ROPE_NEOX && style != TSR_ROPE_INTERLEAVED) {
-    return InvalidArgument("rope style ", style,
-                           " is not TSR_ROPE_NEOX (0) or TSR_ROPE_INTERLEAVED (1)");
-  }
-  return OkStatus();
-}
-
 Status RunRope(const OpCall& call, ExecContext& ctx) {
   return DispatchFloat(call.in[2].dtype,
                        [&](auto tag) { return RopeImpl<decltype(tag)>(call, ctx); });
-}
-
-Status CheckKvStore(const OpCall& call) {
-  const TensorView &k = call.in[0], &v = call.in[1], &slots = call.in[2];
-  const TensorView &kc = call.out[0], &vc = call.out[1];
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(k, "k", 3));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(k, "k", v, "v"));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(slots, "slots", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(slots, "slots", 0, k.dim(0), "T (k's dim 0)"));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(kc, "k_cache", 3));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(kc, "k_cache", 1, k.dim(1), "Hk (k's dim 1)"));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(kc, "k_cache", 2, k.dim(2), "D (k's dim 2)"));
-  return RequireSameShape(kc, "k_cache", vc, "v_cache");
 }
 
 Status RunKvStore(const OpCall& call, ExecContext& ctx) {
@@ -269,37 +233,6 @@ Status RunKvStore(const OpCall& call, ExecContext& ctx) {
     });
     return OkStatus();
   });
-}
-
-Status CheckPagedAttention(const OpCall& call) {
-  const TensorView &q = call.in[0], &kc = call.in[1], &vc = call.in[2];
-  const TensorView &table = call.in[3], &lens = call.in[4], &starts = call.in[5];
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(q, "q", 3));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(kc, "k_cache", 3));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(kc, "k_cache", vc, "v_cache"));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(kc, "k_cache", 2, q.dim(2), "D (q's head dim)"));
-  if (kc.dim(1) < 1 || q.dim(1) % kc.dim(1) != 0) {
-    return InvalidArgument("q has ", q.dim(1), " heads and k_cache ", kc.dim(1),
-                           "; the KV heads must be >= 1 and divide the query heads (GQA)");
-  }
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(table, "block_table", 2));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(lens, "seq_lens", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(lens, "seq_lens", 0, table.dim(0), "B (block_table's dim 0)"));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(starts, "query_start", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(starts, "query_start", 0, table.dim(0) + 1, "B + 1"));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(q, "q", call.out[0], "o"));
-  const tsr_paged_attention_params& p = call.params.attention;
-  if (p.page_size < 1) {
-    return InvalidArgument("page_size = ", p.page_size, " must be >= 1");
-  }
-  if (p.sliding_window < 0) {
-    return InvalidArgument("sliding_window = ", p.sliding_window, " must be >= 0 (0: none)");
-  }
-  if (!std::isfinite(p.scale)) return InvalidArgument("scale = ", p.scale, " is not finite");
-  if (!std::isfinite(p.logit_softcap) || p.logit_softcap < 0.0f) {
-    return InvalidArgument("logit_softcap = ", p.logit_softcap, " must be >= 0 (0: none)");
-  }
-  return OkStatus();
 }
 
 Status RunPagedAttention(const OpCall& call, ExecContext& ctx) {

@@ -7,43 +7,9 @@
 #include <cmath>
 #include <initializer_list>
 
-#include "half.h"
-#include "op_table.h"
+#include "kit_names.h"
 
 namespace tessera::cpu {
-
-inline Status RequireRank(const TensorView& t, const char* name, int ndim) {
-  if (t.ndim != ndim) {
-    return InvalidArgument(name, " must have rank ", ndim, " but has shape ", ShapeString(t));
-  }
-  return OkStatus();
-}
-
-inline Status RequireMinRank(const TensorView& t, const char* name, int ndim) {
-  if (t.ndim < ndim) {
-    return InvalidArgument(name, " must have rank >= ", ndim, " but has shape ", ShapeString(t));
-  }
-  return OkStatus();
-}
-
-// Requires dimension `i` of `t` to equal `value` (named `what` in messages).
-inline Status RequireDim(const TensorView& t, const char* name, int i, int64_t value,
-                         const char* what) {
-  if (t.dim(i) != value) {
-    return InvalidArgument(name, " has shape ", ShapeString(t), " but its dimension ",
-                           i < 0 ? t.ndim + i : i, " must equal ", what, " = ", value);
-  }
-  return OkStatus();
-}
-
-inline Status RequireSameShape(const TensorView& a, const char* a_name, const TensorView& b,
-                               const char* b_name) {
-  if (!SameShape(a, b)) {
-    return InvalidArgument(b_name, " has shape ", ShapeString(b), " but must have the shape of ",
-                           a_name, " ", ShapeString(a));
-  }
-  return OkStatus();
-}
 
 // Calls fn(T{}) with T the storage type of a float dtype.
 template <typename Fn>

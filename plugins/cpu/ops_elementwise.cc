@@ -71,15 +71,6 @@ void CastRows(ExecContext& ctx, const TensorView& x, const TensorView& y) {
 
 }  // namespace
 
-Status CheckEmbedding(const OpCall& call) {
-  const TensorView &ids = call.in[0], &table = call.in[1], &y = call.out[0];
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(ids, "ids", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(table, "table", 2));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(y, "y", 2));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(y, "y", 0, ids.dim(0), "T (ids' length)"));
-  return RequireDim(y, "y", 1, table.dim(1), "H (table's dim 1)");
-}
-
 Status RunEmbedding(const OpCall& call, ExecContext& ctx) {
   const TensorView &ids = call.in[0], &table = call.in[1], &y = call.out[0];
   const int64_t t_count = ids.dim(0), vocab = table.dim(0), h = table.dim(1);
@@ -108,22 +99,6 @@ Status RunEmbedding(const OpCall& call, ExecContext& ctx) {
   return OkStatus();
 }
 
-Status CheckSiluAndMul(const OpCall& call) {
-  const TensorView &x = call.in[0], &y = call.out[0];
-  TSR_CPU_RETURN_IF_ERROR(RequireMinRank(x, "x", 1));
-  if (x.cols() % 2 != 0) {
-    return InvalidArgument("x has shape ", ShapeString(x),
-                           " but its last dim must be even (2I: gate then up)");
-  }
-  if (y.ndim != x.ndim) {
-    return InvalidArgument("y has shape ", ShapeString(y), " but must have x's rank ", x.ndim);
-  }
-  for (int i = 0; i + 1 < x.ndim; ++i) {
-    TSR_CPU_RETURN_IF_ERROR(RequireDim(y, "y", i, x.dim(i), "x's matching dim"));
-  }
-  return RequireDim(y, "y", -1, x.cols() / 2, "I (half of x's last dim)");
-}
-
 Status RunSiluAndMul(const OpCall& call, ExecContext& ctx) {
   const TensorView &x = call.in[0], &y = call.out[0];
   const int64_t inter = y.cols();
@@ -145,20 +120,11 @@ Status RunSiluAndMul(const OpCall& call, ExecContext& ctx) {
   });
 }
 
-Status CheckAdd(const OpCall& call) {
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(call.in[0], "a", call.in[1], "b"));
-  return RequireSameShape(call.in[0], "a", call.out[0], "y");
-}
-
 Status RunAdd(const OpCall& call, ExecContext& ctx) {
   return DispatchFloat(call.in[0].dtype, [&](auto tag) {
     AddRows<decltype(tag)>(ctx, call.in[0], call.in[1], call.out[0]);
     return OkStatus();
   });
-}
-
-Status CheckCast(const OpCall& call) {
-  return RequireSameShape(call.in[0], "x", call.out[0], "y");
 }
 
 Status RunCast(const OpCall& call, ExecContext& ctx) {

@@ -134,24 +134,6 @@ Status LinearImpl(const OpCall& call, ExecContext& ctx) {
 }
 
 }  // namespace
-Status CheckLinear(const OpCall& call) {
-  const TensorView &x = call.in[0], &w = call.in[1], &y = call.out[0];
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(x, "x", 2));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(w, "w", 2));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(w, "w", 1, x.dim(1), "K (x's dim 1)"));
-  if (w.dim(1) > 1 && w.stride(1) != 1) {
-    return InvalidArgument("w must have a unit innermost stride, but its strides are [",
-                           w.stride(0), ", ", w.stride(1), "]");
-  }
-  if (call.num_inputs == 3) {
-    TSR_CPU_RETURN_IF_ERROR(RequireRank(call.in[2], "bias", 1));
-    TSR_CPU_RETURN_IF_ERROR(RequireDim(call.in[2], "bias", 0, w.dim(0), "N (w's dim 0)"));
-  }
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(y, "y", 2));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(y, "y", 0, x.dim(0), "T (x's dim 0)"));
-  return RequireDim(y, "y", 1, w.dim(0), "N (w's dim 0)");
-}
-
 Status RunLinear(const OpCall& call, ExecContext& ctx) {
   const tsr_dtype a = call.in[0].dtype, w = call.in[1].dtype;
   if (a == TSR_DTYPE_F32 && w == TSR_DTYPE_F32) return LinearImpl<float, float>(call, ctx);

@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "half.h"
+#include "kit_names.h"
 #include "ops_linear_kernels.h"
 
 #pragma GCC push_options

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "half.h"
+#include "kit_names.h"
 #include "ops_linear_kernels.h"
 
 namespace tessera::cpu {

@@ -9,14 +9,6 @@
 namespace tessera::cpu {
 namespace {
 
-Status CheckEps(const OpCall& call) {
-  float eps = call.params.rms_norm.eps;
-  if (!std::isfinite(eps) || eps < 0.0f) {
-    return InvalidArgument("eps = ", eps, " must be a finite number >= 0 (e.g. 1e-6)");
-  }
-  return OkStatus();
-}
-
 // y = x * inv_rms * w along one row of H elements.
 template <typename T>
 void NormalizeRow(const T* x, int64_t sx, const T* w, int64_t sw, T* y, int64_t sy, int64_t h,
@@ -34,15 +26,6 @@ void NormalizeRow(const T* x, int64_t sx, const T* w, int64_t sw, T* y, int64_t 
 
 }  // namespace
 
-Status CheckRmsNorm(const OpCall& call) {
-  const TensorView& x = call.in[0];
-  TSR_CPU_RETURN_IF_ERROR(RequireMinRank(x, "x", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(call.in[1], "w", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(call.in[1], "w", 0, x.cols(), "H (x's last dim)"));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(x, "x", call.out[0], "y"));
-  return CheckEps(call);
-}
-
 Status RunRmsNorm(const OpCall& call, ExecContext& ctx) {
   const TensorView &x = call.in[0], &w = call.in[1], &y = call.out[0];
   const int64_t h = x.cols();
@@ -57,17 +40,6 @@ Status RunRmsNorm(const OpCall& call, ExecContext& ctx) {
     });
     return OkStatus();
   });
-}
-
-Status CheckAddRmsNorm(const OpCall& call) {
-  const TensorView& x = call.in[0];
-  TSR_CPU_RETURN_IF_ERROR(RequireMinRank(x, "x", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(x, "x", call.in[1], "residual"));
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(call.in[2], "w", 1));
-  TSR_CPU_RETURN_IF_ERROR(RequireDim(call.in[2], "w", 0, x.cols(), "H (x's last dim)"));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(x, "x", call.out[0], "y"));
-  TSR_CPU_RETURN_IF_ERROR(RequireSameShape(x, "x", call.out[1], "residual_out"));
-  return CheckEps(call);
 }
 
 Status RunAddRmsNorm(const OpCall& call, ExecContext& ctx) {

@@ -125,26 +125,7 @@ int64_t SampleRow(const TensorView& logits, int64_t b, float temperature, int32_
   return order[kept - 1];
 }
 
-Status CheckRowsOfLogits(const TensorView& logits, const char* name) {
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(logits, name, 2));
-  if (logits.dim(0) > 0 && logits.dim(1) < 1) {
-    return InvalidArgument(name, " has shape ", ShapeString(logits),
-                           "; a row needs at least one entry (V >= 1)");
-  }
-  return OkStatus();
-}
-
-Status CheckPerRow(const TensorView& t, const char* name, int64_t b) {
-  TSR_CPU_RETURN_IF_ERROR(RequireRank(t, name, 1));
-  return RequireDim(t, name, 0, b, "B (logits' dim 0)");
-}
-
 }  // namespace
-
-Status CheckArgmax(const OpCall& call) {
-  TSR_CPU_RETURN_IF_ERROR(CheckRowsOfLogits(call.in[0], "logits"));
-  return CheckPerRow(call.out[0], "ids", call.in[0].dim(0));
-}
 
 Status RunArgmax(const OpCall& call, ExecContext& ctx) {
   const TensorView &logits = call.in[0], &ids = call.out[0];
@@ -157,14 +138,6 @@ Status RunArgmax(const OpCall& call, ExecContext& ctx) {
   });
 }
 
-Status CheckSample(const OpCall& call) {
-  TSR_CPU_RETURN_IF_ERROR(CheckRowsOfLogits(call.in[0], "logits"));
-  const int64_t b = call.in[0].dim(0);
-  const char* names[] = {"temperature", "top_k", "top_p", "min_p", "uniform"};
-  for (int i = 0; i < 5; ++i) TSR_CPU_RETURN_IF_ERROR(CheckPerRow(call.in[1 + i], names[i], b));
-  return CheckPerRow(call.out[0], "ids", b);
-}
-
 Status RunSample(const OpCall& call, ExecContext& ctx) {
   const TensorView& logits = call.in[0];
   ctx.pool->ParallelFor(logits.dim(0), 1, [&](int64_t begin, int64_t end) {
@@ -175,25 +148,6 @@ Status RunSample(const OpCall& call, ExecContext& ctx) {
       SetI32(call.out[0], r, static_cast<int32_t>(id));
     }
   });
-  return OkStatus();
-}
-
-Status CheckLogprobs(const OpCall& call) {
-  const TensorView& logits = call.in[0];
-  TSR_CPU_RETURN_IF_ERROR(CheckRowsOfLogits(logits, "logits"));
-  const int64_t b = logits.dim(0);
-  TSR_CPU_RETURN_IF_ERROR(CheckPerRow(call.in[1], "ids", b));
-  TSR_CPU_RETURN_IF_ERROR(CheckPerRow(call.out[0], "logprob", b));
-  if (call.num_outputs == 3) {
-    const TensorView &top_ids = call.out[1], &top_lp = call.out[2];
-    TSR_CPU_RETURN_IF_ERROR(RequireRank(top_ids, "top_ids", 2));
-    TSR_CPU_RETURN_IF_ERROR(RequireDim(top_ids, "top_ids", 0, b, "B (logits' dim 0)"));
-    TSR_CPU_RETURN_IF_ERROR(RequireSameShape(top_ids, "top_ids", top_lp, "top_logprobs"));
-    if (top_ids.dim(1) > logits.dim(1)) {
-      return InvalidArgument("top_ids asks for K = ", top_ids.dim(1),
-                             " entries but a row has only V = ", logits.dim(1));
-    }
-  }
   return OkStatus();
 }
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "status.h"
+#include "kit_names.h"
 
 namespace tessera::cpu {
 

@@ -5,7 +5,7 @@
 
 #include "collectives.h"
 #include "entries.h"
-#include "entry_guard.h"
+#include "kit_names.h"
 #include "host_info.h"
 #include "plugin_state.h"
 

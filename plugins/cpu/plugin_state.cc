@@ -31,6 +31,17 @@ Status RequireState(tsr_status code) {
                 "shutdown every handle is gone)");
 }
 
+Status ResolveTensorBuffer(tsr_buffer handle, const std::string& label, ResolvedBuffer* out,
+                           std::vector<std::shared_ptr<Buffer>>* keep) {
+  std::shared_ptr<Buffer> buffer = State()->buffers.Find(handle);
+  if (buffer == nullptr) return UnknownBufferHandle(label, handle);
+  out->size = buffer->size;
+  out->host_base = buffer->data;
+  out->object = buffer.get();
+  if (keep != nullptr) keep->push_back(std::move(buffer));
+  return OkStatus();
+}
+
 Status CheckDevice(int device) {
   TSR_CPU_RETURN_IF_ERROR(RequireState());
   int count = State()->device_count();
@@ -82,8 +93,9 @@ Status InitPlugin(const tsr_init_args* args) {
     for (size_t i = 0; i < num_sigs; ++i) {
       auto kernel = std::make_shared<Kernel>();
       kernel->device = d;
-      kernel->info = &OpSignatureInfos()[i];
-      kernel->def = kernel->info->def;
+      kernel->signature = static_cast<long>(i);
+      kernel->def = OpSignatureInfos()[i].def;
+      kernel->run = FindOpRun(kernel->def->id);
       state->kernel_handles.push_back(state->kernels.Add(std::move(kernel)));
     }
   }

@@ -17,9 +17,8 @@
 #include "collectives.h"
 #include "cpu_isa.h"
 #include "memory.h"
-#include "op_table.h"
-#include "registry.h"
-#include "status.h"
+#include "ops.h"
+#include "kit_names.h"
 #include "stream.h"
 #include "thread_pool.h"
 
@@ -28,8 +27,9 @@ namespace tessera::cpu {
 // A resolved op signature on one device.
 struct Kernel {
   int device = 0;
+  long signature = 0;  // index into OpSignatures()
   const OpDef* def = nullptr;
-  const OpSignatureInfo* info = nullptr;
+  OpRunFn run = nullptr;
 };
 
 struct PluginState {
@@ -60,6 +60,11 @@ PluginState* State();
 Status RequireState(tsr_status code = TSR_ERR_INVALID_ARGUMENT);
 // Fails unless `device` is an ordinal of the initialised plugin.
 Status CheckDevice(int device);
+
+// Resolves a tensor's buffer handle for the kit's launch checks; the buffer
+// is appended to `keep` (when not NULL) so queued work can hold it alive.
+Status ResolveTensorBuffer(tsr_buffer handle, const std::string& label, ResolvedBuffer* out,
+                           std::vector<std::shared_ptr<Buffer>>* keep);
 
 Status InitPlugin(const tsr_init_args* args);
 Status ShutdownPlugin();

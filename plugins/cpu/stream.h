@@ -33,7 +33,7 @@
 #include <string>
 #include <thread>
 
-#include "status.h"
+#include "kit_names.h"
 #include "thread_pool.h"
 
 namespace tessera::cpu {

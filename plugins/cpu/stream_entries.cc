@@ -1,7 +1,7 @@
 #include <memory>
 
 #include "entries.h"
-#include "entry_guard.h"
+#include "kit_names.h"
 #include "plugin_state.h"
 
 namespace tessera::cpu::entry {

@@ -1,16 +1,16 @@
-// Guard(): the wrapper every C entry of the cpu plugin runs its body in.
+// Guard(): the wrapper every C entry of a kit-built plugin runs its body in.
 // It turns the body's Status into a tsr_status, records the message for
 // last_error, and catches any C++ exception (bad_alloc, system_error from
 // thread creation) so nothing unwinds across the ABI.
-#ifndef TESSERA_PLUGINS_CPU_ENTRY_GUARD_H_
-#define TESSERA_PLUGINS_CPU_ENTRY_GUARD_H_
+#ifndef TESSERA_PLUGINS_KIT_ENTRY_GUARD_H_
+#define TESSERA_PLUGINS_KIT_ENTRY_GUARD_H_
 
 #include <exception>
 #include <new>
 
 #include "last_error.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 
 template <typename Fn>
 tsr_status Guard(const char* entry, Fn&& fn) {
@@ -25,6 +25,6 @@ tsr_status Guard(const char* entry, Fn&& fn) {
   }
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit
 
-#endif  // TESSERA_PLUGINS_CPU_ENTRY_GUARD_H_
+#endif  // TESSERA_PLUGINS_KIT_ENTRY_GUARD_H_

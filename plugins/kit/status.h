@@ -1,11 +1,12 @@
-// Plugin-local error currency of the cpu plugin.
+// Plugin-local error currency of the plugin kit (plugins/kit): the code the
+// in-tree plugins share, itself built only against the ABI header.
 //
-// The plugin is built only against the ABI header, so it carries its own
+// A plugin is built only against the ABI header, so it carries its own
 // tiny Status (a tsr_status code plus a message a person can act on) and a
 // StrCat for building messages. Every C entry turns a failed Status into the
 // thread's last_error (see last_error.h). Value types, thread-compatible.
-#ifndef TESSERA_PLUGINS_CPU_STATUS_H_
-#define TESSERA_PLUGINS_CPU_STATUS_H_
+#ifndef TESSERA_PLUGINS_KIT_STATUS_H_
+#define TESSERA_PLUGINS_KIT_STATUS_H_
 
 #include <sstream>
 #include <string>
@@ -13,7 +14,7 @@
 
 #include "tessera/plugin/tessera_plugin.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 
 template <typename... Args>
 std::string StrCat(const Args&... args) {
@@ -64,12 +65,12 @@ Status Internal(const Args&... args) {
   return Status(TSR_ERR_INTERNAL, StrCat(args...));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit
 
-#define TSR_CPU_RETURN_IF_ERROR(expr)               \
+#define TSR_KIT_RETURN_IF_ERROR(expr)               \
   do {                                              \
-    ::tessera::cpu::Status tsr_cpu_status_ = (expr); \
-    if (!tsr_cpu_status_.ok()) return tsr_cpu_status_; \
+    ::tessera::plugin_kit::Status tsr_kit_status_ = (expr); \
+    if (!tsr_kit_status_.ok()) return tsr_kit_status_; \
   } while (0)
 
-#endif  // TESSERA_PLUGINS_CPU_STATUS_H_
+#endif  // TESSERA_PLUGINS_KIT_STATUS_H_

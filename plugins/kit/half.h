@@ -1,17 +1,17 @@
-// Scalar element types of the cpu plugin and their conversions to and from
+// Scalar element types of the plugins and their conversions to and from
 // f32: bf16 (the top half of an f32) and IEEE binary16. Conversions to the
 // 16-bit types round to nearest even and keep NaN a (quiet) NaN; f16
 // overflow goes to infinity and small values to subnormals or zero.
 // Pure inline functions.
-#ifndef TESSERA_PLUGINS_CPU_HALF_H_
-#define TESSERA_PLUGINS_CPU_HALF_H_
+#ifndef TESSERA_PLUGINS_KIT_HALF_H_
+#define TESSERA_PLUGINS_KIT_HALF_H_
 
 #include <cstdint>
 #include <cstring>
 
 #include "tessera/plugin/tessera_plugin.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 
 // Distinct storage types so templates can tell bf16 from f16.
 struct Bf16 {
@@ -132,6 +132,6 @@ inline const char* DTypeName(tsr_dtype dtype) {
   }
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit
 
-#endif  // TESSERA_PLUGINS_CPU_HALF_H_
+#endif  // TESSERA_PLUGINS_KIT_HALF_H_

@@ -8,8 +8,8 @@
 // Objects are shared_ptr-owned so a lookup stays valid even if another
 // thread frees the handle meanwhile (a host bug, but not a crash).
 // Thread-safe: every member takes the registry's mutex.
-#ifndef TESSERA_PLUGINS_CPU_REGISTRY_H_
-#define TESSERA_PLUGINS_CPU_REGISTRY_H_
+#ifndef TESSERA_PLUGINS_KIT_REGISTRY_H_
+#define TESSERA_PLUGINS_KIT_REGISTRY_H_
 
 #include <atomic>
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 
 // The next never-used handle value. Spaced by 16 and started high so values
 // look like nothing a caller would invent.
@@ -80,6 +80,6 @@ Handle ToHandle(uintptr_t value) {
   return reinterpret_cast<Handle>(value);
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit
 
-#endif  // TESSERA_PLUGINS_CPU_REGISTRY_H_
+#endif  // TESSERA_PLUGINS_KIT_REGISTRY_H_

@@ -1,9 +1,8 @@
 #include "tensor.h"
 
 #include "half.h"
-#include "plugin_state.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 
 int64_t TensorView::numel() const {
   int64_t n = 1;
@@ -53,25 +52,20 @@ bool SameShape(const TensorView& a, const TensorView& b) {
   return true;
 }
 
-Status MakeTensorView(const tsr_tensor* t, const std::string& name, TensorView* out,
-                      std::shared_ptr<Buffer>* keep) {
-  if (t->struct_size < sizeof(tsr_tensor)) {
-    return InvalidArgument(name, ": struct_size ", t->struct_size,
-                           " is smaller than the v1.0 tsr_tensor (", sizeof(tsr_tensor),
-                           " bytes); set struct_size = sizeof(tsr_tensor)");
-  }
+Status UnknownBufferHandle(const std::string& name, const void* handle) {
+  return InvalidHandle(name, ": buffer handle ", handle,
+                       " is not a live buffer of this plugin (NULL, freed, or "
+                       "never allocated here)");
+}
+
+Status MakeTensorView(const tsr_tensor* t, const std::string& name, uint64_t buffer_size,
+                      char* host_base, const void* buffer, TensorView* out) {
   size_t esize = DTypeSize(t->dtype);
   if (esize == 0) {
     return InvalidArgument(name, ": dtype ", t->dtype, " is not a valid tsr_dtype");
   }
   if (t->ndim < 0 || t->ndim > TSR_MAX_DIMS) {
     return InvalidArgument(name, ": ndim ", t->ndim, " is outside [0, ", TSR_MAX_DIMS, "]");
-  }
-  std::shared_ptr<Buffer> buffer = State()->buffers.Find(t->buffer);
-  if (buffer == nullptr) {
-    return InvalidHandle(name, ": buffer handle ", static_cast<const void*>(t->buffer),
-                         " is not a live buffer of this plugin (NULL, freed, or "
-                         "never allocated here)");
   }
   TensorView v;
   v.dtype = t->dtype;
@@ -103,19 +97,20 @@ Status MakeTensorView(const tsr_tensor* t, const std::string& name, TensorView* 
   }
   unsigned __int128 end = t->offset;
   if (!empty) end += (last + 1) * esize;
-  if (end > buffer->size) {
+  if (end > buffer_size) {
     return InvalidArgument(name, ": the tensor (offset ", t->offset, ", shape ",
                            ShapeString(v), ", ", DTypeName(t->dtype),
-                           ") addresses bytes beyond its buffer of ", buffer->size,
+                           ") addresses bytes beyond its buffer of ", buffer_size,
                            " bytes; check the offset, shape and strides");
   }
   if (!empty && count > (static_cast<unsigned __int128>(1) << 48)) {
     return InvalidArgument(name, ": ", ShapeString(v), " has too many elements");
   }
-  v.data = buffer->data + t->offset;
+  v.data = host_base == nullptr ? nullptr : host_base + t->offset;
+  v.buffer = buffer;
+  v.offset = t->offset;
   *out = v;
-  if (keep != nullptr) *keep = std::move(buffer);
   return OkStatus();
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit

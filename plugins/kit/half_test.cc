@@ -11,7 +11,7 @@
 
 #include "base/dtype.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 namespace {
 
 TEST(HalfTest, EverySixteenBitPatternWidensLikeTheHost) {
@@ -50,4 +50,4 @@ TEST(HalfTest, NarrowingRoundsToNearestEvenLikeTheHost) {
 }
 
 }  // namespace
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit

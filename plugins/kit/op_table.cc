@@ -2,9 +2,9 @@
 
 #include <vector>
 
-#include "ops.h"
+#include "op_checks.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 namespace {
 
 constexpr tsr_dtype F32 = TSR_DTYPE_F32;
@@ -13,27 +13,25 @@ constexpr tsr_dtype F16 = TSR_DTYPE_F16;
 constexpr tsr_dtype I32 = TSR_DTYPE_I32;
 
 const OpDef kOpDefs[] = {
-    {TSR_OP_EMBEDDING, "embedding", {"ids", "table"}, {"y"}, 0, CheckEmbedding, RunEmbedding},
-    {TSR_OP_RMS_NORM, "rms_norm", {"x", "w"}, {"y"}, sizeof(tsr_rms_norm_params), CheckRmsNorm,
-     RunRmsNorm},
+    {TSR_OP_EMBEDDING, "embedding", {"ids", "table"}, {"y"}, 0, CheckEmbedding},
+    {TSR_OP_RMS_NORM, "rms_norm", {"x", "w"}, {"y"}, sizeof(tsr_rms_norm_params), CheckRmsNorm},
     {TSR_OP_ADD_RMS_NORM, "add_rms_norm", {"x", "residual", "w"}, {"y", "residual_out"},
-     sizeof(tsr_rms_norm_params), CheckAddRmsNorm, RunAddRmsNorm},
-    {TSR_OP_LINEAR, "linear", {"x", "w", "bias"}, {"y"}, 0, CheckLinear, RunLinear},
+     sizeof(tsr_rms_norm_params), CheckAddRmsNorm},
+    {TSR_OP_LINEAR, "linear", {"x", "w", "bias"}, {"y"}, 0, CheckLinear},
     {TSR_OP_ROPE, "rope", {"positions", "inv_freq", "q", "k"}, {"q_out", "k_out"},
-     sizeof(tsr_rope_params), CheckRope, RunRope},
-    {TSR_OP_KV_STORE, "kv_store", {"k", "v", "slots"}, {"k_cache", "v_cache"}, 0, CheckKvStore,
-     RunKvStore},
+     sizeof(tsr_rope_params), CheckRope},
+    {TSR_OP_KV_STORE, "kv_store", {"k", "v", "slots"}, {"k_cache", "v_cache"}, 0, CheckKvStore},
     {TSR_OP_PAGED_ATTENTION, "paged_attention",
      {"q", "k_cache", "v_cache", "block_table", "seq_lens", "query_start"}, {"o"},
-     sizeof(tsr_paged_attention_params), CheckPagedAttention, RunPagedAttention},
-    {TSR_OP_SILU_AND_MUL, "silu_and_mul", {"x"}, {"y"}, 0, CheckSiluAndMul, RunSiluAndMul},
-    {TSR_OP_ADD, "add", {"a", "b"}, {"y"}, 0, CheckAdd, RunAdd},
-    {TSR_OP_CAST, "cast", {"x"}, {"y"}, 0, CheckCast, RunCast},
-    {TSR_OP_ARGMAX, "argmax", {"logits"}, {"ids"}, 0, CheckArgmax, RunArgmax},
+     sizeof(tsr_paged_attention_params), CheckPagedAttention},
+    {TSR_OP_SILU_AND_MUL, "silu_and_mul", {"x"}, {"y"}, 0, CheckSiluAndMul},
+    {TSR_OP_ADD, "add", {"a", "b"}, {"y"}, 0, CheckAdd},
+    {TSR_OP_CAST, "cast", {"x"}, {"y"}, 0, CheckCast},
+    {TSR_OP_ARGMAX, "argmax", {"logits"}, {"ids"}, 0, CheckArgmax},
     {TSR_OP_SAMPLE, "sample", {"logits", "temperature", "top_k", "top_p", "min_p", "uniform"},
-     {"ids"}, 0, CheckSample, RunSample},
+     {"ids"}, 0, CheckSample},
     {TSR_OP_LOGPROBS, "logprobs", {"logits", "ids"}, {"logprob", "top_ids", "top_logprobs"}, 0,
-     CheckLogprobs, RunLogprobs},
+     CheckLogprobs},
 };
 
 struct Tables {
@@ -116,4 +114,4 @@ std::string ArgLabel(const OpDef& def, bool output, size_t index) {
   return StrCat(output ? "output " : "input ", index, " (", name ? name : "?", ")");
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit

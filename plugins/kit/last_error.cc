@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 namespace {
 
 constexpr size_t kMaxMessage = 4096;
@@ -21,4 +21,4 @@ tsr_status Report(const char* entry, const Status& status) {
 
 const char* LastErrorMessage() { return t_message; }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit
