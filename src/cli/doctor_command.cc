@@ -23,6 +23,7 @@
 #include "cli/generate_prompt.h"
 #include "cli/read_bandwidth.h"
 #include "runtime/op_names.h"
+#include "runtime/plugin_discovery.h"
 #include "runtime/runtime.h"
 
 namespace tessera::cli {
@@ -75,6 +76,36 @@ void Fill(DoctorReport& report, runtime::Runtime& rt) {
   }
 }
 
+// The devices of an initialised plugin.
+Status ListDevices(const runtime::Plugin& plugin, std::vector<DoctorDevice>* out) {
+  TSR_ASSIGN_OR_RETURN(int32_t count, plugin.DeviceCount());
+  for (int32_t i = 0; i < count; ++i) {
+    TSR_ASSIGN_OR_RETURN(tsr_device_properties props, plugin.DeviceProperties(i));
+    out->push_back({i, props});
+  }
+  return OkStatus();
+}
+
+// Lists the devices of every plugin with hardware here besides the selected
+// one, so e.g. the OpenCL devices show while cpu is selected.
+void FillOtherDevices(DoctorReport& report, runtime::Runtime& rt) {
+  for (const auto& candidate : report.plugins) {
+    if (candidate.status != runtime::CandidateStatus::kAvailable) continue;
+    DoctorReport::OtherDevices& other = report.other_devices[candidate.name];
+    Status listed;
+    if (candidate.fallback) {
+      listed = ListDevices(rt.cpu_plugin(), &other.devices);
+    } else {
+      runtime::LoadedCandidate loaded = runtime::LoadCandidate(candidate.path);
+      listed = loaded.plugin == nullptr
+                   ? InternalError(loaded.record.reason)
+                   : loaded.plugin->Init({});
+      if (listed.ok()) listed = ListDevices(*loaded.plugin, &other.devices);
+    }
+    if (!listed.ok()) other.error = listed.message();
+  }
+}
+
 DoctorReport Diagnose(const DoctorOptions& options) {
   DoctorReport report;
   auto config = runtime::RuntimeConfig::FromEnvironment(options.flags);
@@ -93,6 +124,7 @@ DoctorReport Diagnose(const DoctorOptions& options) {
   }
   runtime::Runtime& runtime = **rt;
   Fill(report, runtime);
+  FillOtherDevices(report, runtime);
   if (Status usable = runtime.CheckUsable(); !usable.ok()) {
     report.exit_code = 2;
     report.error = usable.message();

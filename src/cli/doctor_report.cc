@@ -43,6 +43,43 @@ std::string Join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
+nlohmann::json DevicesToJson(const std::vector<DoctorDevice>& list) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : list) {
+    const auto& p = d.properties;
+    devices.push_back({
+        {"ordinal", d.ordinal},
+        {"physical_index", p.physical_index},
+        {"name", p.name},
+        {"vendor", p.vendor},
+        {"driver_version", p.driver_version},
+        {"type", DeviceType(p.type)},
+        {"memory_total", p.memory_total},
+        {"memory_free", p.memory_free},
+        {"alignment", p.alignment},
+        {"compute_units", p.compute_units},
+        {"dtypes", DTypes(p.dtype_mask)},
+    });
+  }
+  return devices;
+}
+
+std::string DevicesToText(const std::vector<DoctorDevice>& list) {
+  std::string out;
+  if (list.empty()) out += "  (none)\n";
+  for (const auto& d : list) {
+    const auto& p = d.properties;
+    out += fmt::format(
+        "  [{}] {} (physical {}, {}, {})\n      memory {}/{} GiB free, "
+        "alignment {} B, {} compute units, dtypes {}{}\n",
+        d.ordinal, p.name, p.physical_index, DeviceType(p.type), p.vendor,
+        GiB(p.memory_free), GiB(p.memory_total), p.alignment, p.compute_units,
+        Join(DTypes(p.dtype_mask), " "),
+        p.driver_version[0] ? fmt::format(", driver {}", p.driver_version) : "");
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json DoctorReportToJson(const DoctorReport& r) {
@@ -69,24 +106,12 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
     });
   }
   out["plugins"] = plugins;
-  json devices = json::array();
-  for (const auto& d : r.devices) {
-    const auto& p = d.properties;
-    devices.push_back({
-        {"ordinal", d.ordinal},
-        {"physical_index", p.physical_index},
-        {"name", p.name},
-        {"vendor", p.vendor},
-        {"driver_version", p.driver_version},
-        {"type", DeviceType(p.type)},
-        {"memory_total", p.memory_total},
-        {"memory_free", p.memory_free},
-        {"alignment", p.alignment},
-        {"compute_units", p.compute_units},
-        {"dtypes", DTypes(p.dtype_mask)},
-    });
+  out["devices"] = DevicesToJson(r.devices);
+  json other = json::object();
+  for (const auto& [name, o] : r.other_devices) {
+    other[name] = {{"devices", DevicesToJson(o.devices)}, {"error", o.error}};
   }
-  out["devices"] = devices;
+  out["other_devices"] = other;
   json copies = json::array();
   for (const auto& c : r.copies) {
     json entry = {{"device", c.device},
@@ -143,18 +168,13 @@ std::string DoctorReportToText(const DoctorReport& r) {
 
   if (!r.selected_plugin.empty()) {
     out += fmt::format("\nDevices (plugin {})\n", r.selected_plugin);
-    if (r.devices.empty()) out += "  (none)\n";
-    for (const auto& d : r.devices) {
-      const auto& p = d.properties;
-      out += fmt::format(
-          "  [{}] {} (physical {}, {}, {})\n      memory {}/{} GiB free, "
-          "alignment {} B, {} compute units, dtypes {}{}\n",
-          d.ordinal, p.name, p.physical_index, DeviceType(p.type), p.vendor,
-          GiB(p.memory_free), GiB(p.memory_total), p.alignment, p.compute_units,
-          Join(DTypes(p.dtype_mask), " "),
-          p.driver_version[0] ? fmt::format(", driver {}", p.driver_version)
-                              : "");
-    }
+    out += DevicesToText(r.devices);
+  }
+  for (const auto& [name, other] : r.other_devices) {
+    out += fmt::format("\nDevices (plugin {}, not selected; --platform {} uses them)\n", name,
+                       name);
+    out += other.error.empty() ? DevicesToText(other.devices)
+                               : fmt::format("  (could not list: {})\n", other.error);
   }
 
   if (!r.copies.empty() || !r.op_checks.empty()) {

@@ -9,6 +9,7 @@
 //     "devices": [{"ordinal","physical_index","name","vendor",
 //                  "driver_version","type","memory_total","memory_free",
 //                  "alignment","compute_units","dtypes"}],
+//     "other_devices": {plugin: {"devices": [same shape], "error": "..."}},
 //     "smoke": {"copy": [...], "ops": [...], "all_reduce": {...}},
 //     "ops": {plugin: {op: "native"|"fallback"|"unavailable"}},
 //     "disabled_ops": [...], "elapsed_ms": n }
@@ -65,6 +66,13 @@ struct DoctorReport {
   std::string fallback_plugin;
   std::vector<runtime::PluginCandidate> plugins;
   std::vector<DoctorDevice> devices;
+  // The devices of every other plugin that has hardware here (e.g. the
+  // OpenCL devices while cpu is selected), or why they could not be listed.
+  struct OtherDevices {
+    std::vector<DoctorDevice> devices;
+    std::string error;
+  };
+  std::map<std::string, OtherDevices> other_devices;
   std::vector<CopyCheck> copies;
   std::vector<OpCheck> op_checks;
   AllReduceCheck all_reduce;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "testing/fixtures.h"
+#include "testing/platforms.h"
 #include "testing/subprocess.h"
 
 namespace {
@@ -75,7 +76,16 @@ std::vector<Json> ReadJsonl(const std::string& path) {
 
 constexpr int32_t kStoriesEos = 2;
 
-TEST(CliGenerateTest, GreedyMatchesStories260kGolden) {
+// The goldens on every platform (testing/platforms.h).
+class CliGenerateOnPlatformTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { TSR_REQUIRE_PLATFORM(TSR_TESSERA_BIN, GetParam()); }
+};
+INSTANTIATE_TEST_SUITE_P(Platforms, CliGenerateOnPlatformTest,
+                         ::testing::ValuesIn(tessera::testing::TestPlatforms()),
+                         tessera::testing::PlatformParamName);
+
+TEST_P(CliGenerateOnPlatformTest, GreedyMatchesStories260kGolden) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
   const std::vector<Json> cases = ReadJsonl(golden);
@@ -85,7 +95,8 @@ TEST(CliGenerateTest, GreedyMatchesStories260kGolden) {
     const std::string prompt = c["prompt"].get<std::string>();
     SCOPED_TRACE(prompt);
     const Json out =
-        GenerateJson(dir, prompt, "--temperature 0 --max-new-tokens 64");
+        GenerateJson(dir, prompt,
+                     "--temperature 0 --max-new-tokens 64 --platform " + GetParam());
     ASSERT_FALSE(out.empty());
     for (const char* key : {"prompt_ids", "output_ids", "text", "finish_reason",
                             "prefill_tokens_per_s", "decode_tokens_per_s"}) {
@@ -123,7 +134,8 @@ TEST(CliGenerateTest, GreedyMatchesStories260kGolden) {
   }
   const double tps = decode_tps_sum / double(cases.size());
   RecordProperty("decode_tokens_per_second", std::to_string(tps));
-  std::printf("tessera generate stories260k: mean decode %.0f tok/s\n", tps);
+  std::printf("tessera generate stories260k on %s: mean decode %.0f tok/s\n",
+              GetParam().c_str(), tps);
 }
 
 TEST(CliGenerateTest, ChunkedPrefillGivesTheSameTokens) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/platforms.h"
 #include "testing/subprocess.h"
 
 namespace {
@@ -148,6 +149,31 @@ TEST(DoctorTest, DisabledOpShowsAsFallback) {
       EXPECT_EQ(op["route"], "fallback");
     }
   }
+}
+
+// The OpenCL plugin (PoCL here): doctor lists its devices even while cpu is
+// selected, runs its smoke tests with --platform opencl, and shows an op
+// disabled there as a cpu fallback.
+TEST(DoctorTest, ListsOpenClDevicesAndItsFallbacks) {
+  TSR_REQUIRE_PLATFORM(TSR_TESSERA_BIN, "opencl");
+  nlohmann::json all = DoctorJson("");
+  EXPECT_EQ(all["selected_plugin"], "cpu");
+  ASSERT_TRUE(all["other_devices"].contains("opencl")) << all.dump(2);
+  const auto& opencl = all["other_devices"]["opencl"];
+  EXPECT_EQ(opencl["error"], "") << opencl.dump(2);
+  ASSERT_GE(opencl["devices"].size(), 1u) << opencl.dump(2);
+  EXPECT_GT(opencl["devices"][0]["memory_total"].get<uint64_t>(), 0u);
+  EXPECT_GT(opencl["devices"][0]["compute_units"].get<int>(), 0);
+
+  nlohmann::json j = DoctorJson("--platform opencl", {{"TESSERA_DISABLE_OPS", "paged_attention"}});
+  EXPECT_EQ(j["ok"], true) << j.dump(2);
+  EXPECT_EQ(j["selected_plugin"], "opencl");
+  EXPECT_EQ(j["fallback_plugin"], "cpu");
+  EXPECT_EQ(j["ops"]["opencl"]["paged_attention"], "fallback");
+  EXPECT_EQ(j["ops"]["opencl"]["linear"], "native");
+  Result text = Doctor("--platform opencl", {{"TESSERA_DISABLE_OPS", "paged_attention"}});
+  EXPECT_TRUE(Contains(text.out, "Devices (plugin opencl)")) << text.out;
+  EXPECT_TRUE(Contains(text.out, "paged_attention  fallback")) << text.out;
 }
 
 TEST(DoctorTest, UnknownDisabledOpListsValidNames) {

@@ -1,8 +1,9 @@
 // `tessera serve` end to end: the real binary as a child process, real HTTP
-// clients. Correctness against the stories260k goldens (alone and under 32
-// concurrent streams), prefix-cache reporting, every error status and
-// shape, KV freed when a client disconnects, retraction under KV pressure,
-// /abort_request, the native endpoints and SIGTERM draining.
+// clients. On every platform (cpu, opencl): the stories260k goldens (alone
+// and under 32 concurrent streams), prefix-cache reporting, KV freed when a
+// client disconnects, retraction under KV pressure, seeded sampling, op
+// fallbacks counted and logged. On the default platform: every error status
+// and shape, /abort_request, the native endpoints and SIGTERM draining.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "testing/fixtures.h"
+#include "testing/platforms.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
 #include "testing/scripted_chat_model.h"
@@ -84,13 +86,29 @@ void ExpectOpenAiError(const testing::HttpResult& res, int status,
   if (!code.empty()) EXPECT_EQ(e["code"], code) << res.body;
 }
 
-TEST(ServeTest, StoriesGreedyEqualsGoldensAloneAndUnder32ConcurrentStreams) {
+// The correctness cases, run on every platform (testing/platforms.h):
+// the same HTTP behaviour and the same tokens whichever plugin computes.
+class ServeOnPlatformTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { TSR_REQUIRE_PLATFORM(kBin, GetParam()); }
+  // Server flags plus --platform <the parameter>.
+  std::vector<std::string> Args(std::vector<std::string> args) const {
+    args.push_back("--platform");
+    args.push_back(GetParam());
+    return args;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Platforms, ServeOnPlatformTest,
+                         ::testing::ValuesIn(testing::TestPlatforms()),
+                         testing::PlatformParamName);
+
+TEST_P(ServeOnPlatformTest, StoriesGreedyEqualsGoldensAloneAndUnder32ConcurrentStreams) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
   const std::vector<Json> cases = ReadJsonLines(golden);
   ASSERT_FALSE(cases.empty());
   ServerProcess server;
-  START_SERVER(server, {"--model-path", dir, "--log-interval", "0"});
+  START_SERVER(server, Args({"--model-path", dir, "--log-interval", "0"}));
 
   auto request = [](const Json& c) {
     return Json{{"input_ids", c["prompt_ids"]},
@@ -141,9 +159,9 @@ TEST(ServeTest, StoriesGreedyEqualsGoldensAloneAndUnder32ConcurrentStreams) {
   EXPECT_EQ(server.Stop(), 0) << server.log();
 }
 
-TEST(ServeTest, SharedPrefixIsCachedAndReportedInUsageAndMetrics) {
+TEST_P(ServeOnPlatformTest, SharedPrefixIsCachedAndReportedInUsageAndMetrics) {
   ServerProcess server;
-  START_SERVER(server, {"--log-interval", "0"});
+  START_SERVER(server, Args({"--log-interval", "0"}));
   std::vector<int> system(200);
   for (int i = 0; i < 200; ++i) system[i] = (i * 7 + 3) % 1000;
   auto ask = [&](int q) {
@@ -271,9 +289,9 @@ TEST(ServeTest, FullQueueAnswers503) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
-TEST(ServeTest, ClientDisconnectMidStreamFreesItsKv) {
+TEST_P(ServeOnPlatformTest, ClientDisconnectMidStreamFreesItsKv) {
   ServerProcess server;
-  START_SERVER(server, {"--log-interval", "0"});
+  START_SERVER(server, Args({"--log-interval", "0"}));
   const Json before = WaitIdle(server);
   ASSERT_EQ(before["kv_used_tokens"], 0);
   for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
@@ -297,10 +315,10 @@ TEST(ServeTest, ClientDisconnectMidStreamFreesItsKv) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
-TEST(ServeTest, KvPoolExhaustionCompletesEveryRequestThroughRetraction) {
+TEST_P(ServeOnPlatformTest, KvPoolExhaustionCompletesEveryRequestThroughRetraction) {
   ServerProcess server;
-  START_SERVER(server, {"--log-interval", "0", "--max-total-tokens", "512",
-                        "--page-size", "16"});
+  START_SERVER(server, Args({"--log-interval", "0", "--max-total-tokens", "512",
+                        "--page-size", "16"}));
   auto body = [](int i) {
     std::vector<int> p(60);
     for (int k = 0; k < 60; ++k) p[k] = (k * 13 + i * 31 + 1) % 1000;
@@ -446,9 +464,9 @@ TEST(ServeTest, Holds256ConcurrentStreams) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
-TEST(ServeTest, SeededSamplingIsTheSameAloneAndInABusyBatch) {
+TEST_P(ServeOnPlatformTest, SeededSamplingIsTheSameAloneAndInABusyBatch) {
   ServerProcess server;
-  START_SERVER(server, {"--log-interval", "0"});
+  START_SERVER(server, Args({"--log-interval", "0"}));
   const std::string seeded =
       R"({"prompt": "seeded", "max_tokens": 24, "temperature": 0.9,
           "top_p": 0.95, "top_k": 50, "seed": 1234, "ignore_eos": true})";
@@ -548,23 +566,40 @@ TEST(ServeTest, BenchSmokeAgainstTheRealServer) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
-TEST(ServeTest, OpFallbacksAreCountedOnMetrics) {
-  setenv("TESSERA_DISABLE_OPS", "silu_and_mul", 1);
+// TESSERA_DISABLE_OPS=paged_attention: the platform's attention runs
+// through the cpu plugin instead, the tokens stay the goldens, and /metrics
+// and the log say which op fell back and how often.
+TEST_P(ServeOnPlatformTest, DisabledOpFallsBackCorrectlyAndVisibly) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  const Json c = ReadJsonLines(golden).at(0);
+  setenv("TESSERA_DISABLE_OPS", "paged_attention", 1);
   ServerProcess server;
-  const bool started = server.Start(kBin, {"--log-interval", "0"});
+  const bool started =
+      server.Start(kBin, Args({"--model-path", dir, "--log-interval", "0"}));
   unsetenv("TESSERA_DISABLE_OPS");
   ASSERT_TRUE(started) << server.log();
-  auto res = server.Post("/v1/completions",
-                         R"({"prompt": "hi", "max_tokens": 4})");
+  auto res = server.Post(
+      "/generate", Json{{"input_ids", c["prompt_ids"]},
+                        {"sampling_params", {{"max_new_tokens", 16}, {"temperature", 0}}}}
+                       .dump());
   ASSERT_EQ(res.status, 200) << res.body;
+  const auto ids = Json::parse(res.body)["output_ids"].get<std::vector<int>>();
+  const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
+  for (size_t i = 0; i < 16 && i < c["stable_prefix"].get<size_t>(); ++i) {
+    ASSERT_LT(i, ids.size());
+    EXPECT_EQ(ids[i], expected[i]) << "step " << i;
+  }
   const std::string m = server.Get("/metrics").body;
-  const std::regex line(
-      R"re(tessera:op_fallback_total\{op="silu_and_mul",plugin="cpu"\} ([0-9]+))re");
+  const std::regex line("tessera:op_fallback_total\\{op=\"paged_attention\",plugin=\"" +
+                        GetParam() + "\"\\} ([0-9]+)");
   std::smatch match;
   ASSERT_TRUE(std::regex_search(m, match, line)) << m;
-  // Warm-up, the request's prefill and decode steps: every layer each time.
-  EXPECT_GE(std::stoi(match[1]), 2 * 4);
-  EXPECT_NE(server.log().find("silu_and_mul"), std::string::npos);
+  // Warm-up, the request's prefill and 15 decode steps: every layer each time.
+  EXPECT_GE(std::stoi(match[1]), 17 * 5);
+  EXPECT_NE(server.log().find("op paged_attention falls back from plugin " + GetParam()),
+            std::string::npos)
+      << server.log();
   EXPECT_EQ(server.Stop(), 0);
 }
 
