@@ -27,6 +27,7 @@ Command AddDetokenizeCommand(CLI::App& root);
 Command AddGenerateCommand(CLI::App& root);
 Command AddBenchCommand(CLI::App& root);
 Command AddServeCommand(CLI::App& root);
+Command AddConvertGgufCommand(CLI::App& root);
 
 }  // namespace tessera::cli
 

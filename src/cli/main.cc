@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       tessera::cli::AddGenerateCommand(app),
       tessera::cli::AddBenchCommand(app),
       tessera::cli::AddServeCommand(app),
+      tessera::cli::AddConvertGgufCommand(app),
   };
 
   try {
