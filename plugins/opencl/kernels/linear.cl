@@ -216,3 +216,128 @@ TSR_DEFINE_LINEAR_ALL_TR(bf16, bf16)
 TSR_DEFINE_LINEAR_ALL_TR(bf16, f16)
 TSR_DEFINE_LINEAR_ALL_TR_XF32(bf16, bf16)
 TSR_DEFINE_LINEAR_ALL_TR_XF32(bf16, f16)
+
+// ---------------------------------------------------------------------------
+// bf16 x bf16 for T >= 3 (compute-bound): linear_bf16_bf16_r4_pairs.
+// A 32-bit load of bf16 weights holds an even element in its low half and
+// an odd one in its high half, so 32 weights widen to f32 with two
+// instructions (<< 16 for the even ones, & 0xffff0000 for the odd ones)
+// instead of four. x comes from linear_pack_x_pairs_bf16, which stores each
+// full 32-element chunk of a row as its 16 even then its 16 odd elements
+// (the K % 32 tail in order), so both halves meet matching x lanes. Needs
+// w_off and ldw even (32-bit aligned rows); otherwise the host uses _xf32.
+// ---------------------------------------------------------------------------
+
+// dst[t, chunk c] = (x[t, 32c + 2i] for i < 16, then x[t, 32c + 2i + 1]),
+// widened to f32; work-item (c, t) writes chunk c (or the tail) of row t.
+__kernel void linear_pack_x_pairs_bf16(__global int* st, __global const uchar* x, tsr_layout lx,
+                                       __global uchar* dst) {
+  TSR_SKIP_IF_FAILED(st);
+  const long k0 = (long)get_global_id(0) * 32, t = get_global_id(1);
+  const long k_count = lx.shape[1], ks = lx.strides[1];
+  if (t >= lx.shape[0] || k0 >= k_count) return;
+  const long src = lx.offset + t * lx.strides[0];
+  __global float* out = (__global float*)dst + t * k_count + k0;
+  if (k0 + 32 > k_count) {
+    for (long k = k0; k < k_count; ++k) out[k - k0] = ld_bf16(x, src + k * ks);
+    return;
+  }
+  if (ks == 1) {
+    const ushort16 a = vload16(0, (__global const ushort*)x + src + k0);
+    const ushort16 b = vload16(0, (__global const ushort*)x + src + k0 + 16);
+    vstore16(as_float16(convert_uint16((ushort16)(a.even, b.even)) << 16), 0, out);
+    vstore16(as_float16(convert_uint16((ushort16)(a.odd, b.odd)) << 16), 0, out + 16);
+    return;
+  }
+  for (int i = 0; i < 16; ++i) {
+    out[i] = ld_bf16(x, src + (k0 + 2 * i) * ks);
+    out[16 + i] = ld_bf16(x, src + (k0 + 2 * i + 1) * ks);
+  }
+}
+
+#define TSR_LD32_PAIRS(b, off) vload16(0, (__global const uint*)((b) + 2 * (off)))
+#define TSR_LIN_PAIR_FMA(i)                                            \
+  {                                                                    \
+    const float16 xe = vload16(0, xf + xr##i + k);                     \
+    const float16 xo = vload16(0, xf + xr##i + k + 16);                \
+    a##i##0 = fma(xo, wo0, fma(xe, we0, a##i##0));                     \
+    a##i##1 = fma(xo, wo1, fma(xe, we1, a##i##1));                     \
+    a##i##2 = fma(xo, wo2, fma(xe, we2, a##i##2));                     \
+    a##i##3 = fma(xo, wo3, fma(xe, we3, a##i##3));                     \
+  }
+#define TSR_LIN_PAIR_WIDEN(j)                                          \
+  const uint16 u##j = TSR_LD32_PAIRS(w, wr##j + k);                    \
+  const float16 we##j = as_float16(u##j << 16);                        \
+  const float16 wo##j = as_float16(u##j & (uint16)(0xffff0000u));
+
+__kernel void linear_bf16_bf16_r4_pairs(__global int* st, __global const uchar* x, long x_off,
+                                        long ldx, __global const uchar* w, long w_off, long ldw,
+                                        __global const uchar* bias, tsr_layout lb, int has_bias,
+                                        __global uchar* y, tsr_layout ly, long T, long N, long K,
+                                        long rows_per_item) {
+  TSR_SKIP_IF_FAILED(st);
+  const long n0 = (long)get_global_id(0) * TSR_LINEAR_COLS;
+  const long r_begin = (long)get_global_id(1) * rows_per_item;
+  if (n0 >= N || r_begin >= T) return;
+  const long r_end = min(T, r_begin + rows_per_item);
+  __global const float* xf = (__global const float*)x;
+  const long wr0 = w_off + n0 * ldw;
+  const long wr1 = w_off + min(n0 + 1, N - 1) * ldw;
+  const long wr2 = w_off + min(n0 + 2, N - 1) * ldw;
+  const long wr3 = w_off + min(n0 + 3, N - 1) * ldw;
+  const long pf0 = (w_off + min(n0 + 4, N - 1) * ldw) * 2;
+  const long pf1 = (w_off + min(n0 + 5, N - 1) * ldw) * 2;
+  const long pf2 = (w_off + min(n0 + 6, N - 1) * ldw) * 2;
+  const long pf3 = (w_off + min(n0 + 7, N - 1) * ldw) * 2;
+  float b0 = 0.0f, b1 = 0.0f, b2 = 0.0f, b3 = 0.0f;
+  if (has_bias) {
+    const long bs = lb.strides[0];
+    b0 = ld_bf16(bias, lb.offset + n0 * bs);
+    b1 = ld_bf16(bias, lb.offset + min(n0 + 1, N - 1) * bs);
+    b2 = ld_bf16(bias, lb.offset + min(n0 + 2, N - 1) * bs);
+    b3 = ld_bf16(bias, lb.offset + min(n0 + 3, N - 1) * bs);
+  }
+  for (long r0 = r_begin; r0 < r_end; r0 += 4) {
+    const long xr0 = x_off + r0 * ldx;
+    const long xr1 = x_off + min(r0 + 1, r_end - 1) * ldx;
+    const long xr2 = x_off + min(r0 + 2, r_end - 1) * ldx;
+    const long xr3 = x_off + min(r0 + 3, r_end - 1) * ldx;
+    const float16 z = (float16)(0.0f);
+    float16 a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;
+    float16 a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
+    long k = 0;
+    for (; k + 32 <= K; k += 32) {
+      const long kb = k * 2;
+      TSR_PREFETCH_L2(w + pf0 + kb);
+      TSR_PREFETCH_L2(w + pf1 + kb);
+      TSR_PREFETCH_L2(w + pf2 + kb);
+      TSR_PREFETCH_L2(w + pf3 + kb);
+      TSR_LIN_PAIR_WIDEN(0)
+      TSR_LIN_PAIR_WIDEN(1)
+      TSR_LIN_PAIR_WIDEN(2)
+      TSR_LIN_PAIR_WIDEN(3)
+      TSR_LIN_PAIR_FMA(0)
+      TSR_LIN_PAIR_FMA(1)
+      TSR_LIN_PAIR_FMA(2)
+      TSR_LIN_PAIR_FMA(3)
+    }
+    float s00 = tsr_hsum16(a00), s01 = tsr_hsum16(a01), s02 = tsr_hsum16(a02);
+    float s03 = tsr_hsum16(a03), s10 = tsr_hsum16(a10), s11 = tsr_hsum16(a11);
+    float s12 = tsr_hsum16(a12), s13 = tsr_hsum16(a13), s20 = tsr_hsum16(a20);
+    float s21 = tsr_hsum16(a21), s22 = tsr_hsum16(a22), s23 = tsr_hsum16(a23);
+    float s30 = tsr_hsum16(a30), s31 = tsr_hsum16(a31), s32 = tsr_hsum16(a32);
+    float s33 = tsr_hsum16(a33);
+    for (; k < K; ++k) {  // the tail, stored in order by the pack
+      const float ws0 = ld_bf16(w, wr0 + k), ws1 = ld_bf16(w, wr1 + k);
+      const float ws2 = ld_bf16(w, wr2 + k), ws3 = ld_bf16(w, wr3 + k);
+      TSR_LIN_ROW_TAIL(f32, 4, 0)
+      TSR_LIN_ROW_TAIL(f32, 4, 1)
+      TSR_LIN_ROW_TAIL(f32, 4, 2)
+      TSR_LIN_ROW_TAIL(f32, 4, 3)
+    }
+    TSR_LIN_ROW_STORE(bf16, 4, 0)
+    TSR_LIN_ROW_STORE(bf16, 4, 1)
+    TSR_LIN_ROW_STORE(bf16, 4, 2)
+    TSR_LIN_ROW_STORE(bf16, 4, 3)
+  }
+}
