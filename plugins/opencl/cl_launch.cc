@@ -19,6 +19,56 @@ ClLayout LayoutOf(const TensorView& view) {
   return l;
 }
 
+namespace {
+
+// Collapses dims [0, end) of `view` into one dim when they share a single
+// stride chain (size-1 dims ignored). On success `count` and `stride` hold
+// the collapsed dim.
+bool Collapse(const TensorView& view, int end, cl_long* count, cl_long* stride) {
+  cl_long n = 1, s = 0;
+  for (int i = end - 1; i >= 0; --i) {
+    if (view.shape[i] > 1) {
+      s = view.strides[i];
+      break;
+    }
+  }
+  cl_long expected = s;
+  for (int i = end - 1; i >= 0; --i) {
+    if (view.shape[i] > 1 && view.strides[i] != expected) return false;
+    expected *= view.shape[i];
+    n *= view.shape[i];
+  }
+  *count = n;
+  *stride = s;
+  return true;
+}
+
+}  // namespace
+
+ClLayout RowsLayoutOf(const TensorView& view) {
+  ClLayout l = LayoutOf(view);
+  cl_long rows = 0, row_stride = 0;
+  if (view.ndim <= 2 || !Collapse(view, view.ndim - 1, &rows, &row_stride)) return l;
+  l.ndim = 2;
+  l.shape[0] = rows;
+  l.strides[0] = row_stride;
+  l.shape[1] = view.shape[view.ndim - 1];
+  l.strides[1] = view.strides[view.ndim - 1];
+  for (int i = 2; i < TSR_MAX_DIMS; ++i) l.shape[i] = l.strides[i] = 0;
+  return l;
+}
+
+ClLayout FlatLayoutOf(const TensorView& view) {
+  ClLayout l = LayoutOf(view);
+  cl_long count = 0, stride = 0;
+  if (view.ndim == 1 || !Collapse(view, view.ndim, &count, &stride)) return l;
+  l.ndim = 1;
+  l.shape[0] = count;
+  l.strides[0] = stride;
+  for (int i = 1; i < TSR_MAX_DIMS; ++i) l.shape[i] = l.strides[i] = 0;
+  return l;
+}
+
 cl_mem MemOf(const TensorView& view) { return static_cast<const Buffer*>(view.buffer)->mem; }
 
 const char* DTypeSuffix(tsr_dtype dtype) {
@@ -46,6 +96,16 @@ KernelArgs& KernelArgs::Raw(const void* data, size_t size) {
 KernelArgs& KernelArgs::Tensor(const TensorView& view) {
   Mem(MemOf(view));
   ClLayout layout = LayoutOf(view);
+  return Raw(&layout, sizeof(layout));
+}
+KernelArgs& KernelArgs::RowsTensor(const TensorView& view) {
+  Mem(MemOf(view));
+  ClLayout layout = RowsLayoutOf(view);
+  return Raw(&layout, sizeof(layout));
+}
+KernelArgs& KernelArgs::FlatTensor(const TensorView& view) {
+  Mem(MemOf(view));
+  ClLayout layout = FlatLayoutOf(view);
   return Raw(&layout, sizeof(layout));
 }
 KernelArgs& KernelArgs::Mem(cl_mem mem) { return Raw(&mem, sizeof(mem)); }

@@ -38,6 +38,13 @@ struct ClLayout {
 static_assert(sizeof(ClLayout) == 112, "ClLayout must match tsr_layout in common.cl");
 
 ClLayout LayoutOf(const TensorView& view);
+// The same tensor seen as [rows, cols] (the kernels' tsr_row_offset then
+// costs one multiply instead of a div/mod per dim) when its leading dims
+// collapse into one with a single stride; LayoutOf otherwise.
+ClLayout RowsLayoutOf(const TensorView& view);
+// The same tensor seen as one dim [numel] (tsr_elem_offset: one multiply)
+// when all dims collapse into one stride; LayoutOf otherwise.
+ClLayout FlatLayoutOf(const TensorView& view);
 // The cl_mem behind a validated view.
 cl_mem MemOf(const TensorView& view);
 
@@ -51,6 +58,11 @@ class KernelArgs {
  public:
   // A tensor: its buffer, then its ClLayout (two kernel arguments).
   KernelArgs& Tensor(const TensorView& view);
+  // The same with RowsLayoutOf / FlatLayoutOf, for kernels that address the
+  // tensor only through tsr_row_offset/tsr_rows/tsr_cols (rows) or
+  // tsr_elem_offset/tsr_numel (flat).
+  KernelArgs& RowsTensor(const TensorView& view);
+  KernelArgs& FlatTensor(const TensorView& view);
   KernelArgs& Mem(cl_mem mem);
   KernelArgs& Int(cl_int value);
   KernelArgs& Long(cl_long value);

@@ -15,7 +15,7 @@ Status EnqueueEmbedding(const OpCall& call, LaunchContext& ctx) {
 Status EnqueueSiluAndMul(const OpCall& call, LaunchContext& ctx) {
   const TensorView &x = call.in[0], &y = call.out[0];
   KernelArgs args;
-  args.Tensor(x).Tensor(y);
+  args.RowsTensor(x).RowsTensor(y);
   return ctx.Enqueue(KernelName("silu_and_mul", x.dtype), args,
                      NdRange::Grid2(static_cast<size_t>(y.cols()),
                                     static_cast<size_t>(y.rows())));
@@ -24,7 +24,7 @@ Status EnqueueSiluAndMul(const OpCall& call, LaunchContext& ctx) {
 Status EnqueueAdd(const OpCall& call, LaunchContext& ctx) {
   const TensorView &a = call.in[0], &b = call.in[1], &y = call.out[0];
   KernelArgs args;
-  args.Tensor(a).Tensor(b).Tensor(y);
+  args.FlatTensor(a).FlatTensor(b).FlatTensor(y);
   return ctx.Enqueue(KernelName("add", a.dtype), args,
                      NdRange::Linear(static_cast<size_t>(y.numel())));
 }
@@ -32,7 +32,7 @@ Status EnqueueAdd(const OpCall& call, LaunchContext& ctx) {
 Status EnqueueCast(const OpCall& call, LaunchContext& ctx) {
   const TensorView &x = call.in[0], &y = call.out[0];
   KernelArgs args;
-  args.Tensor(x).Tensor(y);
+  args.FlatTensor(x).FlatTensor(y);
   return ctx.Enqueue(StrCat("cast_", DTypeSuffix(x.dtype), "_", DTypeSuffix(y.dtype)), args,
                      NdRange::Linear(static_cast<size_t>(y.numel())));
 }

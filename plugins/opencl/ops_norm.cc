@@ -12,7 +12,7 @@ constexpr size_t kNormGroup = 64;  // TSR_NORM_GROUP in norm.cl
 Status EnqueueRmsNorm(const OpCall& call, LaunchContext& ctx) {
   const TensorView &x = call.in[0], &w = call.in[1], &y = call.out[0];
   KernelArgs args;
-  args.Tensor(x).Tensor(w).Tensor(y).Float(call.params.rms_norm.eps);
+  args.RowsTensor(x).Tensor(w).RowsTensor(y).Float(call.params.rms_norm.eps);
   return ctx.Enqueue(KernelName("rms_norm", x.dtype), args,
                      NdRange::Groups(static_cast<size_t>(x.rows()), kNormGroup));
 }
@@ -21,7 +21,8 @@ Status EnqueueAddRmsNorm(const OpCall& call, LaunchContext& ctx) {
   const TensorView &x = call.in[0], &r = call.in[1], &w = call.in[2];
   const TensorView &y = call.out[0], &r_out = call.out[1];
   KernelArgs args;
-  args.Tensor(x).Tensor(r).Tensor(w).Tensor(y).Tensor(r_out).Float(call.params.rms_norm.eps);
+  args.RowsTensor(x).RowsTensor(r).Tensor(w).RowsTensor(y).RowsTensor(r_out);
+  args.Float(call.params.rms_norm.eps);
   return ctx.Enqueue(KernelName("add_rms_norm", x.dtype), args,
                      NdRange::Groups(static_cast<size_t>(x.rows()), kNormGroup));
 }

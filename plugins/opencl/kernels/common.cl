@@ -46,6 +46,7 @@ inline void tsr_fail(__global int* st, int kind, int a, int b, int c, int d) {
 
 // Element offset of row `row` (row-major over all dims but the innermost).
 inline long tsr_row_offset(tsr_layout l, long row) {
+  if (l.ndim == 2) return l.offset + row * l.strides[0];  // row < shape[0]
   long off = l.offset;
   for (int i = (int)l.ndim - 2; i >= 0; --i) {
     long d = l.shape[i];
@@ -57,6 +58,7 @@ inline long tsr_row_offset(tsr_layout l, long row) {
 
 // Element offset of the element with row-major linear index `i`.
 inline long tsr_elem_offset(tsr_layout l, long i) {
+  if (l.ndim == 1) return l.offset + i * l.strides[0];  // i < shape[0]
   long off = l.offset;
   for (int k = (int)l.ndim - 1; k >= 0; --k) {
     long d = l.shape[k];
