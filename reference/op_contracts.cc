@@ -76,10 +76,20 @@ std::string_view OpName(tsr_op_id op) {
 
 std::span<const tsr_op_id> AllOps() { return kAllOps; }
 
+bool IsKnownVersion(tsr_op_id op, uint32_t version) {
+  if (OpName(op).empty()) return false;
+  return version == kOpVersion ||
+         (op == TSR_OP_LINEAR && version == kLinearW8Version);
+}
+
 std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
-                                  int num_outputs) {
+                                  int num_outputs, uint32_t version) {
   std::vector<std::string> in, out;
-  switch (op) {
+  switch (op == TSR_OP_LINEAR && version == kLinearW8Version ? 0 : op) {
+    case 0:  // linear v2
+      in = {"x", "w", "w_scale", "bias"};
+      out = {"y"};
+      break;
     case TSR_OP_EMBEDDING:
       in = {"ids", "table"};
       out = {"y"};
@@ -149,7 +159,16 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
   return names;
 }
 
-StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args) {
+StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
+                             uint32_t version) {
+  if (op == TSR_OP_LINEAR && version == kLinearW8Version) {
+    if (num_args == 4) return ArgSplit{3, 1};
+    if (num_args == 5) return ArgSplit{4, 1};
+    return InvalidArgumentError(fmt::format(
+        "linear v2 takes 4 arguments (x, w, w_scale, y) or 5 (x, w, w_scale, "
+        "bias, y), not {}",
+        num_args));
+  }
   auto want = [&](int in, int out) -> StatusOr<ArgSplit> {
     if (num_args == static_cast<uint32_t>(in + out)) return ArgSplit{in, out};
     return InvalidArgumentError(
@@ -198,7 +217,17 @@ StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args) {
   }
 }
 
-std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op) {
+std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
+                                                  uint32_t version) {
+  if (!IsKnownVersion(op, version)) return {};
+  if (version == kLinearW8Version) {  // linear v2
+    std::vector<std::vector<DType>> out;
+    for (DType a : {F32, BF16}) {
+      out.push_back({a, TSR_DTYPE_I8, F32, a});
+      out.push_back({a, TSR_DTYPE_I8, F32, a, a});
+    }
+    return out;
+  }
   switch (op) {
     case TSR_OP_EMBEDDING:
       return Uniform({0, 1, 1});
@@ -251,15 +280,17 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
         "op id {} is not a v1 op (v1 ids are 1..13{})", op,
         op >= TSR_OP_FUSED_BASE ? "; fused ops have no spec in ABI 1.0" : ""));
   }
-  if (version != kOpVersion) {
-    return NotFoundError(
-        fmt::format("{} version {} is unknown; ABI 1.0 defines version {} only",
-                    OpName(op), version, kOpVersion));
+  if (!IsKnownVersion(op, version)) {
+    return NotFoundError(fmt::format(
+        "{} version {} is unknown; ABI 1.{} defines version {}{}", OpName(op),
+        version, TSR_PLUGIN_ABI_MINOR, kOpVersion,
+        op == TSR_OP_LINEAR ? " and 2 (int8 weights)" : " only"));
   }
-  TSR_ASSIGN_OR_RETURN(ArgSplit split,
-                       SplitArgs(op, static_cast<uint32_t>(dtypes.size())));
+  TSR_ASSIGN_OR_RETURN(
+      ArgSplit split,
+      SplitArgs(op, static_cast<uint32_t>(dtypes.size()), version));
   (void)split;
-  for (const auto& allowed : AllowedSignatures(op)) {
+  for (const auto& allowed : AllowedSignatures(op, version)) {
     if (allowed.size() == dtypes.size() &&
         std::equal(allowed.begin(), allowed.end(), dtypes.begin())) {
       return OkStatus();
@@ -268,7 +299,7 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
   std::vector<std::string> names;
   for (DType d : dtypes) names.emplace_back(DTypeName(d));
   std::vector<std::string> allowed_names;
-  for (const auto& allowed : AllowedSignatures(op)) {
+  for (const auto& allowed : AllowedSignatures(op, version)) {
     if (allowed.size() != dtypes.size()) continue;
     std::vector<std::string> n;
     for (DType d : allowed) n.emplace_back(DTypeName(d));
@@ -302,7 +333,8 @@ std::string SignatureTag(tsr_op_id op, std::span<const DType> dtypes) {
     case TSR_OP_LINEAR: {
       std::string tag = name(0);
       if (dtypes.size() > 1 && dtypes[1] != dtypes[0]) tag += "_w" + name(1);
-      if (dtypes.size() == 4) tag += "_bias";
+      const bool w8 = dtypes.size() > 1 && dtypes[1] == TSR_DTYPE_I8;
+      if (dtypes.size() == (w8 ? 5u : 4u)) tag += "_bias";
       return tag;
     }
     case TSR_OP_CAST:

@@ -1,5 +1,6 @@
-// The static part of the v1 op contracts of tessera_plugin.h: op names,
-// argument counts and the dtype signatures each op allows.
+// The static part of the op contracts of tessera_plugin.h: op names,
+// argument counts and the dtype signatures each op version allows (every
+// v1 op at version 1; since ABI 1.1 also linear v2, weight-only int8).
 //
 // Used by the reference implementation to validate a call and by the
 // conformance kit to judge a plugin's list_ops() table. Pure functions,
@@ -19,8 +20,12 @@
 
 namespace tessera::reference {
 
-// The op versions this reference implements (all v1 ops are version 1).
+// The version every v1 op has; linear also has version 2 (ABI 1.1).
 inline constexpr uint32_t kOpVersion = 1;
+inline constexpr uint32_t kLinearW8Version = 2;
+
+// True when the contract defines `version` of `op`.
+bool IsKnownVersion(tsr_op_id op, uint32_t version);
 
 // "rms_norm" etc.; "" for an id that is not a v1 op.
 std::string_view OpName(tsr_op_id op);
@@ -34,27 +39,31 @@ struct ArgSplit {
   int num_inputs = 0;
   int num_outputs = 0;
 };
-StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args);
+StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
+                             uint32_t version = kOpVersion);
 
-// Checks a signature against the contract: known op id, version 1, argument
+// Checks a signature against the contract: known op id and version, argument
 // count, and the dtype of every argument. The message names what is wrong.
 Status ValidateSignature(tsr_op_id op, uint32_t version,
                          std::span<const DType> dtypes);
 Status ValidateSignature(const tsr_op_signature& signature);
 
 // Short tag for the dtypes of a (valid) signature, used in check names:
-// "f32", "bf16_wf16", "f32_bias", "f16_to_bf16", "f32_top".
+// "f32", "bf16_wf16", "f32_bias", "f16_to_bf16", "f32_top"; linear v2:
+// "f32_wi8", "bf16_wi8_bias".
 std::string SignatureTag(tsr_op_id op, std::span<const DType> dtypes);
 
 // The contract's name of every argument ("x", "w", "y", ...), inputs then
 // outputs, for a call with the given counts (linear without bias has no
 // "bias"; logprobs with one output has no top_*).
 std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
-                                  int num_outputs);
+                                  int num_outputs,
+                                  uint32_t version = kOpVersion);
 
 // Every signature the v1 contract allows, for one op (all dtype
 // combinations and both argument counts where an op has optional args).
-std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op);
+std::vector<std::vector<DType>> AllowedSignatures(
+    tsr_op_id op, uint32_t version = kOpVersion);
 
 }  // namespace tessera::reference
 

@@ -38,6 +38,7 @@ Status Embedding(const OpCall& call);
 Status RmsNorm(const OpCall& call);
 Status AddRmsNorm(const OpCall& call);
 Status Linear(const OpCall& call);
+Status LinearW8(const OpCall& call);  // linear v2 (ABI 1.1)
 Status Rope(const OpCall& call);
 Status KvStore(const OpCall& call);
 Status PagedAttention(const OpCall& call);

@@ -27,6 +27,45 @@ TEST(LinearTest, TransposedActivationsAndF16Weights) {
   EXPECT_THAT(y, ValuesNear(std::vector<double>{-2, 3, -2, 7.5}));
 }
 
+TEST(LinearW8Test, HandComputedGroupsAndBias) {
+  // x [1, 4]; w I8 [2, 4] in groups of 2 with scales [2, 2]:
+  //   y[0] = (1*2 + 2*(-4)) * 0.5 + (3*1 + 4*0) * 0.25 + 1 = -1.25
+  //   y[1] = (1 + 2) * 10 * 0.1 + (3 + 4) * (-1) * 2 = -11
+  auto x = F32({1, 4}, {1, 2, 3, 4});
+  auto w = OwnedTensor::FromValues(TSR_DTYPE_I8, {2, 4}, {2, -4, 1, 0, 10, 10, -1, -1});
+  auto s = F32({2, 2}, {0.5, 0.25, 0.1, 2});
+  auto bias = F32({2}, {1, 0});
+  OwnedTensor y(TSR_DTYPE_F32, {1, 2});
+  const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), 2};
+  std::vector<HostTensor> out = {y.view()};
+  ASSERT_TRUE(RunReferenceOp(TSR_OP_LINEAR, kLinearW8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s.view(),
+                                                     bias.view()},
+                             out, &p)
+                  .ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{-1.25, -11}));
+  // Per channel (G = K): scales [2, 1].
+  auto s1 = F32({2, 1}, {1, 0.5});
+  const tsr_linear_w8_params per_channel{sizeof(tsr_linear_w8_params), 4};
+  ASSERT_TRUE(RunReferenceOp(TSR_OP_LINEAR, kLinearW8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s1.view()},
+                             out, &per_channel)
+                  .ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{-3, 11.5}));
+  // A group size that does not divide K, or a scale of the wrong shape.
+  const tsr_linear_w8_params bad{sizeof(tsr_linear_w8_params), 3};
+  Status st = RunReferenceOp(TSR_OP_LINEAR, kLinearW8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s1.view()},
+                             out, &bad);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("group_size 3"));
+  st = RunReferenceOp(TSR_OP_LINEAR, kLinearW8Version,
+                      std::vector<HostTensor>{x.view(), w.view(), s.view()}, out,
+                      &per_channel);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("w_scale"));
+  // I8 weights are not a v1 signature.
+  EXPECT_FALSE(RunOp(TSR_OP_LINEAR, {x.view(), w.view()}, {y.view()}).ok());
+}
+
 TEST(LinearTest, ValidationErrors) {
   auto x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   OwnedTensor y(TSR_DTYPE_F32, {2, 2});

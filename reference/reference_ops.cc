@@ -58,7 +58,9 @@ struct OpEntry {
   std::vector<std::pair<int, int>> exact_aliases;
 };
 
-const OpEntry* FindOp(tsr_op_id op) {
+const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
+  static const OpEntry kLinearW8{internal::LinearW8, {}};
+  if (op == TSR_OP_LINEAR && version == kLinearW8Version) return &kLinearW8;
   static const OpEntry kEmbedding{internal::Embedding, {}};
   static const OpEntry kRmsNorm{internal::RmsNorm, {{0, 0}}};
   static const OpEntry kAddRmsNorm{internal::AddRmsNorm, {{1, 1}}};
@@ -176,12 +178,12 @@ bool ExactAlias(const HostTensor& a, const HostTensor& b) {
          a.strides == b.strides;
 }
 
-Status CheckAliasing(tsr_op_id op, const OpEntry& entry,
+Status CheckAliasing(tsr_op_id op, uint32_t version, const OpEntry& entry,
                      std::span<const HostTensor> inputs,
                      std::span<const HostTensor> outputs) {
   const int num_inputs = static_cast<int>(inputs.size());
   const std::vector<std::string> names =
-      ArgNames(op, num_inputs, static_cast<int>(outputs.size()));
+      ArgNames(op, num_inputs, static_cast<int>(outputs.size()), version);
   for (int o = 0; o < static_cast<int>(outputs.size()); ++o) {
     for (int i = 0; i < num_inputs; ++i) {
       if (!ElementsOverlap(outputs[o], inputs[i])) continue;
@@ -212,14 +214,14 @@ Status Dispatch(tsr_op_id op, uint32_t version,
                 std::span<const HostTensor> inputs,
                 std::span<const HostTensor> outputs, const void* params,
                 bool execute) {
-  const OpEntry* entry = FindOp(op);
+  const OpEntry* entry = FindOp(op, version);
   if (entry == nullptr) {
     return NotFoundError(fmt::format(
         "op id {} is not a v1 op; the reference implements ids 1..13", op));
   }
   std::string_view name = OpName(op);
   uint32_t num_args = static_cast<uint32_t>(inputs.size() + outputs.size());
-  TSR_ASSIGN_OR_RETURN(ArgSplit split, SplitArgs(op, num_args));
+  TSR_ASSIGN_OR_RETURN(ArgSplit split, SplitArgs(op, num_args, version));
   if (split.num_inputs != static_cast<int>(inputs.size())) {
     return InvalidArgumentError(fmt::format(
         "{}: got {} inputs and {} outputs; expected {} inputs and {} outputs",
@@ -232,7 +234,7 @@ Status Dispatch(tsr_op_id op, uint32_t version,
   TSR_RETURN_IF_ERROR(ValidateSignature(op, version, dtypes));
   const int num_inputs = static_cast<int>(inputs.size());
   const std::vector<std::string> names =
-      ArgNames(op, num_inputs, static_cast<int>(outputs.size()));
+      ArgNames(op, num_inputs, static_cast<int>(outputs.size()), version);
   for (int i = 0; i < num_inputs; ++i) {
     TSR_RETURN_IF_ERROR(CheckTensor(name, names[i], inputs[i], false));
   }
@@ -242,7 +244,7 @@ Status Dispatch(tsr_op_id op, uint32_t version,
   }
   OpCall call{name, inputs, outputs, params, false};
   TSR_RETURN_IF_ERROR(entry->fn(call));  // shape checks only
-  TSR_RETURN_IF_ERROR(CheckAliasing(op, *entry, inputs, outputs));
+  TSR_RETURN_IF_ERROR(CheckAliasing(op, version, *entry, inputs, outputs));
   if (!execute) return OkStatus();
   call.execute = true;
   return entry->fn(call);

@@ -1,9 +1,39 @@
+// The op table's kernels: each listed (op, version) mapped to its Run, and
+// the cpu plugin's additions to the shared v1 table (ExtendOpTable, see
+// kit/op_table.h): linear v2, weight-only int8 (ABI 1.1).
+#include "kit/op_checks.h"
 #include "ops.h"
+
+namespace tessera::plugin_kit {
+
+namespace {
+const OpDef kLinearW8Def = {TSR_OP_LINEAR,
+                            "linear",
+                            {"x", "w", "w_scale", "bias"},
+                            {"y"},
+                            sizeof(tsr_linear_w8_params),
+                            CheckLinearW8,
+                            2};
+}  // namespace
+
+// Replaces the kit's weak default: v1 + linear v2.
+void ExtendOpTable(OpTableBuilder& table) {
+  constexpr tsr_dtype I8 = TSR_DTYPE_I8;
+  constexpr tsr_dtype F32 = TSR_DTYPE_F32;
+  for (tsr_dtype a : {TSR_DTYPE_F32, TSR_DTYPE_BF16}) {
+    table.Add(&kLinearW8Def, 3, {a, I8, F32, a});
+    table.Add(&kLinearW8Def, 4, {a, I8, F32, a, a});
+  }
+}
+
+}  // namespace tessera::plugin_kit
 
 namespace tessera::cpu {
 
-OpRunFn FindOpRun(tsr_op_id id) {
-  switch (id) {
+OpRunFn FindOpRun(const OpDef& def) {
+  if (def.version == 2) return def.id == TSR_OP_LINEAR ? RunLinearW8 : nullptr;
+  if (def.version != 1) return nullptr;
+  switch (def.id) {
     case TSR_OP_EMBEDDING: return RunEmbedding;
     case TSR_OP_RMS_NORM: return RunRmsNorm;
     case TSR_OP_ADD_RMS_NORM: return RunAddRmsNorm;

@@ -1,9 +1,11 @@
-// The kernels of the cpu plugin, one Run (on the stream worker) per v1 op;
+// The kernels of the cpu plugin, one Run (on the stream worker) per v1 op
+// and per later op version the plugin lists (op_runs.cc);
 // the synchronous checks are the kit's (kit/op_checks.h). Contracts:
 // include/tessera/plugin/tessera_plugin.h. Families:
 //   ops_norm.cc         rms_norm, add_rms_norm
 //   ops_elementwise.cc  embedding, silu_and_mul, add, cast
 //   ops_linear.cc       linear
+//   ops_linear_w8.cc    linear v2 (int8 weights, ABI 1.1)
 //   ops_attention.cc    rope, kv_store, paged_attention
 //   ops_sampling.cc     argmax, sample, logprobs
 // Every kernel supports arbitrary (non-negative) strides, accumulates in f32
@@ -19,8 +21,9 @@ namespace tessera::cpu {
 // A kernel; failures become the stream's sticky error.
 using OpRunFn = Status (*)(const OpCall& call, ExecContext& ctx);
 
-// The kernel of v1 op `id` (NULL for an id the op table does not list).
-OpRunFn FindOpRun(tsr_op_id id);
+// The kernel of the op version `def` describes (NULL for one the op table
+// does not list).
+OpRunFn FindOpRun(const OpDef& def);
 
 #define TSR_CPU_DECLARE_OP(Name) Status Run##Name(const OpCall& call, ExecContext& ctx);
 
@@ -37,6 +40,7 @@ TSR_CPU_DECLARE_OP(Cast)
 TSR_CPU_DECLARE_OP(Argmax)
 TSR_CPU_DECLARE_OP(Sample)
 TSR_CPU_DECLARE_OP(Logprobs)
+TSR_CPU_DECLARE_OP(LinearW8)  // linear v2 (ops_linear_w8.cc)
 
 #undef TSR_CPU_DECLARE_OP
 

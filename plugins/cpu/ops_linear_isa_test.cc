@@ -4,8 +4,10 @@
 // K not a multiple of 8/16/32 (masked and scalar K tails), N odd and past
 // one 64-row work item, bias, and strided views at byte offsets (x and y
 // column-major, w rows padded). The scalar path itself is checked against
-// f64 math. Also: the path is chosen by the isa option / TESSERA_CPU_ISA,
-// reported in the device name, and an unknown path fails init.
+// f64 math; prefill shapes (48+ rows per block) cover the avx512bf16
+// packed-panel GEMM and its tails. Also: the path is chosen by the isa
+// option / TESSERA_CPU_ISA, reported in the device name, and an unknown
+// path fails init.
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -117,6 +119,13 @@ TEST_F(LinearIsaTest, EveryPathMatchesScalarOnOddShapes) {
 TEST_F(LinearIsaTest, ManyRowBlocksPrefillShape) {
   // 300 rows of K = 1031 cross the ~1 MiB row-block boundary on every path.
   CheckAllPaths({TSR_DTYPE_BF16, TSR_DTYPE_BF16, 300, 1031, 131, true, false});
+  // Prefill-sized blocks (the avx512bf16 packed-panel GEMM): rows past
+  // one 96-row chunk and not a multiple of the 6-row tile, K past one
+  // 256-input slice with an even and an odd tail, N with a partial
+  // 64-column panel, strided views (x packed, w rows padded and unaligned).
+  CheckAllPaths({TSR_DTYPE_BF16, TSR_DTYPE_BF16, 200, 600, 200, true, false});
+  CheckAllPaths({TSR_DTYPE_BF16, TSR_DTYPE_BF16, 103, 517, 70, false, true});
+  CheckAllPaths({TSR_DTYPE_BF16, TSR_DTYPE_BF16, 256, 32, 64, false, false});
   CheckAllPaths({TSR_DTYPE_F32, TSR_DTYPE_F32, 300, 1031, 70, false, false});
 }
 

@@ -10,7 +10,9 @@
 // (tails are masked or handled scalar; nothing is read past a row's K
 // elements). Inside, groups of 4 weight rows are loaded once and meet every
 // x row (tiles of a few rows) while they sit in L1, so calls with many x
-// rows reuse each weight panel from cache. Pure; thread-safe.
+// rows reuse each weight panel from cache (the avx512bf16 `bf16_bf16`
+// kernel instead packs 64-row weight panels for blocks of 48+ rows: see
+// ops_linear_kernels_avx512bf16.cc). Pure; thread-safe.
 //
 // x is f32 except in `bf16_bf16`, where it is bf16 (uint16 bits) and the
 // products use the bf16 dot-product instruction (f32 accumulation). A NULL

@@ -16,8 +16,8 @@ const tsr_plugin_manifest kManifest = {
     sizeof(tsr_plugin_manifest),
     "cpu",
     "1.0.0",
-    "Tessera's CPU device plugin: virtual devices on host memory, every v1 op, "
-    "in-process collectives",
+    "Tessera's CPU device plugin: virtual devices on host memory, every v1 op "
+    "and linear v2 (int8 weights), in-process collectives",
     TSR_PLUGIN_ABI_MAJOR,
     TSR_PLUGIN_ABI_MINOR,
     0,
@@ -116,7 +116,8 @@ tsr_status DeviceProperties(int32_t device, tsr_device_properties* props) {
     p.compute_units = static_cast<uint32_t>(state.threads);
     p.dtype_mask = (uint64_t{1} << TSR_DTYPE_F32) | (uint64_t{1} << TSR_DTYPE_F16) |
                    (uint64_t{1} << TSR_DTYPE_BF16) | (uint64_t{1} << TSR_DTYPE_I32) |
-                   (uint64_t{1} << TSR_DTYPE_I64) | (uint64_t{1} << TSR_DTYPE_U8);
+                   (uint64_t{1} << TSR_DTYPE_I64) | (uint64_t{1} << TSR_DTYPE_U8) |
+                   (uint64_t{1} << TSR_DTYPE_I8);
     std::memcpy(props, &p, sizeof(p));
     return OkStatus();
   });

@@ -95,7 +95,7 @@ Status InitPlugin(const tsr_init_args* args) {
       kernel->device = d;
       kernel->signature = static_cast<long>(i);
       kernel->def = OpSignatureInfos()[i].def;
-      kernel->run = FindOpRun(kernel->def->id);
+      kernel->run = FindOpRun(*kernel->def);
       state->kernel_handles.push_back(state->kernels.Add(std::move(kernel)));
     }
   }

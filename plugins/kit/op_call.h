@@ -1,4 +1,4 @@
-// OpCall: one launch of a v1 op, validated and copied by the launch entry —
+// OpCall: one launch of an op (v1, or a later version a plugin lists), validated and copied by the launch entry —
 // the argument views and the op's params — which is what an op's check and
 // its kernel read. Plain value type.
 #ifndef TESSERA_PLUGINS_KIT_OP_CALL_H_
@@ -20,6 +20,7 @@ struct OpCall {
     tsr_rms_norm_params rms_norm;
     tsr_rope_params rope;
     tsr_paged_attention_params attention;
+    tsr_linear_w8_params linear_w8;  // linear v2
   } params{};
 };
 

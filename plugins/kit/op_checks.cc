@@ -101,6 +101,33 @@ Status CheckLinear(const OpCall& call) {
   return RequireDim(y, "y", 1, w.dim(0), "N (w's dim 0)");
 }
 
+Status CheckLinearW8(const OpCall& call) {
+  const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
+  TSR_KIT_RETURN_IF_ERROR(RequireRank(x, "x", 2));
+  TSR_KIT_RETURN_IF_ERROR(RequireRank(w, "w", 2));
+  TSR_KIT_RETURN_IF_ERROR(RequireDim(w, "w", 1, x.dim(1), "K (x's dim 1)"));
+  if (w.dim(1) > 1 && w.stride(1) != 1) {
+    return InvalidArgument("w must have a unit innermost stride, but its strides are [",
+                           w.stride(0), ", ", w.stride(1), "]");
+  }
+  const int64_t k = x.dim(1);
+  const int32_t g = call.params.linear_w8.group_size;
+  if (g < 1 || (k > 0 && k % g != 0)) {
+    return InvalidArgument("params.group_size = ", g, " must be >= 1 and divide K = ", k,
+                           " (use K for one scale per output channel)");
+  }
+  TSR_KIT_RETURN_IF_ERROR(RequireRank(scale, "w_scale", 2));
+  TSR_KIT_RETURN_IF_ERROR(RequireDim(scale, "w_scale", 0, w.dim(0), "N (w's dim 0)"));
+  TSR_KIT_RETURN_IF_ERROR(RequireDim(scale, "w_scale", 1, k / g, "K / group_size"));
+  if (call.num_inputs == 4) {
+    TSR_KIT_RETURN_IF_ERROR(RequireRank(call.in[3], "bias", 1));
+    TSR_KIT_RETURN_IF_ERROR(RequireDim(call.in[3], "bias", 0, w.dim(0), "N (w's dim 0)"));
+  }
+  TSR_KIT_RETURN_IF_ERROR(RequireRank(y, "y", 2));
+  TSR_KIT_RETURN_IF_ERROR(RequireDim(y, "y", 0, x.dim(0), "T (x's dim 0)"));
+  return RequireDim(y, "y", 1, w.dim(0), "N (w's dim 0)");
+}
+
 Status CheckRope(const OpCall& call) {
   const TensorView &pos = call.in[0], &inv = call.in[1], &q = call.in[2], &k = call.in[3];
   TSR_KIT_RETURN_IF_ERROR(RequireRank(pos, "positions", 1));

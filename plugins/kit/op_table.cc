@@ -34,20 +34,25 @@ const OpDef kOpDefs[] = {
      CheckLogprobs},
 };
 
-struct Tables {
+struct Tables : OpTableBuilder {
   std::vector<tsr_op_signature> sigs;
   std::vector<OpSignatureInfo> infos;
 
-  void Add(tsr_op_id op, size_t num_inputs, std::initializer_list<tsr_dtype> dtypes) {
+  void Add(const OpDef* def, size_t num_inputs,
+           std::initializer_list<tsr_dtype> dtypes) override {
     tsr_op_signature sig{};
     sig.struct_size = sizeof(tsr_op_signature);
-    sig.op = op;
-    sig.version = 1;
+    sig.op = def->id;
+    sig.version = def->version;
     sig.num_args = static_cast<uint32_t>(dtypes.size());
     size_t i = 0;
     for (tsr_dtype d : dtypes) sig.dtypes[i++] = d;
     sigs.push_back(sig);
-    infos.push_back(OpSignatureInfo{FindOpDef(op), num_inputs, dtypes.size() - num_inputs});
+    infos.push_back(OpSignatureInfo{def, num_inputs, dtypes.size() - num_inputs});
+  }
+  // A v1 signature of the shared table.
+  void Add(tsr_op_id op, size_t num_inputs, std::initializer_list<tsr_dtype> dtypes) {
+    Add(FindOpDef(op), num_inputs, dtypes);
   }
 };
 
@@ -79,12 +84,17 @@ const Tables& GetTables() {
     t.Add(TSR_OP_SAMPLE, 6, {F32, F32, I32, F32, F32, F32, I32});
     t.Add(TSR_OP_LOGPROBS, 2, {F32, I32, F32});
     t.Add(TSR_OP_LOGPROBS, 2, {F32, I32, F32, I32, F32});
+    ExtendOpTable(t);
     return t;
   }();
   return tables;
 }
 
 }  // namespace
+
+// The default: no extra signatures. A plugin's own (strong) definition
+// replaces it at link time.
+__attribute__((weak)) void ExtendOpTable(OpTableBuilder& /*table*/) {}
 
 const tsr_op_signature* OpSignatures() { return GetTables().sigs.data(); }
 const OpSignatureInfo* OpSignatureInfos() { return GetTables().infos.data(); }

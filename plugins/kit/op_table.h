@@ -6,12 +6,19 @@
 //
 // Adding an op: write Check<Op> in op_checks.cc, add an OpDef to kOpDefs in
 // op_table.cc with its argument names and params size, list its signatures
-// there, and give each plugin a kernel. The static tables are immutable;
-// thread-safe.
+// there, and give each plugin a kernel.
+//
+// Op versions of later minors (e.g. linear v2, ABI 1.1) are not in the
+// shared table: a plugin that implements one defines ExtendOpTable (below),
+// which adds the OpDefs and signatures of that plugin only; a plugin that
+// does not define it lists exactly the v1 table (the host falls back to the
+// cpu plugin for the rest). The tables are built once, on first use, and
+// are immutable afterwards; thread-safe.
 #ifndef TESSERA_PLUGINS_KIT_OP_TABLE_H_
 #define TESSERA_PLUGINS_KIT_OP_TABLE_H_
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 
 #include "op_call.h"
@@ -31,6 +38,7 @@ struct OpDef {
   const char* output_names[TSR_MAX_OP_ARGS];
   size_t params_size;  // v1.0 size of its params struct; 0 = no params
   OpCheckFn check;
+  uint32_t version = 1;  // the op version this def describes
 };
 
 // A signature plus how its arguments split into inputs and outputs.
@@ -40,6 +48,22 @@ struct OpSignatureInfo {
   size_t num_outputs;
 };
 
+// Collects a plugin's extra signatures (see ExtendOpTable).
+class OpTableBuilder {
+ public:
+  virtual ~OpTableBuilder() = default;
+  // Lists `dtypes` (inputs then outputs; the first `num_inputs` are inputs)
+  // for `def`'s (op, version). `def` must outlive the plugin (a static).
+  virtual void Add(const OpDef* def, size_t num_inputs,
+                   std::initializer_list<tsr_dtype> dtypes) = 0;
+};
+
+// The hook a plugin defines (as a plain function in its own sources) to
+// append its own op versions after the shared v1 signatures. The kit holds
+// a weak, empty default, so a plugin that does not define it gets the v1
+// table alone. Called once, when the tables are first built.
+void ExtendOpTable(OpTableBuilder& table);
+
 // list_ops' array and the parallel array of infos (same order and count).
 const tsr_op_signature* OpSignatures();
 const OpSignatureInfo* OpSignatureInfos();
@@ -47,6 +71,7 @@ size_t NumOpSignatures();
 
 // The signature index matching `sig`, or -1.
 long FindOpSignature(const tsr_op_signature& sig);
+// The def of op `id`'s version 1 (for names and messages), or NULL.
 const OpDef* FindOpDef(tsr_op_id id);
 
 // "input 1 (table)" / "output 0 (y)".

@@ -54,6 +54,7 @@
 #include "cli/bench_one_batch.h"
 #include "cli/command.h"
 #include "cli/generate_prompt.h"
+#include "cli/model_loading.h"
 #include "cli/runtime_start.h"
 #include "cli/read_bandwidth.h"
 #include "model/checkpoint.h"
@@ -78,6 +79,7 @@ struct BenchOptions {
   bool no_bandwidth = false;
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int cpu_threads = 0;
+  std::string quantization = "none";
   runtime::RuntimeFlags flags;
   CLI::Option* batch_opt = nullptr;
   CLI::Option* input_opt = nullptr;
@@ -241,6 +243,7 @@ int RunOneBatchBench(BenchOptions o) {
   // The workspace sized for the largest prefill up front (not timed).
   runner_options.max_batch_tokens = max_batch * o.input_len;
   runner_options.show_progress = progress;
+  ApplyQuantizationFlag(o.quantization, &runner_options);
   if (progress) fmt::print(stderr, "loading {}...\n", o.model_path);
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
   if (!runner.ok()) {
@@ -256,6 +259,7 @@ int RunOneBatchBench(BenchOptions o) {
   out["plugin"] = (*rt)->plugin().name();
   out["device"] = (*runner)->device().Label();
   out["dtype"] = std::string(DTypeName((*runner)->activation_dtype()));
+  out["quantization"] = o.quantization;
   out["seed"] = o.seed;
   out["bandwidth"] =
       bandwidth ? ReadBandwidthToJson(*bandwidth) : Json(nullptr);
@@ -523,6 +527,7 @@ Command AddBenchCommand(CLI::App& root) {
       app->add_option("--bandwidth-bytes", o->bandwidth_bytes,
                       "bytes the bandwidth probe reads per pass")
           ->capture_default_str());
+  one_batch_option(AddQuantizationOption(app, &o->quantization));
   one_batch_option(app->add_option("--cpu-threads", o->cpu_threads,
                                    "threads of the bandwidth probe (0: all)"));
   one_batch_option(

@@ -61,6 +61,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   int64_t chunked_prefill_size = 2048;
   bool json = false;
+  std::string quantization = "none";
   runtime::RuntimeFlags flags;
   // Set after parsing: which sampling flags were given.
   CLI::Option* temperature_opt = nullptr;
@@ -212,6 +213,7 @@ int RunGenerate(const GenerateOptions& o) {
   if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   model::ModelRunnerOptions runner_options;
   runner_options.kv_capacity_tokens = prompt_len + params.max_new_tokens;
+  ApplyQuantizationFlag(o.quantization, &runner_options);
   runner_options.max_batch_tokens =
       std::min(prompt_len, params.prefill_chunk_tokens);
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
@@ -333,6 +335,7 @@ Command AddGenerateCommand(CLI::App& root) {
                    "prefill the prompt in chunks of at most this many tokens "
                    "(0 or -1: all at once)")
       ->capture_default_str();
+  AddQuantizationOption(command.app, &o->quantization);
   command.app->add_flag("--json", o->json,
                         "print one JSON object (ids, text, finish_reason, "
                         "tokens/s) instead of streaming text");

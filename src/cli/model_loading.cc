@@ -27,4 +27,22 @@ int ModelFailureCode(const Status& status) {
   }
 }
 
+CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value) {
+  return app
+      ->add_option("--quantization", *value,
+                   "weight quantization: none; int8 (decoder linear weights "
+                   "as int8, a scale per 32 inputs); int8-per-channel (a "
+                   "scale per output row)")
+      ->check(CLI::IsMember({"none", "int8", "int8-per-channel"}))
+      ->capture_default_str();
+}
+
+void ApplyQuantizationFlag(const std::string& value,
+                           model::ModelRunnerOptions* options) {
+  options->quantization = value == "none" ? model::WeightQuantization::kNone
+                                          : model::WeightQuantization::kInt8;
+  options->int8_group_size =
+      value == "int8-per-channel" ? 0 : model::kDefaultInt8GroupSize;
+}
+
 }  // namespace tessera::cli

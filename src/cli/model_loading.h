@@ -1,14 +1,18 @@
-// Model-loading helpers shared by `generate` and `serve`: the EOS ids a
-// checkpoint and its tokenizer declare, and the exit code for a failure
-// while loading or running a model.
+// Model-loading helpers shared by `generate`, `serve` and `bench`: the EOS
+// ids a checkpoint and its tokenizer declare, the exit code for a failure
+// while loading or running a model, and the --quantization flag.
 #ifndef TESSERA_CLI_MODEL_LOADING_H_
 #define TESSERA_CLI_MODEL_LOADING_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "base/status.h"
 #include "model/checkpoint.h"
+#include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera::cli {
@@ -20,6 +24,16 @@ std::vector<int32_t> EosIds(const model::Checkpoint& checkpoint,
 // The checkpoint's fault (unsupported, malformed, mismatched) is bad input
 // (kExitBadInput), anything else a runtime failure (kExitRuntimeFailure).
 int ModelFailureCode(const Status& status);
+
+// Adds `--quantization none|int8|int8-per-channel` to `app`, bound to
+// `value` ("none" by default): int8 makes the decoder layers' linear
+// weights int8 with a scale per 32 inputs at load (model/weights.h);
+// int8-per-channel uses one scale per output row.
+CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value);
+// Sets options->quantization and int8_group_size from a validated
+// --quantization value.
+void ApplyQuantizationFlag(const std::string& value,
+                           model::ModelRunnerOptions* options);
 
 }  // namespace tessera::cli
 

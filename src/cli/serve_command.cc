@@ -76,6 +76,7 @@ struct ServeOptions {
   std::string schedule_policy = "lpm";
   bool disable_radix_cache = false;
   std::string dtype = "auto";
+  std::string quantization = "none";
   int cpu_threads = 0;
   double log_interval = 5.0;
   double shutdown_grace = 30.0;
@@ -209,6 +210,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   ro.page_size = o.page_size;
   if (o.dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
   if (o.dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
+  ApplyQuantizationFlag(o.quantization, &ro);
   const int64_t context =
       o.context_length > 0 ? o.context_length : config.max_position_embeddings;
   const uint64_t device_memory =
@@ -456,6 +458,7 @@ Command AddServeCommand(CLI::App& root) {
   app->add_option("--dtype", o->dtype,
                   "activation and KV dtype: auto, float32, bfloat16")
       ->capture_default_str();
+  AddQuantizationOption(app, &o->quantization);
   app->add_option("--cpu-threads", o->cpu_threads,
                   "threads of the cpu plugin (default: all cores)");
   app->add_option("--log-interval", o->log_interval,

@@ -39,7 +39,8 @@ std::optional<tsr_op_signature> FindListed(
     return std::nullopt;
   for (tsr_op_id want : preferred) {
     for (size_t i = 0; i < n; ++i) {
-      if (ops[i].op == want && reference::ValidateSignature(ops[i]).ok())
+      if (ops[i].op == want && ops[i].version == reference::kOpVersion &&
+          reference::ValidateSignature(ops[i]).ok())
         return ops[i];
     }
   }

@@ -97,8 +97,13 @@ TensorSpec AliasOf(const std::vector<TensorSpec>& args, int arg) {
   return t;
 }
 
-CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes) {
+CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes,
+                     uint32_t version) {
   CaseList out;
+  if (version != 1) {
+    if (op == TSR_OP_LINEAR && version == 2) AddLinearW8Cases(out, dtypes);
+    return out;
+  }
   switch (op) {
     case TSR_OP_EMBEDDING:
       AddEmbeddingCases(out, dtypes);

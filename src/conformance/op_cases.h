@@ -61,6 +61,7 @@ struct OpCase {
   std::vector<uint8_t> params;  // the params struct; empty = NULL
   CompareMode compare = CompareMode::kNumeric;
   double tolerance_scale = 1.0;  // multiplies the table tolerance
+  uint32_t version = 1;          // the op version (linear v2: 2)
 
   template <typename P>
   void SetParams(const P& p) {
@@ -112,14 +113,16 @@ struct CaseDef {
 };
 using CaseList = std::vector<CaseDef>;
 
-// Every case for one (valid) signature of `op`.
-CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes);
+// Every case for one (valid) signature of `op` version `version`.
+CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes,
+                     uint32_t version = 1);
 
 // Per op family (op_cases_*.cc).
 void AddEmbeddingCases(CaseList& out, std::span<const DType> dtypes);
 void AddRmsNormCases(CaseList& out, std::span<const DType> dtypes);
 void AddAddRmsNormCases(CaseList& out, std::span<const DType> dtypes);
 void AddLinearCases(CaseList& out, std::span<const DType> dtypes);
+void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes);  // v2
 void AddSiluAndMulCases(CaseList& out, std::span<const DType> dtypes);
 void AddAddCases(CaseList& out, std::span<const DType> dtypes);
 void AddCastCases(CaseList& out, std::span<const DType> dtypes);

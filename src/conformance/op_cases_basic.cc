@@ -192,6 +192,62 @@ void AddLinearCases(CaseList& out, std::span<const DType> dtypes) {
   add("t0", 0, 17, 5, kPacked);
 }
 
+// linear v2 (ABI 1.1): x A [T, K], w I8 [N, K], w_scale F32 [N, K / G],
+// optional bias A [N] -> y A [T, N]. Group sizes 32 and K (per channel),
+// and odd ones (1, 11) no SIMD path specialises; T on both sides of the
+// cpu plugin's decode / prefill split (16 rows per thread); scales around
+// 1 / (127 sqrt(K)) so outputs are O(1). The math is exact dequantisation,
+// so the ordinary tolerance of the output dtype applies.
+void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes) {
+  const DType a = dtypes[0];
+  const bool bias = dtypes.size() == 5;
+  enum Layout { kPacked, kStrided, kTransposedX };
+  auto add = [&](std::string name, int64_t t, int64_t k, int64_t n, int64_t g,
+                 Layout l) {
+    out.push_back({name, [=](CaseBuilder& b) {
+                     OpCase c;
+                     c.version = 2;
+                     c.num_inputs = bias ? 4 : 3;
+                     tsr_linear_w8_params p{};
+                     p.struct_size = sizeof(p);
+                     p.group_size = static_cast<int32_t>(g);
+                     c.SetParams(p);
+                     const double s = 1.0 / (127.0 * std::sqrt(static_cast<double>(
+                                                         std::max<int64_t>(k, 1))));
+                     TensorSpec x = b.Uniform(a, {t, k}, -1, 1);
+                     TensorSpec w = b.Uniform(TSR_DTYPE_I8, {n, k}, -127, 127);
+                     TensorSpec sc = b.Uniform(TSR_DTYPE_F32, {n, k / g}, 0.25 * s, 2 * s);
+                     TensorSpec bs = b.Uniform(a, {n}, -1, 1);
+                     TensorSpec y = b.Output(a, {t, n});
+                     if (l == kStrided) {
+                       x = AtOffset(PadRows(x, 3), 5);
+                       w = AtOffset(PadRows(w, 8), 3);
+                       sc = AtOffset(Transpose2D(sc), 1);
+                       bs = AtOffset(WithStrides(bs, {3}), 2);
+                       y = AtOffset(PadRows(y, 5), 1);
+                     } else if (l == kTransposedX) {
+                       x = Transpose2D(x);
+                     }
+                     c.args = {x, w, sc};
+                     if (bias) c.args.push_back(bs);
+                     c.args.push_back(y);
+                     return c;
+                   }});
+  };
+  add("tiny", 1, 1, 1, 1, kPacked);
+  add("basic", 3, 64, 5, 32, kPacked);
+  add("wide", 17, 96, 129, 32, kPacked);
+  add("per_channel", 5, 129, 17, 129, kPacked);
+  add("gemv", 1, 512, 33, 32, kPacked);
+  add("gemv_per_channel", 3, 4096, 9, 4096, kPacked);
+  add("prefill", 70, 256, 64, 32, kPacked);
+  add("prefill_per_channel", 40, 100, 67, 100, kPacked);
+  add("group11", 4, 99, 7, 11, kPacked);
+  add("strided", 7, 64, 17, 32, kStrided);
+  add("x_transposed", 9, 33, 13, 33, kTransposedX);
+  add("t0", 0, 64, 5, 32, kPacked);
+}
+
 // silu_and_mul: x X [.., 2I] -> y X [.., I].
 void AddSiluAndMulCases(CaseList& out, std::span<const DType> dtypes) {
   const DType x = dtypes[0];

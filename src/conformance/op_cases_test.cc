@@ -15,27 +15,30 @@ namespace {
 TEST(OpCasesTest, EveryCaseOfEverySignatureRunsOnTheReference) {
   int count = 0;
   for (tsr_op_id op : reference::AllOps()) {
-    for (const auto& dtypes : reference::AllowedSignatures(op)) {
-      CaseList cases = MakeOpCases(op, dtypes);
-      EXPECT_GE(cases.size(), 5u) << reference::OpName(op);
-      for (const CaseDef& def : cases) {
-        std::string name = std::string(reference::OpName(op)) + "." +
-                           reference::SignatureTag(op, dtypes) + "." + def.name;
-        CaseBuilder builder(HashName(name));
-        OpCase c = def.build(builder);
-        ASSERT_EQ(c.args.size(), dtypes.size()) << name;
-        for (size_t i = 0; i < dtypes.size(); ++i) {
-          ASSERT_EQ(c.args[i].dtype, dtypes[i]) << name << " arg " << i;
+    // Every op's v1, and linear v2 (AllowedSignatures is empty otherwise).
+    for (uint32_t version : {reference::kOpVersion, reference::kLinearW8Version}) {
+      for (const auto& dtypes : reference::AllowedSignatures(op, version)) {
+        CaseList cases = MakeOpCases(op, dtypes, version);
+        EXPECT_GE(cases.size(), 5u) << reference::OpName(op);
+        for (const CaseDef& def : cases) {
+          std::string name = std::string(reference::OpName(op)) + "." +
+                             reference::SignatureTag(op, dtypes) + "." + def.name;
+          CaseBuilder builder(HashName(name));
+          OpCase c = def.build(builder);
+          ASSERT_EQ(c.args.size(), dtypes.size()) << name;
+          for (size_t i = 0; i < dtypes.size(); ++i) {
+            ASSERT_EQ(c.args[i].dtype, dtypes[i]) << name << " arg " << i;
+          }
+          auto layout = LayOut(c, 1);
+          ASSERT_TRUE(layout.ok()) << name << ": " << layout.status().message();
+          auto ref = RunReference(op, c, *layout);
+          ASSERT_TRUE(ref.ok()) << name << ": " << ref.status().message();
+          // The reference agrees with itself.
+          std::vector<Image> want = *ref, got = *ref;
+          Outcome o = CompareImages(op, c, *layout, want, got);
+          EXPECT_EQ(o.status, CheckStatus::kPass) << name << ": " << o.message;
+          ++count;
         }
-        auto layout = LayOut(c, 1);
-        ASSERT_TRUE(layout.ok()) << name << ": " << layout.status().message();
-        auto ref = RunReference(op, c, *layout);
-        ASSERT_TRUE(ref.ok()) << name << ": " << ref.status().message();
-        // The reference agrees with itself.
-        std::vector<Image> want = *ref, got = *ref;
-        Outcome o = CompareImages(op, c, *layout, want, got);
-        EXPECT_EQ(o.status, CheckStatus::kPass) << name << ": " << o.message;
-        ++count;
       }
     }
   }

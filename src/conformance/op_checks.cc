@@ -1,7 +1,8 @@
 // ops: the plugin's op table (list_ops) and every signature in it, resolved
 // and run over the cases of op_cases.h against reference/. Ops a plugin
 // does not list are not checked (a plugin may implement a subset); entries
-// that are not v1 ops or break a contract's dtype rules fail op.list.
+// that are not a known (op, version) — the v1 ops, linear v2 since ABI
+// 1.1 — or break a contract's dtype rules fail op.list.
 #include <fmt/format.h>
 
 #include <set>
@@ -99,7 +100,7 @@ void OpChecks(CheckContext& ctx, PluginEnv& env) {
       resolve();
       return resolve_error.empty() ? Pass() : Fail(resolve_error);
     });
-    for (const CaseDef& def : MakeOpCases(sig.op, dtypes)) {
+    for (const CaseDef& def : MakeOpCases(sig.op, dtypes, sig.version)) {
       const std::string name = prefix + "." + def.name;
       ctx.Run(name, [&]() -> Outcome {
         resolve();
@@ -129,7 +130,7 @@ void OpChecks(CheckContext& ctx, PluginEnv& env) {
                        fmt::format("resolve_op on device {}", last));
         KIT_ASSIGN_OR_FAIL(Stream s, env.NewStream(last));
         // The op's representative case: "basic" where it has one.
-        CaseList cases = MakeOpCases(sig.op, dtypes);
+        CaseList cases = MakeOpCases(sig.op, dtypes, sig.version);
         const CaseDef* pick = cases.empty() ? nullptr : &cases.front();
         for (const char* want : {"plain", "mixed", "neox.basic", "basic"}) {
           for (const CaseDef& def : cases) {

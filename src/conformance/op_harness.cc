@@ -330,7 +330,7 @@ StatusOr<std::vector<Image>> RunReference(tsr_op_id op, const OpCase& c,
   std::span<HostTensor> out(views.data() + c.num_inputs,
                             views.size() - c.num_inputs);
   TSR_RETURN_IF_ERROR(reference::RunReferenceOp(
-      op, 1, in, out, c.params.empty() ? nullptr : c.params.data()));
+      op, c.version, in, out, c.params.empty() ? nullptr : c.params.data()));
   return images;
 }
 
@@ -338,7 +338,7 @@ Outcome CompareImages(tsr_op_id op, const OpCase& c, const CaseLayout& layout,
                       std::vector<Image>& reference, std::vector<Image>& got) {
   const int num_outputs = static_cast<int>(c.args.size()) - c.num_inputs;
   const std::vector<std::string> names =
-      reference::ArgNames(op, c.num_inputs, num_outputs);
+      reference::ArgNames(op, c.num_inputs, num_outputs, c.version);
   std::vector<HostTensor> want_views = HostViews(c, layout, reference);
   std::vector<HostTensor> got_views = HostViews(c, layout, got);
   std::vector<Image> initial = layout.initial;

@@ -243,7 +243,8 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
       KIT_CHECK_CALL(env, api.list_ops(&ops, &n), "list_ops");
       const tsr_op_signature* sig = nullptr;
       for (size_t i = 0; i < n && sig == nullptr; ++i) {
-        if (ops[i].op == op && reference::ValidateSignature(ops[i]).ok())
+        if (ops[i].op == op && ops[i].version == reference::kOpVersion &&
+            reference::ValidateSignature(ops[i]).ok())
           sig = &ops[i];
       }
       if (sig == nullptr)

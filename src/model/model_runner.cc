@@ -148,6 +148,8 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     WeightLoadOptions load;
     load.activation_dtype = act;
     load.keep_f16_linear = options.keep_f16_linear;
+    load.quantization = options.quantization;
+    load.int8_group_size = options.int8_group_size;
     load.progress = [&progress](uint64_t done, uint64_t total) {
       progress.Update(done, total);
     };
@@ -316,14 +318,33 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
 Status ModelRunner::Launch(tsr_op_id op, std::span<const tsr_tensor> inputs,
                            std::span<const tsr_tensor> outputs,
                            const void* params, size_t params_size,
-                           int64_t layer, const char* what) {
+                           int64_t layer, const char* what,
+                           uint32_t version) {
   Status s = runtime_.dispatcher().Launch(*stream_, op, inputs, outputs,
-                                          params, params_size);
+                                          params, params_size, version);
   if (s.ok()) return s;
   return s.WithContext(layer >= 0 ? fmt::format("{} layer {}: {}",
                                                 arch_->class_name, layer, what)
                                   : fmt::format("{}: {}", arch_->class_name,
                                                 what));
+}
+
+Status ModelRunner::LaunchLinear(const tsr_tensor& x, const DeviceWeight& w,
+                                 const DeviceWeight& bias,
+                                 const tsr_tensor& out, int64_t layer,
+                                 const char* what) {
+  std::vector<tsr_tensor> in = {x, w.View()};
+  tsr_tensor outs[] = {out};
+  if (!w.quantized()) {
+    if (bias.present()) in.push_back(bias.View());
+    return Launch(TSR_OP_LINEAR, in, outs, nullptr, 0, layer, what);
+  }
+  in.push_back(w.ScaleView());
+  if (bias.present()) in.push_back(bias.View());
+  const tsr_linear_w8_params params{sizeof(tsr_linear_w8_params),
+                                    static_cast<int32_t>(w.group_size)};
+  return Launch(TSR_OP_LINEAR, in, outs, &params, sizeof(params), layer, what,
+                2);
 }
 
 Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
@@ -359,13 +380,8 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
 
   // qkv = normed @ w_qkv^T (+ bias): [T, (Hq + 2 Hk) D].
   const tsr_tensor qkv = w.qkv->View(x, {t, qkv_dim});
-  {
-    std::vector<tsr_tensor> in = {normed, lw.qkv.View()};
-    if (lw.qkv_bias.present()) in.push_back(lw.qkv_bias.View());
-    tsr_tensor out[] = {qkv};
-    TSR_RETURN_IF_ERROR(
-        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "qkv projection"));
-  }
+  TSR_RETURN_IF_ERROR(
+      LaunchLinear(normed, lw.qkv, lw.qkv_bias, qkv, l, "qkv projection"));
   // Head views into qkv: q [T, Hq, D], k and v [T, Hk, D], row stride
   // (Hq + 2 Hk) D.
   const tsr_tensor q =
@@ -417,14 +433,8 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
     TSR_RETURN_IF_ERROR(Launch(TSR_OP_PAGED_ATTENTION, in, out, &pa,
                                sizeof(pa), l, "paged_attention"));
   }
-  {
-    std::vector<tsr_tensor> in = {w.attn->View(x, {t, hq * d}),
-                                  lw.o_proj.View()};
-    if (lw.o_bias.present()) in.push_back(lw.o_bias.View());
-    tsr_tensor out[] = {hidden};
-    TSR_RETURN_IF_ERROR(
-        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "o projection"));
-  }
+  TSR_RETURN_IF_ERROR(LaunchLinear(w.attn->View(x, {t, hq * d}), lw.o_proj,
+                                   lw.o_bias, hidden, l, "o projection"));
   {
     tsr_tensor in[] = {hidden, residual, lw.post_norm.View()};
     tsr_tensor out[] = {normed, residual};
@@ -433,24 +443,16 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
   }
   const tsr_tensor gate_up = w.gate_up->View(x, {t, 2 * inter});
   const tsr_tensor act = w.act->View(x, {t, inter});
-  {
-    tsr_tensor in[] = {normed, lw.gate_up.View()};
-    tsr_tensor out[] = {gate_up};
-    TSR_RETURN_IF_ERROR(
-        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "gate_up projection"));
-  }
+  TSR_RETURN_IF_ERROR(LaunchLinear(normed, lw.gate_up, DeviceWeight{}, gate_up,
+                                   l, "gate_up projection"));
   {
     tsr_tensor in[] = {gate_up};
     tsr_tensor out[] = {act};
     TSR_RETURN_IF_ERROR(
         Launch(TSR_OP_SILU_AND_MUL, in, out, nullptr, 0, l, "silu_and_mul"));
   }
-  {
-    tsr_tensor in[] = {act, lw.down.View()};
-    tsr_tensor out[] = {hidden};
-    TSR_RETURN_IF_ERROR(
-        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, l, "down projection"));
-  }
+  TSR_RETURN_IF_ERROR(LaunchLinear(act, lw.down, DeviceWeight{}, hidden, l,
+                                   "down projection"));
   return OkStatus();
 }
 

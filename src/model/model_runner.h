@@ -12,6 +12,8 @@
 //   embedding(ids) -> residual [T, H]
 //   per layer: rms_norm / add_rms_norm (residual fused) -> normed [T, H]
 //              linear qkv (+ bias)        -> qkv [T, (Hq + 2 Hk) D]
+//              (every layer linear is linear v2 on int8 weights when the
+//              runner was created with WeightQuantization::kInt8)
 //              [q/k norm] rms_norm over q [T, Hq, D] and k [T, Hk, D] views
 //              rope (positions per token) -> q, k in place
 //              kv_store(k, v, slots)      -> this layer's K/V slabs
@@ -43,6 +45,7 @@
 #include "kv/kv_pool.h"
 #include "model/arch_registry.h"
 #include "model/checkpoint.h"
+#include "model/quantize.h"
 #include "model/weights.h"
 #include "runtime/runtime.h"
 
@@ -61,6 +64,10 @@ struct ModelRunnerOptions {
   int64_t max_batch_tokens = 256;
   // Linear weights stored as F16 stay F16 (see weights.h).
   bool keep_f16_linear = true;
+  // kInt8: the decoder layers' linear weights become int8 with per-group
+  // scales at load and run through linear v2 (weights.h, quantize.h).
+  WeightQuantization quantization = WeightQuantization::kNone;
+  int64_t int8_group_size = kDefaultInt8GroupSize;  // see WeightLoadOptions
   // Weight-upload progress on stderr, only when stderr is a terminal.
   bool show_progress = true;
 };
@@ -143,7 +150,12 @@ class ModelRunner {
   runtime::Buffer* F32Logits() const;
   Status Launch(tsr_op_id op, std::span<const tsr_tensor> inputs,
                 std::span<const tsr_tensor> outputs, const void* params,
-                size_t params_size, int64_t layer, const char* what);
+                size_t params_size, int64_t layer, const char* what,
+                uint32_t version = 1);
+  // out = x w^T (+ bias): linear v1, or v2 when `w` is an int8 weight.
+  Status LaunchLinear(const tsr_tensor& x, const DeviceWeight& w,
+                      const DeviceWeight& bias, const tsr_tensor& out,
+                      int64_t layer, const char* what);
 
   runtime::Runtime& runtime_;
   runtime::Device& device_;

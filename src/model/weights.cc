@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "model/quantize.h"
+
 namespace tessera::model {
 namespace {
 
@@ -74,12 +76,18 @@ class ModelWeights::Loader {
 
   // The tensors `names` stacked along their first dimension into one
   // device weight. `linear`: a weight of the linear op (may stay F16).
+  // `quantizable`: a decoder-layer linear weight (int8 when asked for).
   StatusOr<DeviceWeight> Stacked(const std::vector<std::string>& names,
-                                 bool linear) {
+                                 bool linear, bool quantizable = false) {
     std::vector<TensorRef> parts;
     for (const std::string& name : names) {
       TSR_ASSIGN_OR_RETURN(TensorRef ref, checkpoint_.Get(name));
       parts.push_back(ref);
+    }
+    if (quantizable &&
+        options_.quantization == WeightQuantization::kInt8 &&
+        parts[0].shape().size() == 2) {
+      return QuantizedStack(names, parts);
     }
     DeviceWeight weight;
     weight.shape = parts[0].shape();
@@ -111,11 +119,73 @@ class ModelWeights::Loader {
     return weight;
   }
 
-  StatusOr<DeviceWeight> Single(const std::string& name, bool linear) {
-    return Stacked({name}, linear);
+  StatusOr<DeviceWeight> Single(const std::string& name, bool linear,
+                                bool quantizable = false) {
+    return Stacked({name}, linear, quantizable);
   }
 
  private:
+  // `parts` ([N_i, K] each) stacked into one I8 [sum N_i, K] weight with
+  // F32 scales [sum N_i, K / G], quantised row block by row block.
+  StatusOr<DeviceWeight> QuantizedStack(const std::vector<std::string>& names,
+                                        const std::vector<TensorRef>& parts) {
+    DeviceWeight weight;
+    weight.dtype = TSR_DTYPE_I8;
+    weight.shape = parts[0].shape();
+    weight.shape[0] = 0;
+    for (const TensorRef& part : parts) weight.shape[0] += part.shape()[0];
+    const int64_t n = weight.shape[0], k = weight.shape[1];
+    weight.group_size = Int8GroupFor(k, options_.int8_group_size);
+    const int64_t groups = k / weight.group_size;
+    const uint64_t q_bytes = static_cast<uint64_t>(n * k);
+    const uint64_t s_bytes = static_cast<uint64_t>(n * groups) * sizeof(float);
+    for (bool scales : {false, true}) {
+      auto buffer = device_.AllocateUncached(scales ? s_bytes : q_bytes);
+      if (!buffer.ok()) {
+        return buffer.status().WithContext(fmt::format(
+            "cannot hold int8 weight {} ({} + {} bytes of scales) on {}",
+            names[0], q_bytes, s_bytes, device_.Label()));
+      }
+      (scales ? weight.scale : weight.buffer) = std::move(buffer).value();
+    }
+    // Rows per block: about kChunkElements floats of staging.
+    const int64_t block = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(k, 1));
+    std::vector<float> rows_f32;
+    std::vector<int8_t> rows_q;
+    std::vector<float> rows_s;
+    int64_t row0 = 0;
+    for (const TensorRef& part : parts) {
+      const int64_t part_rows = part.shape()[0];
+      const size_t src_size = DTypeSize(part.dtype());
+      for (int64_t r = 0; r < part_rows; r += block) {
+        const int64_t nr = std::min(block, part_rows - r);
+        rows_f32.resize(static_cast<size_t>(nr * k));
+        rows_q.resize(static_cast<size_t>(nr * k));
+        rows_s.resize(static_cast<size_t>(nr * groups));
+        ConvertFloatElements(part.data() + r * k * src_size, part.dtype(),
+                             rows_f32.data(), TSR_DTYPE_F32, nr * k);
+        QuantizeInt8Rows(rows_f32.data(), nr, k, weight.group_size,
+                         rows_q.data(), rows_s.data());
+        Status status = weight.buffer->CopyFromHost(
+            static_cast<uint64_t>((row0 + r) * k), rows_q.data(), nr * k);
+        if (status.ok()) {
+          status = weight.scale->CopyFromHost(
+              static_cast<uint64_t>((row0 + r) * groups) * sizeof(float),
+              rows_s.data(), nr * groups * sizeof(float));
+        }
+        if (!status.ok()) {
+          return status.WithContext(fmt::format(
+              "uploading int8 {} from {}", part.name(), part.path()));
+        }
+      }
+      row0 += part_rows;
+      done_bytes_ += part.size_bytes();
+      if (options_.progress) options_.progress(done_bytes_, total_bytes_);
+    }
+    weights_.device_bytes_ += q_bytes + s_bytes;
+    return weight;
+  }
+
   Status Upload(runtime::Buffer& dst, uint64_t dst_offset,
                 const TensorRef& src, DType dst_dtype) {
     const int64_t count = src.num_elements();
@@ -181,7 +251,7 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
         lw.qkv, load.Stacked({name("self_attn.q_proj.weight"),
                               name("self_attn.k_proj.weight"),
                               name("self_attn.v_proj.weight")},
-                             true));
+                             true, true));
     if (arch.HasQkvBias(config)) {
       TSR_ASSIGN_OR_RETURN(
           lw.qkv_bias, load.Stacked({name("self_attn.q_proj.bias"),
@@ -196,7 +266,7 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
                            load.Single(name("self_attn.k_norm.weight"), false));
     }
     TSR_ASSIGN_OR_RETURN(lw.o_proj,
-                         load.Single(name("self_attn.o_proj.weight"), true));
+                         load.Single(name("self_attn.o_proj.weight"), true, true));
     if (arch.HasOBias(config)) {
       TSR_ASSIGN_OR_RETURN(lw.o_bias,
                            load.Single(name("self_attn.o_proj.bias"), false));
@@ -206,9 +276,9 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
     TSR_ASSIGN_OR_RETURN(lw.gate_up,
                          load.Stacked({name("mlp.gate_proj.weight"),
                                        name("mlp.up_proj.weight")},
-                                      true));
+                                      true, true));
     TSR_ASSIGN_OR_RETURN(lw.down,
-                         load.Single(name("mlp.down_proj.weight"), true));
+                         load.Single(name("mlp.down_proj.weight"), true, true));
   }
   TSR_ASSIGN_OR_RETURN(w->final_norm_,
                        load.Single(std::string(kFinalNormName), false));

@@ -11,7 +11,11 @@
 //     weights stored as F16, which stay F16 when keep_f16_linear (the linear
 //     op takes F16 weights with F32 or BF16 activations);
 //   - a tied lm_head reuses the embedding table (a copy in the file is
-//     ignored, as Hugging Face does).
+//     ignored, as Hugging Face does);
+//   - with WeightQuantization::kInt8, the decoder layers' linear weights
+//     (qkv, o_proj, gate_up, down; not the embeddings, not lm_head) are
+//     quantised on the host (quantize.h) to I8 [N, K] plus F32 scales
+//     [N, K / G], for linear v2; device_bytes() counts those bytes.
 // The checkpoint must already have passed Checkpoint::Validate().
 // Conversion runs on the host in bounded chunks straight from the mapped
 // files; weights go into uncached device buffers (large, long-lived).
@@ -29,20 +33,29 @@
 #include "base/status.h"
 #include "model/arch_registry.h"
 #include "model/checkpoint.h"
+#include "model/quantize.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
 
 namespace tessera::model {
 
-// One weight on the device; absent when buffer is null.
+// One weight on the device; absent when buffer is null. An int8 weight
+// (dtype I8) also has per-group scales: F32 [shape[0], shape[1] / group_size].
 struct DeviceWeight {
   runtime::BufferPtr buffer;
   DType dtype = TSR_DTYPE_INVALID;
   std::vector<int64_t> shape;
+  runtime::BufferPtr scale;  // int8 weights only
+  int64_t group_size = 0;    // int8 weights only: G, divides shape[1]
 
   bool present() const { return buffer != nullptr; }
+  bool quantized() const { return scale != nullptr; }
   // The contiguous view of the whole weight.
   tsr_tensor View() const { return buffer->View(dtype, shape); }
+  // The scales' contiguous view (quantized() only).
+  tsr_tensor ScaleView() const {
+    return scale->View(TSR_DTYPE_F32, {shape[0], shape[1] / group_size});
+  }
 };
 
 struct LayerWeights {
@@ -58,9 +71,18 @@ struct LayerWeights {
   DeviceWeight down;        // [H, I]
 };
 
+enum class WeightQuantization {
+  kNone,  // weights in the activation dtype (or F16, see keep_f16_linear)
+  kInt8,  // decoder-layer linear weights as int8 + per-group F32 scales
+};
+
 struct WeightLoadOptions {
   DType activation_dtype = TSR_DTYPE_F32;  // F32 or BF16
   bool keep_f16_linear = true;
+  WeightQuantization quantization = WeightQuantization::kNone;
+  // kInt8: weights per scale along K; a size that does not divide a
+  // weight's K (or <= 0) means one scale per output channel for it.
+  int64_t int8_group_size = kDefaultInt8GroupSize;
   // Called after each tensor: (source bytes read so far, total).
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -21,11 +21,27 @@ std::unique_ptr<Plugin> LoadMinimal() {
   return std::make_unique<Plugin>(std::move(lib).value());
 }
 
+// A plugin built against ABI 1.0 (the minimal plugin re-labelled 1.0, see
+// abi_1_0_test_plugin.c) still loads, initialises and runs under the 1.1
+// host: the floor is 1.0 and 1.1 only added an optional op version.
+TEST(PluginWrapperTest, Abi10PluginStillLoads) {
+  static_assert(TSR_PLUGIN_ABI_MINOR_FLOOR == 0);
+  auto lib = PluginLibrary::Open(TSR_ABI10_PLUGIN_PATH);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  Plugin plugin(std::move(lib).value());
+  EXPECT_EQ(plugin.AbiVersion(), "1.0");
+  EXPECT_EQ(plugin.name(), "minimal");
+  ASSERT_TRUE(plugin.Init({}).ok());
+  auto count = plugin.DeviceCount();
+  ASSERT_TRUE(count.ok()) << count.status().ToString();
+  EXPECT_GE(*count, 1);
+}
+
 TEST(PluginWrapperTest, IdentityBeforeInit) {
   auto plugin = LoadMinimal();
   ASSERT_NE(plugin, nullptr);
   EXPECT_EQ(plugin->name(), "minimal");
-  EXPECT_EQ(plugin->AbiVersion(), "1.0");
+  EXPECT_EQ(plugin->AbiVersion(), "1.1");  // built against the 1.1 header
   EXPECT_EQ(plugin->Probe(), 1);
   EXPECT_FALSE(plugin->initialized());
   EXPECT_TRUE(plugin->ops().empty());

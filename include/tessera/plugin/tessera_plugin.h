@@ -60,7 +60,9 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define TSR_PLUGIN_ABI_MAJOR 1
-#define TSR_PLUGIN_ABI_MINOR 0
+/* Minor history: 1.0 the v1 ops; 1.1 adds TSR_DTYPE_I8 weights and linear
+ * v2 (weight-only int8). A 1.1 plugin need not list any 1.1 op. */
+#define TSR_PLUGIN_ABI_MINOR 1
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -102,7 +104,7 @@ enum {
   TSR_DTYPE_I32 = 4,
   TSR_DTYPE_I64 = 5,
   TSR_DTYPE_U8 = 6,
-  TSR_DTYPE_I8 = 7,   /* reserved for weight-only int8 in a later minor */
+  TSR_DTYPE_I8 = 7,   /* since 1.1: weight-only int8 (linear v2) */
   TSR_DTYPE_COUNT_V1 = 8
 };
 
@@ -276,7 +278,19 @@ enum {
    *   optional bias A [N]; out y A [T, N]. y = x w^T (+ bias).
    *   Signatures (A, W, A): A in {F32, BF16}, W in {F32, BF16, F16} with
    *   W == A or W == F16. num_inputs is 2 or 3 (bias). w needs a unit
-   *   innermost stride. params: none (NULL). */
+   *   innermost stride. params: none (NULL).
+   * linear v2 (since 1.1; the same id, version 2): weight-only int8.
+   *   in x A [T, K], w I8 [N, K], w_scale F32 [N, K / G], optional bias A [N];
+   *   out y A [T, N]. G is params.group_size: G >= 1 divides K (G == K is
+   *   one scale per output channel).
+   *     y[t, n] = sum_k x[t, k] * (w[n, k] * w_scale[n, k / G]) (+ bias[n]),
+   *   accumulated in at least f32 and rounded once to A.
+   *   Signatures (A, I8, F32, A) and (A, I8, F32, A, A) with A in
+   *   {F32, BF16}: num_inputs is 3 or 4 (bias). w needs a unit innermost
+   *   stride; x, w_scale, bias and y may have any strides. With K == 0,
+   *   w_scale is [N, 0], y = bias (or 0) and any G >= 1 is accepted.
+   *   params: tsr_linear_w8_params. A plugin that does not list linear v2
+   *   leaves it to the host's cpu fallback. */
   TSR_OP_LINEAR = 4,
   /* rope v1: in positions I32 [T], inv_freq F32 [R/2], q X [T, Hq, D],
    *   k X [T, Hk, D]; out q_out X [T, Hq, D], k_out X [T, Hk, D].
@@ -377,6 +391,12 @@ typedef struct tsr_paged_attention_params {
   int32_t sliding_window; /* 0: none; else attend to the last W positions only */
   float logit_softcap;    /* 0: none; else s = cap * tanh(s / cap) */
 } tsr_paged_attention_params;
+
+/* linear v2 (since 1.1). */
+typedef struct tsr_linear_w8_params {
+  uint32_t struct_size;
+  int32_t group_size; /* G: weights per scale along K; >= 1, divides K */
+} tsr_linear_w8_params;
 
 #define TSR_MAX_OP_ARGS 12
 
