@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "host_info.h"
+#include "kit/host_log.h"
 #include "options.h"
 
 namespace tessera::cpu {
@@ -12,7 +13,6 @@ namespace {
 
 std::mutex g_init_mu;
 std::atomic<PluginState*> g_state{nullptr};
-std::atomic<const tsr_host_services*> g_host{nullptr};
 
 // Runs at dlclose/exit: a host that forgot shutdown must not leave worker
 // threads running code that is about to be unmapped.
@@ -53,15 +53,10 @@ Status CheckDevice(int device) {
   return OkStatus();
 }
 
-void SetHostServices(const tsr_host_services* host) { g_host.store(host); }
+void SetHostServices(const tsr_host_services* host) { plugin_kit::SetHostServices(host); }
 
 void Log(tsr_log_level level, const std::string& message) {
-  const tsr_host_services* host = g_host.load();
-  if (host == nullptr || host->struct_size < sizeof(tsr_host_services) ||
-      host->log == nullptr) {
-    return;
-  }
-  host->log(host->host_context, level, ("cpu: " + message).c_str());
+  plugin_kit::LogToHost("cpu", level, message);
 }
 
 Status InitPlugin(const tsr_init_args* args) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "kit/host_log.h"
 #include "kit/init_args.h"
 #include "program_cache.h"
 
@@ -13,7 +14,6 @@ constexpr const char* kKnownKeys = "cache_dir";
 
 std::mutex g_init_mu;
 std::atomic<PluginState*> g_state{nullptr};
-std::atomic<const tsr_host_services*> g_host{nullptr};
 
 __attribute__((destructor)) void ShutdownAtUnload() {
   if (g_state.load() != nullptr) (void)ShutdownPlugin();
@@ -72,15 +72,10 @@ int32_t ProbeScore() {
   return best;
 }
 
-void SetHostServices(const tsr_host_services* host) { g_host.store(host); }
+void SetHostServices(const tsr_host_services* host) { plugin_kit::SetHostServices(host); }
 
 void Log(tsr_log_level level, const std::string& message) {
-  const tsr_host_services* host = g_host.load();
-  if (host == nullptr || host->struct_size < sizeof(tsr_host_services) ||
-      host->log == nullptr) {
-    return;
-  }
-  host->log(host->host_context, level, ("opencl: " + message).c_str());
+  plugin_kit::LogToHost("opencl", level, message);
 }
 
 Status InitPlugin(const tsr_init_args* args) {
