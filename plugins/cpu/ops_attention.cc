@@ -5,13 +5,21 @@
 //                    (S, Hk, D), rows named by slots written in place
 //   paged_attention  q (T, Hq, D), k_cache/v_cache (S, Hk, D), block_table
 //                    I32 (B, P), seq_lens I32 (B), query_start I32 (B+1)
-//                    -> o (T, Hq, D); online softmax per (token, head)
+//                    -> o (T, Hq, D). Tiles of query rows (x the GQA
+//                    group) per (sequence, KV head) walk the sequence's
+//                    keys in blocks of 32 with online softmax, so each
+//                    K/V block is converted once per tile; long KV ranges
+//                    are split across threads when tiles are few
+//                    (flash-decoding) and merged after.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "cpu_isa.h"
 #include "ops.h"
+#include "ops_attention_kernels.h"
 #include "ops_common.h"
 
 namespace tessera::cpu {
@@ -85,27 +93,6 @@ void CopyHeadRows(const TensorView& src, int64_t t, const TensorView& dst, int64
   }
 }
 
-inline float Dot(const float* a, const float* b, int64_t n) {
-  float s[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
-  }
-  float tail = 0.0f;
-  for (; i < n; ++i) tail += a[i] * b[i];
-  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])) + tail;
-}
-
-// Loads D elements of a (strided) row as f32, or points at them directly.
-template <typename T>
-inline const float* RowAsF32(const T* row, int64_t stride, int64_t d, float* scratch) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (stride == 1) return row;
-  }
-  for (int64_t i = 0; i < d; ++i) scratch[i] = ToF32(row[i * stride]);
-  return scratch;
-}
-
 // Per-sequence facts, read from the I32 inputs.
 struct SeqInfo {
   int64_t first_row;  // query_start[b]
@@ -113,13 +100,11 @@ struct SeqInfo {
   int64_t new_tokens; // query_start[b+1] - query_start[b]
 };
 
-Status ReadSequences(const OpCall& call, int64_t slots, std::vector<SeqInfo>* seqs,
-                     std::vector<int64_t>* row_seq) {
+Status ReadSequences(const OpCall& call, int64_t slots, std::vector<SeqInfo>* seqs) {
   const TensorView &q = call.in[0], &table = call.in[3], &lens = call.in[4],
                    &starts = call.in[5];
   const int64_t t_count = q.dim(0), b_count = lens.dim(0), pages = table.dim(1);
   const int64_t page_size = call.params.attention.page_size;
-  row_seq->assign(t_count, -1);
   for (int64_t b = 0; b < b_count; ++b) {
     int64_t lo = I32At(starts, b), hi = I32At(starts, b + 1), len = I32At(lens, b);
     if (lo < 0 || hi < lo || hi > t_count) {
@@ -144,62 +129,260 @@ Status ReadSequences(const OpCall& call, int64_t slots, std::vector<SeqInfo>* se
                                " slots (page_size ", page_size, ")");
       }
     }
-    for (int64_t r = lo; r < hi; ++r) (*row_seq)[r] = b;
     seqs->push_back(SeqInfo{lo, len, hi - lo});
   }
   return OkStatus();
 }
 
+// Query rows per tile: a tile's rows times the GQA group (the query heads
+// that read one KV head) share every K/V block loaded for them.
+constexpr int64_t kTileQueryRows = 32;
+// A KV range is split (flash-decoding) only into parts of at least this
+// many keys, and only when the tiles alone would leave threads idle.
+constexpr int64_t kMinSplitKeys = 256;
+
+// One unit of work: query rows [t0, t1) of sequence b against KV head kvh,
+// over keys [k_lo, k_hi). Items of a split tile write partial results.
+struct AttentionItem {
+  int64_t b, kvh, t0, t1, k_lo, k_hi;
+  int64_t partial = -1;  // index of the partial result; -1: write o
+  int64_t cost() const { return (t1 - t0) * (k_hi - k_lo); }
+};
+
+// Lists the work of one call: tiles of query rows per (sequence, KV head),
+// and splits of long KV ranges when there are fewer tiles than 2 per
+// thread. `partials` counts the items that write partial results; a split
+// tile's items are consecutive.
+std::vector<AttentionItem> PlanAttention(const std::vector<SeqInfo>& seqs, int64_t hk,
+                                         int64_t tile_rows, int64_t window, int threads,
+                                         int64_t* partials) {
+  std::vector<AttentionItem> tiles;
+  for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
+    const SeqInfo& s = seqs[b];
+    for (int64_t r0 = 0; r0 < s.new_tokens; r0 += tile_rows) {
+      const int64_t r1 = std::min(s.new_tokens, r0 + tile_rows);
+      const int64_t first_pos = s.len - s.new_tokens + r0, last_pos = s.len - s.new_tokens + r1 - 1;
+      const int64_t k_lo = window > 0 ? std::max<int64_t>(0, first_pos - window + 1) : 0;
+      for (int64_t kvh = 0; kvh < hk; ++kvh) {
+        tiles.push_back({b, kvh, s.first_row + r0, s.first_row + r1, k_lo, last_pos + 1});
+      }
+    }
+  }
+  const int64_t want = 2 * int64_t{threads};
+  const int64_t count = static_cast<int64_t>(tiles.size());
+  *partials = 0;
+  if (threads <= 1 || count >= want) return tiles;
+  std::vector<AttentionItem> items;
+  for (const AttentionItem& tile : tiles) {
+    const int64_t keys = tile.k_hi - tile.k_lo;
+    const int64_t splits =
+        std::clamp<int64_t>((want + count - 1) / count, 1, keys / kMinSplitKeys);
+    if (splits <= 1) {
+      items.push_back(tile);
+      continue;
+    }
+    // Split at key-block boundaries so each part loads whole blocks.
+    const int64_t per = ((keys + splits - 1) / splits + kAttentionKeyBlock - 1) /
+                        kAttentionKeyBlock * kAttentionKeyBlock;
+    for (int64_t lo = tile.k_lo; lo < tile.k_hi; lo += per) {
+      AttentionItem part = tile;
+      part.k_lo = lo;
+      part.k_hi = std::min(tile.k_hi, lo + per);
+      part.partial = (*partials)++;
+      items.push_back(part);
+    }
+  }
+  return items;
+}
+
+// One thread's f32 tiles (ops_attention_kernels.h), sized for the largest
+// tile of a call.
+struct AttentionScratch {
+  std::vector<float> q, acc, kt, v, s, m, l;
+  std::vector<int32_t> lo, hi;
+  AttentionScratch(int64_t rows, int64_t d)
+      : q(rows * d), acc(rows * d), kt(d * kAttentionKeyBlock), v(kAttentionKeyBlock * d),
+        s(rows * kAttentionKeyBlock), m(rows), l(rows), lo(rows), hi(rows) {}
+};
+
+template <typename T>
+class PagedAttention {
+ public:
+  PagedAttention(const OpCall& call, const std::vector<SeqInfo>& seqs)
+      : q_(call.in[0]), kc_(call.in[1]), vc_(call.in[2]), table_(call.in[3]), o_(call.out[0]),
+        seqs_(seqs), params_(call.params.attention), d_(q_.dim(2)),
+        group_(q_.dim(1) / kc_.dim(1)),
+        kernels_(AttentionKernelsFor(ActiveCpuIsa())) {}
+
+  int64_t d() const { return d_; }
+  int64_t group() const { return group_; }
+
+  // Runs `item`; leaves its m, l, acc (unnormalised) in `w`, and writes o
+  // when the item is a whole tile.
+  void Run(const AttentionItem& item, AttentionScratch& w) const {
+    const SeqInfo& seq = seqs_[item.b];
+    const int64_t rows = (item.t1 - item.t0) * group_;
+    const int64_t base_pos = seq.len - seq.new_tokens - seq.first_row;  // + t = position
+    const int64_t window = params_.sliding_window;
+    for (int64_t t = item.t0; t < item.t1; ++t) {
+      for (int64_t g = 0; g < group_; ++g) {
+        const int64_t i = (t - item.t0) * group_ + g;
+        const T* row = Row3<T>(q_, t, item.kvh * group_ + g);
+        for (int64_t c = 0; c < d_; ++c) w.q[i * d_ + c] = params_.scale * ToF32(row[c * q_.stride(2)]);
+      }
+    }
+    std::fill(w.m.begin(), w.m.begin() + rows, -std::numeric_limits<float>::infinity());
+    std::fill(w.l.begin(), w.l.begin() + rows, 0.0f);
+    std::fill(w.acc.begin(), w.acc.begin() + rows * d_, 0.0f);
+    const int64_t first_block = item.k_lo / kAttentionKeyBlock * kAttentionKeyBlock;
+    for (int64_t blk = first_block; blk < item.k_hi; blk += kAttentionKeyBlock) {
+      bool any = false;
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t pos = base_pos + item.t0 + i / group_;
+        const int64_t from = std::max(item.k_lo, window > 0 ? pos - window + 1 : 0);
+        const int64_t to = std::min(item.k_hi, pos + 1);
+        w.lo[i] = static_cast<int32_t>(std::clamp<int64_t>(from - blk, 0, kAttentionKeyBlock));
+        w.hi[i] = static_cast<int32_t>(std::clamp<int64_t>(to - blk, 0, kAttentionKeyBlock));
+        any = any || w.lo[i] < w.hi[i];
+      }
+      if (!any) continue;
+      LoadBlock(item, blk, w);
+      kernels_.scores(w.q.data(), rows, d_, w.kt.data(), w.s.data());
+      if (params_.logit_softcap > 0.0f) Softcap(rows, w);
+      kernels_.softmax_accumulate(w.s.data(), rows, w.lo.data(), w.hi.data(), w.v.data(), d_,
+                                  w.m.data(), w.l.data(), w.acc.data());
+    }
+    if (item.partial < 0) Write(item, w.acc.data(), w.l.data());
+  }
+
+  // Writes rows of a tile: o = acc / l.
+  void Write(const AttentionItem& item, const float* acc, const float* l) const {
+    for (int64_t t = item.t0; t < item.t1; ++t) {
+      for (int64_t g = 0; g < group_; ++g) {
+        const int64_t i = (t - item.t0) * group_ + g;
+        T* out = const_cast<T*>(Row3<T>(o_, t, item.kvh * group_ + g));
+        const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+        for (int64_t c = 0; c < d_; ++c) out[c * o_.stride(2)] = FromF32<T>(acc[i * d_ + c] * inv);
+      }
+    }
+  }
+
+ private:
+  // Converts keys [max(blk, k_lo), min(blk + B, k_hi)) to f32: K transposed
+  // into kt, V into v; the block's other columns/rows are zero (their
+  // probabilities are zero, and 0 * garbage could be NaN).
+  void LoadBlock(const AttentionItem& item, int64_t blk, AttentionScratch& w) const {
+    constexpr int64_t kB = kAttentionKeyBlock;
+    const int64_t j_lo = std::max(blk, item.k_lo) - blk;
+    const int64_t j_hi = std::min(blk + kB, item.k_hi) - blk;
+    if (j_lo > 0 || j_hi < kB) {
+      std::fill(w.kt.begin(), w.kt.end(), 0.0f);
+      std::fill(w.v.begin(), w.v.end(), 0.0f);
+    }
+    const int64_t page_size = params_.page_size;
+    const int64_t ks = kc_.stride(2), vs = vc_.stride(2);
+    for (int64_t j = j_lo; j < j_hi; ++j) {
+      const int64_t pos = blk + j;
+      const int64_t slot =
+          int64_t{I32At2(table_, item.b, pos / page_size)} * page_size + pos % page_size;
+      const T* k = Row3<T>(kc_, slot, item.kvh);
+      const T* v = Row3<T>(vc_, slot, item.kvh);
+      float* vrow = w.v.data() + j * d_;
+      for (int64_t c = 0; c < d_; ++c) w.kt[c * kB + j] = ToF32(k[c * ks]);
+      for (int64_t c = 0; c < d_; ++c) vrow[c] = ToF32(v[c * vs]);
+    }
+  }
+
+  void Softcap(int64_t rows, AttentionScratch& w) const {
+    const float cap = params_.logit_softcap;
+    for (int64_t i = 0; i < rows; ++i) {
+      float* si = w.s.data() + i * kAttentionKeyBlock;
+      for (int32_t j = w.lo[i]; j < w.hi[i]; ++j) si[j] = cap * std::tanh(si[j] / cap);
+    }
+  }
+
+  const TensorView &q_, &kc_, &vc_, &table_, &o_;
+  const std::vector<SeqInfo>& seqs_;
+  const tsr_paged_attention_params& params_;
+  const int64_t d_, group_;
+  const AttentionKernels& kernels_;
+};
+
+// Combines the partial results of one split tile (items [first, last)):
+// o = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M), M = max_s m_s.
+// Partial p's row i sits at acc[(p * stride + i) * d], ml[(p * stride + i) * 2].
+template <typename T>
+void MergeSplits(const PagedAttention<T>& attention, const std::vector<AttentionItem>& items,
+                 size_t first, size_t last, int64_t stride, const std::vector<float>& acc,
+                 const std::vector<float>& ml) {
+  const AttentionItem& tile = items[first];
+  const int64_t rows = (tile.t1 - tile.t0) * attention.group(), d = attention.d();
+  std::vector<float> out(rows * d, 0.0f), l(rows, 0.0f);
+  for (int64_t i = 0; i < rows; ++i) {
+    float top = -std::numeric_limits<float>::infinity();
+    for (size_t s = first; s < last; ++s) top = std::max(top, ml[(items[s].partial * stride + i) * 2]);
+    for (size_t s = first; s < last; ++s) {
+      const int64_t p = items[s].partial;
+      const float m = ml[(p * stride + i) * 2], ls = ml[(p * stride + i) * 2 + 1];
+      if (ls == 0.0f) continue;
+      const float f = std::exp(m - top);
+      l[i] += ls * f;
+      const float* a = acc.data() + (p * stride + i) * d;
+      for (int64_t c = 0; c < d; ++c) out[i * d + c] += a[c] * f;
+    }
+  }
+  attention.Write(tile, out.data(), l.data());
+}
+
 template <typename T>
 Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
-  const TensorView &q = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3];
-  const TensorView& o = call.out[0];
-  const tsr_paged_attention_params& params = call.params.attention;
-  const int64_t t_count = q.dim(0), hq = q.dim(1), d = q.dim(2), hk = kc.dim(1);
-  const int64_t group = hq / hk, page_size = params.page_size;
+  const TensorView& kc = call.in[1];
   std::vector<SeqInfo> seqs;
-  std::vector<int64_t> row_seq;
-  TSR_CPU_RETURN_IF_ERROR(ReadSequences(call, kc.dim(0), &seqs, &row_seq));
-
-  const float scale = params.scale, cap = params.logit_softcap;
-  const int64_t window = params.sliding_window;
-  ctx.pool->ParallelFor(t_count * hq, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> qf(d), kf(d), vf(d), acc(d);
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / hq, h = item % hq;
-      T* out = const_cast<T*>(Row3<T>(o, t, h));
-      const int64_t b = row_seq[t];
-      if (b < 0) continue;  // a row past query_start[B]: left untouched
-      const SeqInfo& s = seqs[b];
-      const int64_t p = s.len - s.new_tokens + (t - s.first_row);
-      const int64_t start = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
-      const int64_t kvh = h / group;
-      const float* qv = RowAsF32(Row3<T>(q, t, h), q.stride(2), d, qf.data());
-      float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = start; j <= p; ++j) {
-        const int64_t slot = int64_t{I32At2(table, b, j / page_size)} * page_size + j % page_size;
-        const float* kv = RowAsF32(Row3<T>(kc, slot, kvh), kc.stride(2), d, kf.data());
-        float score = scale * Dot(qv, kv, d);
-        if (cap > 0.0f) score = cap * std::tanh(score / cap);
-        float weight;
-        if (score > m) {
-          const float correction = std::exp(m - score);  // 0 when m = -inf
-          l *= correction;
-          for (int64_t i = 0; i < d; ++i) acc[i] *= correction;
-          m = score;
-          weight = 1.0f;
-        } else {
-          weight = std::exp(score - m);
-        }
-        l += weight;
-        const float* vv = RowAsF32(Row3<T>(vc, slot, kvh), vc.stride(2), d, vf.data());
-        for (int64_t i = 0; i < d; ++i) acc[i] += weight * vv[i];
+  TSR_CPU_RETURN_IF_ERROR(ReadSequences(call, kc.dim(0), &seqs));
+  const PagedAttention<T> attention(call, seqs);
+  const int64_t group = attention.group(), d = attention.d();
+  const int64_t tile_rows = std::max<int64_t>(1, kTileQueryRows / group);
+  int64_t partials = 0;
+  std::vector<AttentionItem> items = PlanAttention(
+      seqs, kc.dim(1), tile_rows, call.params.attention.sliding_window, ctx.pool->size(),
+      &partials);
+  if (items.empty()) return OkStatus();
+  const int64_t max_rows = tile_rows * group;
+  // Partial results: acc [partials, max_rows, d] and (m, l) pairs.
+  std::vector<float> partial_acc(partials * max_rows * d), partial_ml(partials * max_rows * 2);
+  // Largest first, handed out one at a time, so causal tiles balance.
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return items[a].cost() > items[b].cost(); });
+  std::atomic<size_t> next{0};
+  ctx.pool->ParallelFor(ctx.pool->size(), 1, [&](int64_t, int64_t) {
+    AttentionScratch scratch(max_rows, d);
+    for (size_t n = next.fetch_add(1); n < order.size(); n = next.fetch_add(1)) {
+      const AttentionItem& item = items[order[n]];
+      attention.Run(item, scratch);
+      if (item.partial < 0) continue;
+      const int64_t rows = (item.t1 - item.t0) * group;
+      std::copy(scratch.acc.begin(), scratch.acc.begin() + rows * d,
+                partial_acc.begin() + item.partial * max_rows * d);
+      for (int64_t i = 0; i < rows; ++i) {
+        partial_ml[(item.partial * max_rows + i) * 2] = scratch.m[i];
+        partial_ml[(item.partial * max_rows + i) * 2 + 1] = scratch.l[i];
       }
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-      for (int64_t i = 0; i < d; ++i) out[i * o.stride(2)] = FromF32<T>(acc[i] * inv);
     }
   });
+  for (size_t first = 0; first < items.size();) {
+    size_t last = first + 1;
+    if (items[first].partial >= 0) {
+      while (last < items.size() && items[last].partial >= 0 &&
+             items[last].t0 == items[first].t0 && items[last].kvh == items[first].kvh &&
+             items[last].b == items[first].b) {
+        ++last;
+      }
+      MergeSplits(attention, items, first, last, max_rows, partial_acc, partial_ml);
+    }
+    first = last;
+  }
   return OkStatus();
 }
 

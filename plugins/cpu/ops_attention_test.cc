@@ -19,6 +19,24 @@ class AttentionTest : public CpuPluginTest, public ::testing::WithParamInterface
   }
   double Tol() const { return GetParam() == TSR_DTYPE_F32 ? 1e-5 : 2e-2; }
 
+  // Shuts the plugin down and inits it again with isa=`isa` (2 threads);
+  // false when this CPU lacks the path.
+  bool Reinit(const std::string& isa) {
+    for (DeviceTensor& t : owned_) api_->buffer_free(t.buffer);
+    owned_.clear();
+    if (stream_ != nullptr) api_->stream_destroy(stream_);
+    stream_ = nullptr;
+    EXPECT_EQ(api_->shutdown(), TSR_OK) << api_->last_error();
+    initialised_ = false;
+    tsr_status status = InitWith({{"threads", "2"}, {"isa", isa}});
+    if (status != TSR_OK) {
+      EXPECT_EQ(status, TSR_ERR_UNSUPPORTED) << api_->last_error();
+      return false;
+    }
+    EXPECT_EQ(api_->stream_create(0, &stream_), TSR_OK) << api_->last_error();
+    return true;
+  }
+
   std::vector<double> Random(size_t n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> dist(-1, 1);
@@ -111,6 +129,49 @@ struct AttentionCase {
   float softcap = 0.0f;
 };
 
+// softmax(scale * q k^T) v in f64 for every new row of a ragged batch:
+// q [T, hq, d], caches [slots, hk, d], pages[b] the page ids of sequence b.
+std::vector<double> NaiveAttention(const AttentionCase& c, const std::vector<double>& qs,
+                                   const std::vector<double>& kcs, const std::vector<double>& vcs,
+                                   const std::vector<std::vector<int>>& pages,
+                                   const std::vector<int>& lens, const std::vector<int>& starts) {
+  const int64_t t = starts.back();
+  std::vector<double> expected(t * c.hq * c.d);
+  for (size_t b = 0; b + 1 < starts.size(); ++b) {
+    const int n = starts[b + 1] - starts[b];
+    for (int j = 0; j < n; ++j) {
+      const int row = starts[b] + j, p = lens[b] - n + j;
+      for (int64_t h = 0; h < c.hq; ++h) {
+        const int64_t kvh = h / (c.hq / c.hk);
+        std::vector<double> scores;
+        std::vector<int64_t> used;
+        for (int pos = 0; pos <= p; ++pos) {
+          if (c.window > 0 && pos <= p - c.window) continue;
+          int64_t slot = pages[b][pos / c.page_size] * c.page_size + pos % c.page_size;
+          double s = 0;
+          for (int64_t i = 0; i < c.d; ++i) {
+            s += qs[(row * c.hq + h) * c.d + i] * kcs[(slot * c.hk + kvh) * c.d + i];
+          }
+          s *= c.scale;
+          if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
+          scores.push_back(s);
+          used.push_back(slot);
+        }
+        double m = *std::max_element(scores.begin(), scores.end()), sum = 0;
+        for (double& s : scores) sum += (s = std::exp(s - m));
+        for (int64_t i = 0; i < c.d; ++i) {
+          double acc = 0;
+          for (size_t u = 0; u < used.size(); ++u) {
+            acc += scores[u] / sum * vcs[(used[u] * c.hk + kvh) * c.d + i];
+          }
+          expected[(row * c.hq + h) * c.d + i] = acc;
+        }
+      }
+    }
+  }
+  return expected;
+}
+
 TEST_P(AttentionTest, PagedAttentionRaggedBatchMatchesNaive) {
   const tsr_dtype dt = GetParam();
   for (int variant = 0; variant < 3; ++variant) {
@@ -135,45 +196,71 @@ TEST_P(AttentionTest, PagedAttentionRaggedBatchMatchesNaive) {
     DeviceTensor o = Zeros(dt, {t, c.hq, c.d});
     tsr_paged_attention_params params{sizeof(params), c.scale, static_cast<int32_t>(c.page_size),
                                       c.window, c.softcap};
-    ASSERT_EQ(Run(TSR_OP_PAGED_ATTENTION, {q, kc, vc, table, seq_lens, query_start}, {o},
-                  &params, sizeof(params)),
+    ASSERT_EQ(Run(TSR_OP_PAGED_ATTENTION, {q, kc, vc, table, seq_lens, query_start},
+                  {o}, &params, sizeof(params)),
               TSR_OK)
         << api_->last_error();
+    ExpectNear(Read(o), NaiveAttention(c, qs, kcs, vcs, pages, lens, starts), Tol(), Tol());
+  }
+}
 
-    std::vector<double> expected(t * c.hq * c.d);
-    for (int b = 0; b < 2; ++b) {
-      const int n = starts[b + 1] - starts[b];
-      for (int j = 0; j < n; ++j) {
-        const int row = starts[b] + j, p = lens[b] - n + j;
-        for (int64_t h = 0; h < c.hq; ++h) {
-          const int64_t kvh = h / (c.hq / c.hk);
-          std::vector<double> scores;
-          std::vector<int64_t> used;
-          for (int pos = 0; pos <= p; ++pos) {
-            if (c.window > 0 && pos <= p - c.window) continue;
-            int64_t slot = pages[b][pos / c.page_size] * c.page_size + pos % c.page_size;
-            double s = 0;
-            for (int64_t i = 0; i < c.d; ++i) {
-              s += qs[(row * c.hq + h) * c.d + i] * kcs[(slot * c.hk + kvh) * c.d + i];
-            }
-            s *= c.scale;
-            if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
-            scores.push_back(s);
-            used.push_back(slot);
-          }
-          double m = *std::max_element(scores.begin(), scores.end()), sum = 0;
-          for (double& s : scores) sum += (s = std::exp(s - m));
-          for (int64_t i = 0; i < c.d; ++i) {
-            double acc = 0;
-            for (size_t u = 0; u < used.size(); ++u) {
-              acc += scores[u] / sum * vcs[(used[u] * c.hk + kvh) * c.d + i];
-            }
-            expected[(row * c.hq + h) * c.d + i] = acc;
-          }
-        }
+// Long contexts through the tiled kernels on every path this CPU has: many
+// query tiles with partial key blocks, a decode whose keys are split
+// across threads and merged (flash-decoding), split prefill tiles, a
+// sliding window that starts mid-block, a softcap, and d = 80 (one full
+// and one partial 64-column slice).
+TEST_P(AttentionTest, PagedAttentionLongContextsOnEveryPath) {
+  const tsr_dtype dt = GetParam();
+  struct LongCase {
+    const char* name;
+    std::vector<int> lens, starts;
+    int32_t window;
+    float softcap;
+  };
+  const std::vector<LongCase> cases = {
+      {"prefill tiles + decode", {100, 600}, {0, 70, 71}, 0, 0.0f},
+      {"split decode", {1100}, {0, 1}, 0, 0.0f},
+      {"split decode, window", {1100}, {0, 1}, 700, 0.0f},
+      {"split prefill tiles, softcap", {700}, {0, 20}, 0, 5.0f},
+  };
+  for (const char* isa : {"scalar", "avx2", "avx512", "avx512bf16"}) {
+    if (!Reinit(isa)) continue;
+    for (const LongCase& lc : cases) {
+      SCOPED_TRACE(std::string(isa) + ": " + lc.name);
+      AttentionCase c;
+      c.hq = 4, c.hk = 1, c.d = 80, c.page_size = 16, c.scale = 0.12f;
+      c.window = lc.window, c.softcap = lc.softcap;
+      const int b_count = static_cast<int>(lc.lens.size());
+      const int max_pages = 1100 / 16 + 1;
+      c.pages_total = b_count * max_pages;
+      const int64_t slots = c.pages_total * c.page_size, t = lc.starts.back();
+      // Sequence b owns pages b, b + B, b + 2B, ... in reverse order.
+      std::vector<std::vector<int>> pages(b_count);
+      std::vector<double> table_values;
+      for (int b = 0; b < b_count; ++b) {
+        for (int p = 0; p < max_pages; ++p) pages[b].push_back((max_pages - 1 - p) * b_count + b);
+        table_values.insert(table_values.end(), pages[b].begin(), pages[b].end());
       }
+      std::vector<double> qs = Random(t * c.hq * c.d, 40);
+      std::vector<double> kcs = Random(slots * c.hk * c.d, 41);
+      std::vector<double> vcs = Random(slots * c.hk * c.d, 42);
+      std::vector<double> lens(lc.lens.begin(), lc.lens.end());
+      std::vector<double> starts(lc.starts.begin(), lc.starts.end());
+      DeviceTensor q = Make(dt, {t, c.hq, c.d}, qs);
+      DeviceTensor kc = Make(dt, {slots, c.hk, c.d}, kcs);
+      DeviceTensor vc = Make(dt, {slots, c.hk, c.d}, vcs);
+      DeviceTensor table = Make(TSR_DTYPE_I32, {b_count, max_pages}, table_values);
+      DeviceTensor seq_lens = Make(TSR_DTYPE_I32, {b_count}, lens);
+      DeviceTensor query_start = Make(TSR_DTYPE_I32, {b_count + 1}, starts);
+      DeviceTensor o = Zeros(dt, {t, c.hq, c.d});
+      tsr_paged_attention_params params{sizeof(params), c.scale, 16, c.window, c.softcap};
+      ASSERT_EQ(Run(TSR_OP_PAGED_ATTENTION, {q, kc, vc, table, seq_lens, query_start}, {o},
+                    &params, sizeof(params)),
+                TSR_OK)
+          << api_->last_error();
+      ExpectNear(Read(o), NaiveAttention(c, qs, kcs, vcs, pages, lc.lens, lc.starts), Tol(),
+                 Tol());
     }
-    ExpectNear(Read(o), expected, Tol(), Tol());
   }
 }
 

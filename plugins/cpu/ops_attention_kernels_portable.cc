@@ -1,0 +1,74 @@
+// The portable paged-attention block kernels (ops_attention_kernels.h):
+// plain loops shaped so GCC vectorises them for the build's baseline ISA
+// (the scores are an outer product over d, so no reduction needs
+// reassociation), with std::exp. They serve the scalar and avx2 paths and
+// are the reference the AVX-512 kernels are tested against.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops_attention_kernels.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int64_t kB = kAttentionKeyBlock;
+
+void Scores(const float* q, int64_t mq, int64_t d, const float* kt, float* s) {
+  for (int64_t i = 0; i < mq; ++i) {
+    float row[kB] = {};
+    const float* qi = q + i * d;
+    for (int64_t c = 0; c < d; ++c) {
+      const float a = qi[c];
+      const float* k = kt + c * kB;
+      for (int64_t j = 0; j < kB; ++j) row[j] += a * k[j];
+    }
+    std::copy(row, row + kB, s + i * kB);
+  }
+}
+
+void SoftmaxAccumulate(float* s, int64_t mq, const int32_t* lo, const int32_t* hi,
+                       const float* v, int64_t d, float* m, float* l, float* acc) {
+  for (int64_t i = 0; i < mq; ++i) {
+    if (lo[i] >= hi[i]) continue;
+    float* si = s + i * kB;
+    float block_max = -std::numeric_limits<float>::infinity();
+    for (int32_t j = lo[i]; j < hi[i]; ++j) block_max = std::max(block_max, si[j]);
+    const float new_max = std::max(m[i], block_max);
+    const float correction = std::exp(m[i] - new_max);  // 0 when m = -inf
+    float sum = 0.0f;
+    for (int64_t j = 0; j < kB; ++j) {
+      const bool valid = j >= lo[i] && j < hi[i];
+      si[j] = valid ? std::exp(si[j] - new_max) : 0.0f;
+      sum += si[j];
+    }
+    float* out = acc + i * d;
+    if (correction != 1.0f) {
+      for (int64_t c = 0; c < d; ++c) out[c] *= correction;
+    }
+    for (int32_t j = lo[i]; j < hi[i]; ++j) {
+      const float p = si[j];
+      const float* vj = v + j * d;
+      for (int64_t c = 0; c < d; ++c) out[c] += p * vj[c];
+    }
+    l[i] = l[i] * correction + sum;
+    m[i] = new_max;
+  }
+}
+
+}  // namespace
+
+const AttentionKernels& PortableAttentionKernels() {
+  static const AttentionKernels kernels{Scores, SoftmaxAccumulate};
+  return kernels;
+}
+
+const AttentionKernels& AttentionKernelsFor(CpuIsa isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa == CpuIsa::kAvx512 || isa == CpuIsa::kAvx512Bf16) return Avx512AttentionKernels();
+#endif
+  (void)isa;
+  return PortableAttentionKernels();
+}
+
+}  // namespace tessera::cpu
