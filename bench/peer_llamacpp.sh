@@ -2,7 +2,8 @@
 # Tessera vs llama.cpp on the same weights, in the same run, on this CPU.
 #
 #   bench/peer_llamacpp.sh --model-path DIR [--types bf16,q8_0] [--threads 2]
-#       [--input-len 512] [--output-len 32] [--rounds 2] [--check-tokens 32]
+#       [--input-len 512] [--output-len 32] [--batch-sizes 1,8] [--rounds 2]
+#       [--check-tokens 32]
 #       [--work-dir DIR] [--output-file F] [--smoke]
 #
 # 1. Greedy check on stories260k (../shared/models/stories260k, F32): the
@@ -14,17 +15,20 @@
 #    GGUF; a greedy check on the model itself is reported (how many leading
 #    tokens agree; informational, since random-weight models have tiny logit
 #    margins and T may differ from what Tessera runs), then --rounds rounds
-#    of A B (Tessera `bench --one-batch --batch-size 1`, then
-#    llamacpp_runner), alternating so drift in machine load hits both. Both
-#    use --threads threads, the same --input-len random prompt ids (same
-#    generator and seed) and --output-len decode steps.
-# 3. Prints one JSON object: per type, each engine's prefill and decode
-#    tokens/s per round and their medians, and Tessera / llama.cpp ratios
-#    (> 1: Tessera is faster).
+#    of A B per --batch-sizes B (Tessera `bench --one-batch --batch-size B`,
+#    then `llamacpp_runner --batch-size B`), alternating so drift in machine
+#    load hits both. Both use --threads threads, the same B prompts of
+#    --input-len random ids (same generator and seed), prefilled in one
+#    call, then --output-len decode steps of B tokens (aggregate tokens/s).
+# 3. Prints one JSON object: per type and batch size, each engine's prefill
+#    and decode tokens/s per round and their medians, and Tessera /
+#    llama.cpp ratios (> 1: Tessera is faster).
 #
 # Tessera runs the checkpoint as stored (e.g. BF16) on the cpu plugin; T is
-# what llama.cpp runs. --smoke: stories260k only, F32, input 16, output 4,
-# one round (seconds; for CI).
+# what llama.cpp runs, except that for T = q8_0 Tessera runs
+# `--quantization int8` (int8 weights with a scale per 32, Q8_0's layout).
+# --smoke: stories260k only, F32, input 16, output 4, one round (seconds;
+# for CI).
 #
 # Caveat: ggml's CPU threads meet at a spinning barrier after every op, so
 # with --threads equal to the cores and other processes running, a
@@ -53,6 +57,7 @@ input_len=512
 output_len=32
 rounds=2
 check_tokens=32
+batch_sizes="1"
 work_dir=""
 output_file=""
 smoke=0
@@ -66,6 +71,7 @@ while (($#)); do
     --input-len) input_len="$2"; shift 2 ;;
     --output-len) output_len="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --batch-sizes) batch_sizes="$2"; shift 2 ;;
     --check-tokens) check_tokens="$2"; shift 2 ;;
     --work-dir) work_dir="$2"; shift 2 ;;
     --output-file) output_file="$2"; shift 2 ;;
@@ -77,6 +83,7 @@ done
 if ((smoke)); then
   model_path="${model_path:-$stories}"
   types="f32"; input_len=16; output_len=4; rounds=1; check_tokens=16
+  batch_sizes="1"
 fi
 if [[ -z "$model_path" ]]; then
   echo "error: --model-path is required (or --smoke)" >&2; exit 2
@@ -167,41 +174,48 @@ for type in "${type_list[@]}"; do
   model_check="$(greedy "$model_path" "$gguf" "Once upon a time" \
                  "$check_tokens")"
   log "$type greedy agreement: $(printf '%s' "$model_check" | js '`${o.agree}/${o.of}`')"
-  runs="[]"
-  for ((r = 1; r <= rounds; ++r)); do
-    log "$type round $r/$rounds: tessera"
-    a="$("$tessera" bench --one-batch --model-path "$model_path" \
-         --batch-size 1 --input-len "$input_len" --output-len "$output_len" \
-         --no-bandwidth --json 2>/dev/null | js 'o.results[0]')"
-    log "$type round $r/$rounds: llama.cpp"
-    b="$("$runner" --model "$gguf" --threads "$threads" \
-         --random-prompt "$input_len" --seed 0 --decode-steps "$output_len")"
-    runs="$(node -e '
-      const [runs, a, b] = process.argv.slice(1).map(JSON.parse);
-      runs.push({tessera: {prefill: a.prefill_tokens_per_s,
-                           decode: a.decode_tokens_per_s},
-                 llamacpp: {prefill: b.prefill_tokens_per_s,
-                            decode: b.decode_tokens_per_s}});
-      process.stdout.write(JSON.stringify(runs));' "$runs" "$a" "$b")"
+  tessera_quant=none
+  [[ "$type" == q8_0 ]] && tessera_quant=int8
+  IFS=',' read -r -a batch_list <<<"$batch_sizes"
+  for batch in "${batch_list[@]}"; do
+    runs="[]"
+    for ((r = 1; r <= rounds; ++r)); do
+      log "$type batch $batch round $r/$rounds: tessera (--quantization $tessera_quant)"
+      a="$("$tessera" bench --one-batch --model-path "$model_path" \
+           --quantization "$tessera_quant" --batch-size "$batch" \
+           --input-len "$input_len" --output-len "$output_len" \
+           --no-bandwidth --json 2>/dev/null | js 'o.results[0]')"
+      log "$type batch $batch round $r/$rounds: llama.cpp"
+      b="$("$runner" --model "$gguf" --threads "$threads" --batch-size "$batch" \
+           --random-prompt "$input_len" --seed 0 --decode-steps "$output_len")"
+      runs="$(node -e '
+        const [runs, a, b] = process.argv.slice(1).map(JSON.parse);
+        runs.push({tessera: {prefill: a.prefill_tokens_per_s,
+                             decode: a.decode_tokens_per_s},
+                   llamacpp: {prefill: b.prefill_tokens_per_s,
+                              decode: b.decode_tokens_per_s}});
+        process.stdout.write(JSON.stringify(runs));' "$runs" "$a" "$b")"
+    done
+    results="$(node -e '
+      const [results, runs, type, quant, batch, check] = process.argv.slice(1);
+      const all = JSON.parse(results), rs = JSON.parse(runs), c = JSON.parse(check);
+      const median = xs => { const s = [...xs].sort((x, y) => x - y);
+        const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+      const pick = (e, k) => rs.map(r => r[e][k]);
+      const med = e => ({prefill_tokens_per_s: median(pick(e, "prefill")),
+                         decode_tokens_per_s: median(pick(e, "decode")),
+                         prefill_runs: pick(e, "prefill"),
+                         decode_runs: pick(e, "decode")});
+      const t = med("tessera"), l = med("llamacpp");
+      all.push({llamacpp_type: type, tessera_quantization: quant,
+                batch_size: +batch, tessera: t, llamacpp: l,
+                ratio_tessera_over_llamacpp: {
+                  prefill: t.prefill_tokens_per_s / l.prefill_tokens_per_s,
+                  decode: t.decode_tokens_per_s / l.decode_tokens_per_s},
+                greedy_agreement: {agree: c.agree, of: c.of}});
+      process.stdout.write(JSON.stringify(all));' \
+      "$results" "$runs" "$type" "$tessera_quant" "$batch" "$model_check")"
   done
-  results="$(node -e '
-    const [results, runs, type, check] = process.argv.slice(1);
-    const all = JSON.parse(results), rs = JSON.parse(runs), c = JSON.parse(check);
-    const median = xs => { const s = [...xs].sort((x, y) => x - y);
-      const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
-    const pick = (e, k) => rs.map(r => r[e][k]);
-    const med = e => ({prefill_tokens_per_s: median(pick(e, "prefill")),
-                       decode_tokens_per_s: median(pick(e, "decode")),
-                       prefill_runs: pick(e, "prefill"),
-                       decode_runs: pick(e, "decode")});
-    const t = med("tessera"), l = med("llamacpp");
-    all.push({llamacpp_type: type, tessera: t, llamacpp: l,
-              ratio_tessera_over_llamacpp: {
-                prefill: t.prefill_tokens_per_s / l.prefill_tokens_per_s,
-                decode: t.decode_tokens_per_s / l.decode_tokens_per_s},
-              greedy_agreement: {agree: c.agree, of: c.of}});
-    process.stdout.write(JSON.stringify(all));' \
-    "$results" "$runs" "$type" "$model_check")"
 done
 
 load_end="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || true)"

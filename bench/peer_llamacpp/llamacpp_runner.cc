@@ -11,10 +11,12 @@
 // release (extracted at configure time, see CMakeLists.txt), never from
 // hand-written copies.
 //
-// What is timed (mirrors src/cli/bench_one_batch.cc at batch 1):
-//   prefill: one llama_decode over the P prompt ids + greedy argmax of the
-//            last position's logits;
-//   decode:  G steps, each llama_decode of the last id + argmax.
+// What is timed (mirrors src/cli/bench_one_batch.cc):
+//   prefill: one llama_decode over the B prompts of P ids (sequence ids
+//            0..B-1; llama.cpp splits it into ubatches of up to 512) +
+//            greedy argmax of each prompt's last position;
+//   decode:  G steps, each one llama_decode of the B last ids + argmax.
+// B = --batch-size (default 1); each sequence has its own KV stream.
 // The weights are read into memory at load (no mmap), like Tessera copies
 // them to the device before timing; nothing is warmed up. With
 // --random-prompt P --seed S the prompt ids are drawn exactly as Tessera's
@@ -66,6 +68,8 @@ struct LlamaApi {
   decltype(&::llama_vocab_n_tokens) vocab_n_tokens = nullptr;
   decltype(&::llama_tokenize) tokenize = nullptr;
   decltype(&::llama_batch_get_one) batch_get_one = nullptr;
+  decltype(&::llama_batch_init) batch_init = nullptr;
+  decltype(&::llama_batch_free) batch_free = nullptr;
   decltype(&::llama_decode) decode = nullptr;
   decltype(&::llama_get_logits_ith) get_logits_ith = nullptr;
 };
@@ -118,6 +122,8 @@ std::string LoadLlama(const std::string& dir, LlamaApi& api,
   resolve(api.vocab_n_tokens, "llama_vocab_n_tokens");
   resolve(api.tokenize, "llama_tokenize");
   resolve(api.batch_get_one, "llama_batch_get_one");
+  resolve(api.batch_init, "llama_batch_init");
+  resolve(api.batch_free, "llama_batch_free");
   resolve(api.decode, "llama_decode");
   resolve(api.get_logits_ith, "llama_get_logits_ith");
   if (!missing.empty()) {
@@ -166,7 +172,7 @@ void Usage() {
   std::fputs(
       "usage: llamacpp_runner --model FILE.gguf [--lib-dir DIR] [--threads N]\n"
       "         (--prompt-ids 1,2,3 | --random-prompt P [--seed S])\n"
-      "         [--decode-steps G] [--verbose]\n"
+      "         [--decode-steps G] [--batch-size B] [--verbose]\n"
       "       llamacpp_runner --model FILE.gguf --tokenize TEXT\n",
       stderr);
 }
@@ -182,6 +188,7 @@ int main(int argc, char** argv) {
   int64_t random_prompt = 0;
   uint64_t seed = 0;
   int64_t decode_steps = 32;
+  int64_t batch_size = 1;
   std::optional<std::string> tokenize_text;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -206,6 +213,8 @@ int main(int argc, char** argv) {
       seed = std::strtoull(value().c_str(), nullptr, 10);
     else if (arg == "--decode-steps")
       decode_steps = std::atoll(value().c_str());
+    else if (arg == "--batch-size")
+      batch_size = std::atoll(value().c_str());
     else if (arg == "--tokenize")
       tokenize_text = value();
     else if (arg == "--verbose")
@@ -219,11 +228,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (model_path.empty() || threads < 1 || decode_steps < 0 ||
+  if (model_path.empty() || threads < 1 || decode_steps < 0 || batch_size < 1 ||
       (!tokenize_text && prompt_ids.empty() == (random_prompt <= 0))) {
     fmt::print(
         stderr,
-        "error: need --model, --threads >= 1, --decode-steps >= 0 and "
+        "error: need --model, --threads >= 1, --decode-steps >= 0, "
+        "--batch-size >= 1 and "
         "exactly one of --prompt-ids / --random-prompt (or --tokenize)\n");
     Usage();
     return 2;
@@ -270,33 +280,41 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  std::vector<llama_token> prompt;
+  // prompts[b]: --prompt-ids for every sequence, or drawn exactly as
+  // Tessera's bench --one-batch draws them (src/cli/bench_one_batch.cc:
+  // one std::mt19937_64(S), uniform in [0, vocab), sequence after sequence).
+  std::vector<std::vector<llama_token>> prompts(static_cast<size_t>(batch_size));
   if (!prompt_ids.empty()) {
     auto parsed = ParseIds(prompt_ids);
     if (!parsed || parsed->empty()) {
       fmt::print(stderr, "error: --prompt-ids wants comma-separated ids\n");
       return 2;
     }
-    prompt = *parsed;
+    for (auto& prompt : prompts) prompt = *parsed;
   } else {
-    // Exactly Tessera's bench --one-batch prompt (src/cli/bench_one_batch.cc).
     std::mt19937_64 gen(seed);
     std::uniform_int_distribution<int32_t> token(0, n_vocab - 1);
-    prompt.resize(size_t(random_prompt));
-    for (auto& id : prompt) id = token(gen);
+    for (auto& prompt : prompts) {
+      prompt.resize(size_t(random_prompt));
+      for (auto& id : prompt) id = token(gen);
+    }
   }
-  for (llama_token id : prompt) {
+  for (llama_token id : prompts[0]) {
     if (id >= n_vocab) {
       fmt::print(stderr, "error: prompt id {} >= vocab size {}\n", id, n_vocab);
       return 2;
     }
   }
+  const std::vector<llama_token>& prompt = prompts[0];
+  const int32_t prompt_len = int32_t(prompt.size());
+  const int32_t total_prompt = prompt_len * int32_t(batch_size);
 
   llama_context_params cparams = api.context_default_params();
-  cparams.n_ctx = uint32_t(prompt.size() + size_t(decode_steps) + 1);
-  cparams.n_batch = uint32_t(prompt.size());
-  cparams.n_ubatch = uint32_t(prompt.size());
-  cparams.n_seq_max = 1;
+  // Each sequence's KV stream holds n_ctx / n_seq_max positions.
+  cparams.n_ctx = uint32_t(batch_size * (prompt_len + decode_steps + 1));
+  cparams.n_batch = uint32_t(total_prompt);
+  cparams.n_ubatch = uint32_t(std::min<int32_t>(total_prompt, 512));
+  cparams.n_seq_max = uint32_t(batch_size);
   cparams.n_threads = threads;
   cparams.n_threads_batch = threads;
   cparams.no_perf = true;
@@ -306,31 +324,59 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<llama_token> generated;
+  // One batch of every sequence's tokens: tokens[b] at positions
+  // pos0 + i in sequence b, logits for each sequence's last token only.
+  llama_batch batch = api.batch_init(total_prompt, 0, 1);
+  std::vector<int32_t> last_index(static_cast<size_t>(batch_size));  // in the batch
+  auto fill = [&](const std::vector<std::vector<llama_token>>& tokens, int32_t pos0) {
+    batch.n_tokens = 0;
+    for (size_t b = 0; b < tokens.size(); ++b) {
+      for (size_t i = 0; i < tokens[b].size(); ++i) {
+        const int32_t at = batch.n_tokens++;
+        batch.token[at] = tokens[b][i];
+        batch.pos[at] = pos0 + int32_t(i);
+        batch.n_seq_id[at] = 1;
+        batch.seq_id[at][0] = llama_seq_id(b);
+        batch.logits[at] = i + 1 == tokens[b].size();
+        if (batch.logits[at]) last_index[b] = at;
+      }
+    }
+  };
+  // The argmax of each sequence's last token's logits.
+  auto argmax_all = [&]() {
+    std::vector<std::vector<llama_token>> next(static_cast<size_t>(batch_size));
+    for (int64_t b = 0; b < batch_size; ++b) {
+      next[size_t(b)] = {Argmax(api.get_logits_ith(ctx, last_index[size_t(b)]), n_vocab)};
+    }
+    return next;
+  };
+
+  std::vector<llama_token> generated;  // sequence 0's
   const auto prefill_start = Clock::now();
-  if (int32_t rc = api.decode(
-          ctx, api.batch_get_one(prompt.data(), int32_t(prompt.size())));
-      rc != 0) {
+  fill(prompts, 0);
+  if (int32_t rc = api.decode(ctx, batch); rc != 0) {
     fmt::print(stderr, "error: llama_decode (prefill) returned {}\n", rc);
     return 1;
   }
-  llama_token last = Argmax(api.get_logits_ith(ctx, -1), n_vocab);
+  std::vector<std::vector<llama_token>> last = argmax_all();
   const double prefill_seconds = SecondsSince(prefill_start);
-  generated.push_back(last);
+  generated.push_back(last[0][0]);
 
   std::vector<double> step_ms;
   const auto decode_start = Clock::now();
   for (int64_t s = 0; s < decode_steps; ++s) {
     const auto step_start = Clock::now();
-    if (int32_t rc = api.decode(ctx, api.batch_get_one(&last, 1)); rc != 0) {
+    fill(last, prompt_len + int32_t(s));
+    if (int32_t rc = api.decode(ctx, batch); rc != 0) {
       fmt::print(stderr, "error: llama_decode (step {}) returned {}\n", s, rc);
       return 1;
     }
-    last = Argmax(api.get_logits_ith(ctx, -1), n_vocab);
-    generated.push_back(last);
+    last = argmax_all();
+    generated.push_back(last[0][0]);
     step_ms.push_back(SecondsSince(step_start) * 1e3);
   }
   const double decode_seconds = SecondsSince(decode_start);
+  api.batch_free(batch);
 
   double mean_ms = 0.0;
   for (double ms : step_ms) mean_ms += ms;
@@ -340,13 +386,15 @@ int main(int argc, char** argv) {
       {"library", library},
       {"model", model_path},
       {"threads", threads},
+      {"batch_size", batch_size},
       {"input_len", prompt.size()},
       {"output_len", decode_steps},
       {"prefill_seconds", prefill_seconds},
-      {"prefill_tokens_per_s", double(prompt.size()) / prefill_seconds},
+      {"prefill_tokens_per_s", double(total_prompt) / prefill_seconds},
       {"decode_seconds", decode_seconds},
       {"decode_tokens_per_s",
-       decode_seconds > 0 ? double(decode_steps) / decode_seconds : 0.0},
+       decode_seconds > 0 ? double(batch_size * decode_steps) / decode_seconds
+                          : 0.0},
       {"step_ms",
        {{"mean", mean_ms},
         {"p50", Percentile(step_ms, 0.50)},

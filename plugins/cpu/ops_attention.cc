@@ -198,10 +198,11 @@ std::vector<AttentionItem> PlanAttention(const std::vector<SeqInfo>& seqs, int64
 // One thread's f32 tiles (ops_attention_kernels.h), sized for the largest
 // tile of a call.
 struct AttentionScratch {
-  std::vector<float> q, acc, kt, v, s, m, l;
+  std::vector<float> q, acc, k, kt, v, s, m, l;
   std::vector<int32_t> lo, hi;
   AttentionScratch(int64_t rows, int64_t d)
-      : q(rows * d), acc(rows * d), kt(d * kAttentionKeyBlock), v(kAttentionKeyBlock * d),
+      : q(rows * d), acc(rows * d), k(kAttentionKeyBlock * d), kt(d * kAttentionKeyBlock),
+        v(kAttentionKeyBlock * d),
         s(rows * kAttentionKeyBlock), m(rows), l(rows), lo(rows), hi(rows) {}
 };
 
@@ -246,8 +247,15 @@ class PagedAttention {
         any = any || w.lo[i] < w.hi[i];
       }
       if (!any) continue;
-      LoadBlock(item, blk, w);
-      kernels_.scores(w.q.data(), rows, d_, w.kt.data(), w.s.data());
+      // Few rows (a decode): dot products on the key rows; else one
+      // transpose shared by all rows.
+      const bool transpose = rows > kRowScoreMaxRows;
+      LoadBlock(item, blk, transpose, w);
+      if (transpose) {
+        kernels_.scores(w.q.data(), rows, d_, w.kt.data(), w.s.data());
+      } else {
+        kernels_.scores_from_rows(w.q.data(), rows, d_, w.k.data(), w.s.data());
+      }
       if (params_.logit_softcap > 0.0f) Softcap(rows, w);
       kernels_.softmax_accumulate(w.s.data(), rows, w.lo.data(), w.hi.data(), w.v.data(), d_,
                                   w.m.data(), w.l.data(), w.acc.data());
@@ -268,29 +276,38 @@ class PagedAttention {
   }
 
  private:
-  // Converts keys [max(blk, k_lo), min(blk + B, k_hi)) to f32: K transposed
-  // into kt, V into v; the block's other columns/rows are zero (their
-  // probabilities are zero, and 0 * garbage could be NaN).
-  void LoadBlock(const AttentionItem& item, int64_t blk, AttentionScratch& w) const {
+  // Converts keys [max(blk, k_lo), min(blk + B, k_hi)) to f32: K rows into
+  // k (then transposed into kt when `transpose`); V into v. The block's
+  // other rows are zero (their probabilities are zero, and 0 * garbage
+  // could be NaN).
+  void LoadBlock(const AttentionItem& item, int64_t blk, bool transpose,
+                 AttentionScratch& w) const {
     constexpr int64_t kB = kAttentionKeyBlock;
     const int64_t j_lo = std::max(blk, item.k_lo) - blk;
     const int64_t j_hi = std::min(blk + kB, item.k_hi) - blk;
     if (j_lo > 0 || j_hi < kB) {
-      std::fill(w.kt.begin(), w.kt.end(), 0.0f);
+      std::fill(w.k.begin(), w.k.end(), 0.0f);
       std::fill(w.v.begin(), w.v.end(), 0.0f);
     }
     const int64_t page_size = params_.page_size;
-    const int64_t ks = kc_.stride(2), vs = vc_.stride(2);
     for (int64_t j = j_lo; j < j_hi; ++j) {
       const int64_t pos = blk + j;
       const int64_t slot =
           int64_t{I32At2(table_, item.b, pos / page_size)} * page_size + pos % page_size;
-      const T* k = Row3<T>(kc_, slot, item.kvh);
-      const T* v = Row3<T>(vc_, slot, item.kvh);
-      float* vrow = w.v.data() + j * d_;
-      for (int64_t c = 0; c < d_; ++c) w.kt[c * kB + j] = ToF32(k[c * ks]);
-      for (int64_t c = 0; c < d_; ++c) vrow[c] = ToF32(v[c * vs]);
+      WidenRow(Row3<T>(kc_, slot, item.kvh), kc_.stride(2), w.k.data() + j * d_);
+      WidenRow(Row3<T>(vc_, slot, item.kvh), vc_.stride(2), w.v.data() + j * d_);
     }
+    if (transpose) kernels_.transpose_keys(w.k.data(), d_, w.kt.data());
+  }
+
+  void WidenRow(const T* row, int64_t stride, float* out) const {
+    if constexpr (std::is_same_v<T, Bf16>) {
+      if (stride == 1) {
+        kernels_.widen_bf16(reinterpret_cast<const uint16_t*>(row), d_, out);
+        return;
+      }
+    }
+    for (int64_t c = 0; c < d_; ++c) out[c] = ToF32(row[c * stride]);
   }
 
   void Softcap(int64_t rows, AttentionScratch& w) const {

@@ -17,11 +17,18 @@ namespace tessera::cpu {
 // Keys per block: scores of one query row over a block are 2 AVX-512
 // vectors.
 inline constexpr int64_t kAttentionKeyBlock = 32;
+// Most query rows scores_from_rows takes.
+inline constexpr int64_t kRowScoreMaxRows = 4;
 
 struct AttentionKernels {
   // s[i * kAttentionKeyBlock + j] = sum_{c < d} q[i * d + c] * kt[c *
   // kAttentionKeyBlock + j] for i < mq, j < kAttentionKeyBlock.
   void (*scores)(const float* q, int64_t mq, int64_t d, const float* kt, float* s) = nullptr;
+  // The same scores from untransposed key rows k [kAttentionKeyBlock, d]
+  // (one dot product per row and key), for mq <= kRowScoreMaxRows: cheaper
+  // than transposing a block for a decode's few query rows.
+  void (*scores_from_rows)(const float* q, int64_t mq, int64_t d, const float* k,
+                           float* s) = nullptr;
   // One online-softmax step of row i over the block's scores
   // s[i * kAttentionKeyBlock + j], valid for j in [lo[i], hi[i]) (others
   // ignored), with running max m[i], sum l[i] and output acc [mq, d]:
@@ -30,6 +37,11 @@ struct AttentionKernels {
   // Rows with lo[i] >= hi[i] are unchanged. s is overwritten.
   void (*softmax_accumulate)(float* s, int64_t mq, const int32_t* lo, const int32_t* hi,
                              const float* v, int64_t d, float* m, float* l, float* acc) = nullptr;
+  // kt[c * kAttentionKeyBlock + j] = k[j * d + c] for j < kAttentionKeyBlock,
+  // c < d: a block of f32 key rows [kAttentionKeyBlock, d] transposed.
+  void (*transpose_keys)(const float* k, int64_t d, float* kt) = nullptr;
+  // dst[i] = bf16 src[i] widened to f32, i < n.
+  void (*widen_bf16)(const uint16_t* src, int64_t n, float* dst) = nullptr;
 };
 
 // The table of `isa` (which must be CpuSupports-ed by the caller's CPU).

@@ -56,6 +56,56 @@ void Scores(const float* q, int64_t mq, int64_t d, const float* kt, float* s) {
   }
 }
 
+// {sum(a), sum(b), sum(c), sum(d)}: four horizontal sums at once.
+inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h =
+      _mm256_add_ps(_mm512_castps512_ps256(abcd),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// Scores of R query rows against keys j0..j0+3: each key vector loaded
+// once for all rows; 4R accumulators.
+template <int R>
+inline void RowScores4(const float* q, int64_t d, const float* k, float* s) {
+  __m512 acc[R][4];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < 4; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < d; c += 16) {
+    const __mmask16 m = d - c >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (d - c)) - 1);
+    __m512 kv[4];
+    for (int t = 0; t < 4; ++t) kv[t] = _mm512_maskz_loadu_ps(m, k + t * d + c);
+    for (int r = 0; r < R; ++r) {
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + r * d + c);
+      for (int t = 0; t < 4; ++t) acc[r][t] = _mm512_fmadd_ps(qv, kv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm_storeu_ps(s + r * kB, Sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+  }
+}
+
+template <int R>
+inline void RowScores(const float* q, int64_t d, const float* k, float* s) {
+  for (int64_t j = 0; j < kB; j += 4) RowScores4<R>(q, d, k + j * d, s + j);
+}
+
+void ScoresFromRows(const float* q, int64_t mq, int64_t d, const float* k, float* s) {
+  for (int64_t i = 0; i < mq; i += 4) {
+    switch (std::min<int64_t>(4, mq - i)) {
+      case 4: RowScores<4>(q + i * d, d, k, s + i * kB); break;
+      case 3: RowScores<3>(q + i * d, d, k, s + i * kB); break;
+      case 2: RowScores<2>(q + i * d, d, k, s + i * kB); break;
+      default: RowScores<1>(q + i * d, d, k, s + i * kB); break;
+    }
+  }
+}
+
 // e^x for x <= 0 (larger x is not needed: arguments are s - max).
 inline __m512 ExpNonPositive(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
@@ -155,10 +205,36 @@ void SoftmaxAccumulate(float* s, int64_t mq, const int32_t* lo, const int32_t* h
   }
 }
 
+// Two 16-lane gathers per column c (key rows are d floats apart).
+void TransposeKeys(const float* k, int64_t d, float* kt) {
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i idx0 = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(d)));
+  const __m512i idx1 = _mm512_add_epi32(idx0, _mm512_set1_epi32(static_cast<int32_t>(16 * d)));
+  for (int64_t c = 0; c < d; ++c) {
+    _mm512_storeu_ps(kt + c * kB, _mm512_i32gather_ps(idx0, k + c, 4));
+    _mm512_storeu_ps(kt + c * kB + 16, _mm512_i32gather_ps(idx1, k + c, 4));
+  }
+}
+
+void WidenBf16(const uint16_t* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, src + i);
+    _mm512_mask_storeu_ps(dst + i, m,
+                          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+  }
+}
+
 }  // namespace
 
 const AttentionKernels& Avx512AttentionKernels() {
-  static const AttentionKernels kernels{Scores, SoftmaxAccumulate};
+  static const AttentionKernels kernels{Scores, ScoresFromRows, SoftmaxAccumulate, TransposeKeys,
+                                        WidenBf16};
   return kernels;
 }
 

@@ -5,6 +5,7 @@
 // are the reference the AVX-512 kernels are tested against.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops_attention_kernels.h"
@@ -24,6 +25,22 @@ void Scores(const float* q, int64_t mq, int64_t d, const float* kt, float* s) {
       for (int64_t j = 0; j < kB; ++j) row[j] += a * k[j];
     }
     std::copy(row, row + kB, s + i * kB);
+  }
+}
+
+void ScoresFromRows(const float* q, int64_t mq, int64_t d, const float* k, float* s) {
+  for (int64_t i = 0; i < mq; ++i) {
+    for (int64_t j = 0; j < kB; ++j) {
+      float lanes[8] = {};
+      int64_t c = 0;
+      for (; c + 8 <= d; c += 8) {
+        for (int u = 0; u < 8; ++u) lanes[u] += q[i * d + c + u] * k[j * d + c + u];
+      }
+      float sum = 0.0f;
+      for (; c < d; ++c) sum += q[i * d + c] * k[j * d + c];
+      for (float v : lanes) sum += v;
+      s[i * kB + j] = sum;
+    }
   }
 }
 
@@ -56,10 +73,24 @@ void SoftmaxAccumulate(float* s, int64_t mq, const int32_t* lo, const int32_t* h
   }
 }
 
+void TransposeKeys(const float* k, int64_t d, float* kt) {
+  for (int64_t j = 0; j < kB; ++j) {
+    for (int64_t c = 0; c < d; ++c) kt[c * kB + j] = k[j * d + c];
+  }
+}
+
+void WidenBf16(const uint16_t* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = uint32_t{src[i]} << 16;
+    std::memcpy(dst + i, &bits, sizeof(bits));
+  }
+}
+
 }  // namespace
 
 const AttentionKernels& PortableAttentionKernels() {
-  static const AttentionKernels kernels{Scores, SoftmaxAccumulate};
+  static const AttentionKernels kernels{Scores, ScoresFromRows, SoftmaxAccumulate, TransposeKeys,
+                                        WidenBf16};
   return kernels;
 }
 
