@@ -16,6 +16,7 @@ tsr_status StreamCreate(int32_t device, tsr_stream* out);
 tsr_status StreamDestroy(tsr_stream stream);
 tsr_status StreamSynchronize(tsr_stream stream);
 tsr_status StreamQuery(tsr_stream stream);
+tsr_status StreamBusyNs(tsr_stream stream, uint64_t* ns_out);
 tsr_status EventCreate(int32_t device, tsr_event* out);
 tsr_status EventDestroy(tsr_event event);
 tsr_status EventRecord(tsr_event event, tsr_stream stream);

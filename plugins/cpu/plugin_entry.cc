@@ -272,6 +272,7 @@ tsr_plugin_api MakeApi() {
   api.launch = entry::Launch;
   api.comm = CommApi();
   api.graph = nullptr;
+  api.stream_busy_ns = entry::StreamBusyNs;
   return api;
 }
 

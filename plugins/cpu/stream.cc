@@ -103,6 +103,7 @@ void Stream::WorkerLoop() {
       failed = !core.sticky_.ok();
     }
     Status status;
+    const auto start = std::chrono::steady_clock::now();
     if (!failed) {
       try {
         status = item.fn(ctx);
@@ -115,6 +116,12 @@ void Stream::WorkerLoop() {
       }
     }
     item.fn = nullptr;  // release captured state before publishing progress
+    if (!failed) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start);
+      // Published before completion, so a waiter sees it once work is done.
+      core.busy_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_release);
+    }
     {
       std::lock_guard<std::mutex> lock(core.mu_);
       if (!status.ok() && core.sticky_.ok()) {

@@ -62,6 +62,9 @@ class StreamCore {
   Status WaitFor(uint64_t gen);
   // Like WaitFor, from a worker thread: gives up when `cancel` rises.
   Status WaitForCancellable(uint64_t gen, const std::atomic<bool>& cancel);
+  // Nanoseconds the worker spent running items that finished (skipped
+  // items after a failure count nothing).
+  uint64_t BusyNs() const { return busy_ns_.load(std::memory_order_acquire); }
 
  private:
   friend class Stream;
@@ -73,6 +76,7 @@ class StreamCore {
   uint64_t completed_ = 0;    // guarded by mu_
   Status sticky_;             // guarded by mu_
   uint64_t sticky_gen_ = 0;   // guarded by mu_: generation that failed
+  std::atomic<uint64_t> busy_ns_{0};  // written by the worker only
 };
 
 class Stream {

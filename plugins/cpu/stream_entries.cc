@@ -72,6 +72,16 @@ tsr_status StreamQuery(tsr_stream handle) {
   });
 }
 
+tsr_status StreamBusyNs(tsr_stream handle, uint64_t* ns_out) {
+  return Guard("stream_busy_ns", [&]() -> Status {
+    if (ns_out == nullptr) return InvalidArgument("ns_out is NULL");
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindStream(handle, &stream));
+    *ns_out = stream->core()->BusyNs();
+    return OkStatus();
+  });
+}
+
 tsr_status EventCreate(int32_t device, tsr_event* out) {
   return Guard("event_create", [&]() -> Status {
     if (out == nullptr) return InvalidArgument("out is NULL");

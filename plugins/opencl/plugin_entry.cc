@@ -341,6 +341,7 @@ tsr_plugin_api MakeApi() {
   api.launch = entry::Launch;
   api.comm = nullptr;
   api.graph = nullptr;
+  api.stream_busy_ns = nullptr;  // optional (1.1); not measured here
   return api;
 }
 

@@ -21,7 +21,9 @@
 // [--input-len 512] [--output-len 32] [--json] [--output-file F] [--smoke]
 // [--no-bandwidth] [--bandwidth-bytes N] [--cpu-threads N] [--seed S]
 // [--platform NAME | --device-plugin PATH]`: the model runner timed alone
-// (bench_one_batch.h) for each batch size, with the memory roofline from a
+// (bench_one_batch.h) for each batch size — tokens/s, step times, "host ms"
+// (per-step time outside kernels, where the plugin reports stream busy
+// time) — with the memory roofline from a
 // host read-bandwidth probe (read_bandwidth.h) run first in the same
 // process unless --no-bandwidth.
 //
@@ -80,6 +82,7 @@ struct BenchOptions {
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int cpu_threads = 0;
   std::string quantization = "none";
+  std::string kv_cache_dtype = "auto";
   runtime::RuntimeFlags flags;
   CLI::Option* batch_opt = nullptr;
   CLI::Option* input_opt = nullptr;
@@ -130,23 +133,26 @@ std::string TextTable(const Json& out) {
         out["bandwidth"]["bytes"].get<uint64_t>() >> 20);
   }
   text += fmt::format(
-      "model {} on {} ({}), {}\n", out["model"].get<std::string>(),
+      "model {} on {} ({}), {}, KV cache {}\n", out["model"].get<std::string>(),
       out["device"].get<std::string>(), out["plugin"].get<std::string>(),
-      out["dtype"].get<std::string>());
+      out["dtype"].get<std::string>(), out["kv_cache_dtype"].get<std::string>());
   text += fmt::format(
-      "{:>5} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} "
+      "{:>5} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} {:>9} "
       "{:>12} {:>9}\n",
       "batch", "in", "out", "prefill t/s", "decode t/s", "step ms", "p50 ms",
-      "p99 ms", "MB/step", "roofline");
+      "p99 ms", "host ms", "MB/step", "roofline");
   for (const Json& r : out["results"]) {
     text += fmt::format(
-        "{:>5} {:>6} {:>6} {:>12.1f} {:>12.2f} {:>9.2f} {:>9.2f} {:>9.2f} "
+        "{:>5} {:>6} {:>6} {:>12.1f} {:>12.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9} "
         "{:>12.1f} {:>9}\n",
         r["batch_size"].get<int64_t>(), r["input_len"].get<int64_t>(),
         r["output_len"].get<int64_t>(), r["prefill_tokens_per_s"].get<double>(),
         r["decode_tokens_per_s"].get<double>(),
         r["step_ms"]["mean"].get<double>(), r["step_ms"]["p50"].get<double>(),
         r["step_ms"]["p99"].get<double>(),
+        r["outside_kernels_ms_mean"].is_number()
+            ? fmt::format("{:.3f}", r["outside_kernels_ms_mean"].get<double>())
+            : std::string("-"),
         double(r["bytes_per_step"].get<uint64_t>()) / 1e6,
         r["roofline_fraction"].is_number()
             ? fmt::format("{:.1f}%",
@@ -244,6 +250,7 @@ int RunOneBatchBench(BenchOptions o) {
   runner_options.max_batch_tokens = max_batch * o.input_len;
   runner_options.show_progress = progress;
   ApplyQuantizationFlag(o.quantization, &runner_options);
+  ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   if (progress) fmt::print(stderr, "loading {}...\n", o.model_path);
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
   if (!runner.ok()) {
@@ -260,6 +267,7 @@ int RunOneBatchBench(BenchOptions o) {
   out["device"] = (*runner)->device().Label();
   out["dtype"] = std::string(DTypeName((*runner)->activation_dtype()));
   out["quantization"] = o.quantization;
+  out["kv_cache_dtype"] = std::string(DTypeName((*runner)->kv_cache_dtype()));
   out["seed"] = o.seed;
   out["bandwidth"] =
       bandwidth ? ReadBandwidthToJson(*bandwidth) : Json(nullptr);
@@ -528,6 +536,7 @@ Command AddBenchCommand(CLI::App& root) {
                       "bytes the bandwidth probe reads per pass")
           ->capture_default_str());
   one_batch_option(AddQuantizationOption(app, &o->quantization));
+  one_batch_option(AddKvCacheDtypeOption(app, &o->kv_cache_dtype));
   one_batch_option(app->add_option("--cpu-threads", o->cpu_threads,
                                    "threads of the bandwidth probe (0: all)"));
   one_batch_option(

@@ -115,6 +115,9 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   // Decode: one token per sequence per step at position input_len + s.
   std::vector<double> step_ms;
   step_ms.reserve(size_t(params.output_len));
+  runtime::Plugin& plugin = runner.device().plugin();
+  const tsr_stream stream = runner.stream().handle();
+  TSR_ASSIGN_OR_RETURN(std::optional<uint64_t> busy_start, plugin.StreamBusyNs(stream));
   const auto decode_start = Clock::now();
   for (int64_t s = 0; s < params.output_len; ++s) {
     const auto step_start = Clock::now();
@@ -128,6 +131,13 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
     step_ms.push_back(SecondsSince(step_start) * 1e3);
   }
   result.decode_seconds = SecondsSince(decode_start);
+  TSR_ASSIGN_OR_RETURN(std::optional<uint64_t> busy_end, plugin.StreamBusyNs(stream));
+  if (busy_start && busy_end) {
+    // Every step waits for its sample, so the stream is idle at both ends.
+    const double busy_ms = double(*busy_end - *busy_start) / 1e6;
+    result.outside_kernels_ms_mean =
+        std::max(0.0, result.decode_seconds * 1e3 - busy_ms) / double(params.output_len);
+  }
 
   const double b = double(params.batch_size);
   result.prefill_tokens_per_s =
@@ -180,6 +190,9 @@ nlohmann::ordered_json OneBatchResultToJson(const OneBatchResult& r) {
        {{"mean", r.step_ms_mean},
         {"p50", r.step_ms_p50},
         {"p99", r.step_ms_p99}}},
+      {"outside_kernels_ms_mean",
+       r.outside_kernels_ms_mean ? nlohmann::ordered_json(*r.outside_kernels_ms_mean)
+                                 : nlohmann::ordered_json(nullptr)},
       {"mean_context", r.mean_context},
       {"weight_bytes", r.weight_bytes},
       {"kv_bytes_per_step", r.kv_bytes_per_step},

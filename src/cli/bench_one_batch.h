@@ -18,6 +18,12 @@
 // Given a read bandwidth (GB/s), the roofline decode rate is
 //   read_gbps * 1e9 / bytes_per_step * B   tokens/s.
 //
+// Time outside kernels: where the plugin reports its stream's busy time
+// (ABI 1.1 stream_busy_ns), each decode step's wall time minus the busy
+// time it added is the time the device waited for the host (building the
+// batch, launching ops, sampling glue); its mean is
+// outside_kernels_ms_mean.
+//
 // The KV pages taken are returned to the pool before RunOneBatch returns,
 // also on error. Not thread-safe: drives the runner's stream from the
 // calling thread.
@@ -50,6 +56,9 @@ struct OneBatchResult {
   double step_ms_mean = 0.0;          // per decode step, milliseconds
   double step_ms_p50 = 0.0;
   double step_ms_p99 = 0.0;
+  // Mean per decode step of wall time minus stream busy time; nullopt when
+  // the plugin does not report busy time.
+  std::optional<double> outside_kernels_ms_mean;
   uint64_t weight_bytes = 0;       // read once per step
   uint64_t kv_bytes_per_step = 0;  // all B sequences at mean_ctx
   uint64_t bytes_per_step = 0;     // weight_bytes + kv_bytes_per_step

@@ -62,6 +62,7 @@ struct GenerateOptions {
   int64_t chunked_prefill_size = 2048;
   bool json = false;
   std::string quantization = "none";
+  std::string kv_cache_dtype = "auto";
   runtime::RuntimeFlags flags;
   // Set after parsing: which sampling flags were given.
   CLI::Option* temperature_opt = nullptr;
@@ -214,6 +215,7 @@ int RunGenerate(const GenerateOptions& o) {
   model::ModelRunnerOptions runner_options;
   runner_options.kv_capacity_tokens = prompt_len + params.max_new_tokens;
   ApplyQuantizationFlag(o.quantization, &runner_options);
+  ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   runner_options.max_batch_tokens =
       std::min(prompt_len, params.prefill_chunk_tokens);
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
@@ -336,6 +338,7 @@ Command AddGenerateCommand(CLI::App& root) {
                    "(0 or -1: all at once)")
       ->capture_default_str();
   AddQuantizationOption(command.app, &o->quantization);
+  AddKvCacheDtypeOption(command.app, &o->kv_cache_dtype);
   command.app->add_flag("--json", o->json,
                         "print one JSON object (ids, text, finish_reason, "
                         "tokens/s) instead of streaming text");

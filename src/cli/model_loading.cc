@@ -45,4 +45,19 @@ void ApplyQuantizationFlag(const std::string& value,
       value == "int8-per-channel" ? 0 : model::kDefaultInt8GroupSize;
 }
 
+CLI::Option* AddKvCacheDtypeOption(CLI::App* app, std::string* value) {
+  return app
+      ->add_option("--kv-cache-dtype", *value,
+                   "KV cache dtype: auto (the activation dtype), bf16 or "
+                   "f32; bf16 halves the KV memory of an f32 model")
+      ->check(CLI::IsMember({"auto", "bf16", "f32"}))
+      ->capture_default_str();
+}
+
+void ApplyKvCacheDtypeFlag(const std::string& value,
+                           model::ModelRunnerOptions* options) {
+  if (value == "bf16") options->kv_cache_dtype = TSR_DTYPE_BF16;
+  if (value == "f32") options->kv_cache_dtype = TSR_DTYPE_F32;
+}
+
 }  // namespace tessera::cli

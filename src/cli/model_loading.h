@@ -35,6 +35,14 @@ CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value);
 void ApplyQuantizationFlag(const std::string& value,
                            model::ModelRunnerOptions* options);
 
+// Adds `--kv-cache-dtype auto|bf16|f32` (SGLang's and vLLM's flag;
+// "auto" by default: the activation dtype) bound to `value`.
+CLI::Option* AddKvCacheDtypeOption(CLI::App* app, std::string* value);
+// Sets options->kv_cache_dtype from a validated --kv-cache-dtype value
+// (unset for auto).
+void ApplyKvCacheDtypeFlag(const std::string& value,
+                           model::ModelRunnerOptions* options);
+
 }  // namespace tessera::cli
 
 #endif  // TESSERA_CLI_MODEL_LOADING_H_

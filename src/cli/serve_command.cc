@@ -77,6 +77,7 @@ struct ServeOptions {
   bool disable_radix_cache = false;
   std::string dtype = "auto";
   std::string quantization = "none";
+  std::string kv_cache_dtype = "auto";
   int cpu_threads = 0;
   double log_interval = 5.0;
   double shutdown_grace = 30.0;
@@ -211,6 +212,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   if (o.dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
   if (o.dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
   ApplyQuantizationFlag(o.quantization, &ro);
+  ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &ro);
   const int64_t context =
       o.context_length > 0 ? o.context_length : config.max_position_embeddings;
   const uint64_t device_memory =
@@ -232,8 +234,8 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
     ro.kv_memory_budget_bytes = static_cast<uint64_t>(budget);
     ro.kv_capacity_tokens = 0;
   } else {
-    const DType kv_dtype = ro.activation_dtype.value_or(
-        config.torch_dtype == "float32" ? TSR_DTYPE_F32 : TSR_DTYPE_BF16);
+    const DType kv_dtype = ro.kv_cache_dtype.value_or(ro.activation_dtype.value_or(
+        config.torch_dtype == "float32" ? TSR_DTYPE_F32 : TSR_DTYPE_BF16));
     const uint64_t per_token = 2ull * config.num_hidden_layers *
                                config.num_key_value_heads * config.head_dim *
                                DTypeSize(kv_dtype);
@@ -459,6 +461,7 @@ Command AddServeCommand(CLI::App& root) {
                   "activation and KV dtype: auto, float32, bfloat16")
       ->capture_default_str();
   AddQuantizationOption(app, &o->quantization);
+  AddKvCacheDtypeOption(app, &o->kv_cache_dtype);
   app->add_option("--cpu-threads", o->cpu_threads,
                   "threads of the cpu plugin (default: all cores)");
   app->add_option("--log-interval", o->log_interval,

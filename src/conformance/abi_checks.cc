@@ -49,11 +49,13 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
   const tsr_plugin_api& api = env.api();
 
   ctx.Run("abi.struct_sizes", [&]() -> Outcome {
-    if (api.struct_size < sizeof(tsr_plugin_api)) {
+    constexpr size_t kV10Size =
+        offsetof(tsr_plugin_api, graph) + sizeof(tsr_plugin_api::graph);
+    if (api.struct_size < kV10Size) {
       return Fail(fmt::format(
           "tsr_plugin_api.struct_size is {}, smaller than the {} bytes of the "
           "v1.0 table (every v1.0 entry, comm and graph included)",
-          api.struct_size, sizeof(tsr_plugin_api)));
+          api.struct_size, kV10Size));
     }
     if (api.manifest->struct_size < sizeof(tsr_plugin_manifest)) {
       return Fail(fmt::format(

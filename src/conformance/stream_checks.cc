@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstddef>
 #include <chrono>
 #include <thread>
 
@@ -110,6 +111,37 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env) {
     }
     KIT_CHECK_CALL(env, api.stream_query(s.get()),
                    "stream_query after synchronize");
+    return Pass();
+  });
+
+  // ABI 1.1 stream_busy_ns (optional): a new stream reports 0, finished
+  // work adds to it, it never decreases, and an idle stream keeps its value.
+  ctx.Run("streams.busy_ns", [&]() -> Outcome {
+    if (api.struct_size < offsetof(tsr_plugin_api, stream_busy_ns) +
+                              sizeof(api.stream_busy_ns) ||
+        api.stream_busy_ns == nullptr) {
+      return Skip("the plugin does not report stream busy time (optional, 1.1)");
+    }
+    KIT_ASSIGN_OR_FAIL(SlowWork w, MakeSlowWork(env));
+    KIT_ASSIGN_OR_FAIL(Stream s, env.NewStream(0));
+    uint64_t before = 1, after = 0, later = 0;
+    KIT_CHECK_CALL(env, api.stream_busy_ns(s.get(), &before), "stream_busy_ns");
+    if (before != 0) {
+      return Fail(fmt::format("a new stream reports {} ns busy (want 0)", before));
+    }
+    KIT_RETURN_IF_ERROR(EnqueueSlowWork(env, w, s.get(), 4));
+    KIT_CHECK_CALL(env, api.stream_synchronize(s.get()), "stream_synchronize");
+    KIT_CHECK_CALL(env, api.stream_busy_ns(s.get(), &after), "stream_busy_ns");
+    if (after == 0) {
+      return Fail(fmt::format("4 copies of {} bytes finished but the stream reports 0 ns busy",
+                              w.size));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    KIT_CHECK_CALL(env, api.stream_busy_ns(s.get(), &later), "stream_busy_ns");
+    if (later != after) {
+      return Fail(fmt::format("an idle stream's busy time moved from {} to {} ns", after,
+                              later));
+    }
     return Pass();
   });
 

@@ -80,6 +80,10 @@ struct ModelRunner::Workspace {
   BufferPtr normed;    // [T, H]
   BufferPtr qkv;       // [T, (Hq + 2 Hk) * D]
   BufferPtr attn;      // [T, Hq, D]
+  // Only when the KV cache dtype K differs from X: qkv cast to K after
+  // rope, and the attention output in K before its cast back to X.
+  BufferPtr qkv_kv;    // [T, (Hq + 2 Hk) * D] K
+  BufferPtr attn_kv;   // [T, Hq, D] K
   BufferPtr gate_up;   // [T, 2 I]
   BufferPtr act;       // [T, I]
   BufferPtr rows_h;    // [B, H] last rows of each sequence
@@ -92,12 +96,14 @@ struct ModelRunner::Workspace {
 
 ModelRunner::ModelRunner(runtime::Runtime& runtime, runtime::Device& device,
                          const ModelConfig& config,
-                         const ArchitectureSpec& arch, DType act_dtype)
+                         const ArchitectureSpec& arch, DType act_dtype,
+                         DType kv_dtype)
     : runtime_(runtime),
       device_(device),
       config_(config),
       arch_(&arch),
       act_dtype_(act_dtype),
+      kv_dtype_(kv_dtype),
       ws_(std::make_unique<Workspace>()) {}
 
 ModelRunner::~ModelRunner() {
@@ -141,8 +147,20 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
         device.Label(), DTypeName(act)));
   }
 
+  const DType kv_dtype = options.kv_cache_dtype.value_or(act);
+  if (kv_dtype != TSR_DTYPE_F32 && kv_dtype != TSR_DTYPE_BF16) {
+    return InvalidArgumentError(fmt::format(
+        "KV cache dtype {} is not supported; use auto, f32 or bf16",
+        DTypeName(kv_dtype)));
+  }
+  if (mask != 0 && (mask & (uint64_t{1} << kv_dtype)) == 0) {
+    return UnimplementedError(fmt::format(
+        "{} does not support {} tensors; choose another --kv-cache-dtype",
+        device.Label(), DTypeName(kv_dtype)));
+  }
+
   std::unique_ptr<ModelRunner> r(
-      new ModelRunner(runtime, device, config, *arch, act));
+      new ModelRunner(runtime, device, config, *arch, act, kv_dtype));
   {
     ProgressLine progress(options.show_progress);
     WeightLoadOptions load;
@@ -167,7 +185,7 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   kv.num_layers = config.num_hidden_layers;
   kv.num_kv_heads = config.num_key_value_heads;
   kv.head_dim = config.head_dim;
-  kv.dtype = act;
+  kv.dtype = kv_dtype;
   kv.page_size = options.page_size;
   if (options.kv_memory_budget_bytes > 0) {
     kv.memory_budget_bytes = options.kv_memory_budget_bytes;
@@ -257,6 +275,11 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
   TSR_RETURN_IF_ERROR(Reserve(device_, w.normed, t * h * es, "normed"));
   TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv, t * qkv_dim * es, "qkv"));
   TSR_RETURN_IF_ERROR(Reserve(device_, w.attn, t * q_dim * es, "attention"));
+  if (kv_dtype_ != act_dtype_) {
+    const uint64_t ks = DTypeSize(kv_dtype_);
+    TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv_kv, t * qkv_dim * ks, "qkv"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, w.attn_kv, t * q_dim * ks, "attention"));
+  }
   TSR_RETURN_IF_ERROR(Reserve(device_, w.gate_up, t * 2 * inter * es, "mlp"));
   TSR_RETURN_IF_ERROR(Reserve(device_, w.act, t * inter * es, "mlp"));
   TSR_RETURN_IF_ERROR(
@@ -410,28 +433,50 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
     TSR_RETURN_IF_ERROR(
         Launch(TSR_OP_ROPE, in, out, &rope, sizeof(rope), l, "rope"));
   }
+  // Attention runs in the KV cache dtype: q/k/v cast to it when it is
+  // not X (one cast of the whole qkv row block), the output cast back.
+  const bool cast_kv = kv_dtype_ != x;
+  const DType kvt = kv_dtype_;
+  const uint64_t ks = DTypeSize(kvt);
+  if (cast_kv) {
+    tsr_tensor in[] = {qkv};
+    tsr_tensor out[] = {w.qkv_kv->View(kvt, {t, qkv_dim})};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_CAST, in, out, nullptr, 0, l, "qkv to KV dtype"));
+  }
+  const runtime::Buffer& qkv_a = cast_kv ? *w.qkv_kv : *w.qkv;
+  const tsr_tensor qa = cast_kv ? StridedView(qkv_a, kvt, 0, {t, hq, d}, {qkv_dim, d, 1}) : q;
+  const tsr_tensor ka =
+      cast_kv ? StridedView(qkv_a, kvt, hq * d * ks, {t, hk, d}, {qkv_dim, d, 1}) : k;
+  const tsr_tensor va =
+      cast_kv ? StridedView(qkv_a, kvt, (hq + hk) * d * ks, {t, hk, d}, {qkv_dim, d, 1}) : v;
   {
-    tsr_tensor in[] = {k, v, w.meta->View(TSR_DTYPE_I32, {t}, w.slots)};
+    tsr_tensor in[] = {ka, va, w.meta->View(TSR_DTYPE_I32, {t}, w.slots)};
     tsr_tensor out[] = {kv_pool_->KCache(l), kv_pool_->VCache(l)};
     TSR_RETURN_IF_ERROR(
         Launch(TSR_OP_KV_STORE, in, out, nullptr, 0, l, "kv_store"));
   }
   const tsr_tensor attn = w.attn->View(x, {t, hq, d});
+  const tsr_tensor attn_a = cast_kv ? w.attn_kv->View(kvt, {t, hq, d}) : attn;
   {
     tsr_paged_attention_params pa{};
     pa.struct_size = sizeof(pa);
     pa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     pa.page_size = kv_pool_->page_size();
     tsr_tensor in[] = {
-        q,
+        qa,
         kv_pool_->KCache(l),
         kv_pool_->VCache(l),
         w.meta->View(TSR_DTYPE_I32, {b, shape.max_pages}, w.block_table),
         w.meta->View(TSR_DTYPE_I32, {b}, w.seq_lens),
         w.meta->View(TSR_DTYPE_I32, {b + 1}, w.query_start)};
-    tsr_tensor out[] = {attn};
+    tsr_tensor out[] = {attn_a};
     TSR_RETURN_IF_ERROR(Launch(TSR_OP_PAGED_ATTENTION, in, out, &pa,
                                sizeof(pa), l, "paged_attention"));
+  }
+  if (cast_kv) {
+    tsr_tensor in[] = {attn_a};
+    tsr_tensor out[] = {attn};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_CAST, in, out, nullptr, 0, l, "attention from KV dtype"));
   }
   TSR_RETURN_IF_ERROR(LaunchLinear(w.attn->View(x, {t, hq * d}), lw.o_proj,
                                    lw.o_bias, hidden, l, "o projection"));

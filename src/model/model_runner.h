@@ -52,9 +52,13 @@
 namespace tessera::model {
 
 struct ModelRunnerOptions {
-  // F32 or BF16; default: F32 for an F32 checkpoint, BF16 otherwise. The KV
-  // cache uses the same dtype.
+  // F32 or BF16; default: F32 for an F32 checkpoint, BF16 otherwise.
   std::optional<DType> activation_dtype;
+  // The KV cache's dtype (F32 or BF16); default: the activation dtype.
+  // When it differs, each layer casts q/k/v to it after rope (kv_store and
+  // paged_attention run in it) and casts the attention output back: a BF16
+  // cache halves the KV memory of an F32 model (--kv-cache-dtype).
+  std::optional<DType> kv_cache_dtype;
   int32_t device = 0;       // ordinal among the selected plugin's devices
   int32_t page_size = 16;   // KV slots per page
   // KV pool size: a token capacity, or (when positive) a memory budget.
@@ -122,6 +126,7 @@ class ModelRunner {
   const ModelConfig& config() const { return config_; }
   const ArchitectureSpec& architecture() const { return *arch_; }
   DType activation_dtype() const { return act_dtype_; }
+  DType kv_cache_dtype() const { return kv_dtype_; }
   kv::KvPool& kv_pool() { return *kv_pool_; }
   const ModelWeights& weights() const { return *weights_; }
   runtime::Runtime& runtime() const { return runtime_; }
@@ -139,7 +144,7 @@ class ModelRunner {
 
   ModelRunner(runtime::Runtime& runtime, runtime::Device& device,
               const ModelConfig& config, const ArchitectureSpec& arch,
-              DType act_dtype);
+              DType act_dtype, DType kv_dtype);
 
   Status ValidateBatch(const Batch& batch, StepShape& shape) const;
   Status EnsureWorkspace(const StepShape& shape);
@@ -162,6 +167,7 @@ class ModelRunner {
   const ModelConfig config_;
   const ArchitectureSpec* arch_;
   const DType act_dtype_;
+  const DType kv_dtype_;
   std::unique_ptr<ModelWeights> weights_;
   runtime::BufferPtr inv_freq_;  // F32 [D / 2]
   std::unique_ptr<kv::KvPool> kv_pool_;

@@ -280,6 +280,14 @@ StatusOr<bool> Plugin::QueryStream(tsr_stream stream) {
   return true;
 }
 
+StatusOr<std::optional<uint64_t>> Plugin::StreamBusyNs(tsr_stream stream) {
+  const tsr_plugin_api* table = &api();
+  if (!TSR_ENTRY_PRESENT(table, stream_busy_ns)) return std::optional<uint64_t>();
+  uint64_t ns = 0;
+  TSR_RETURN_IF_ERROR(Check(table->stream_busy_ns(stream, &ns), "stream_busy_ns"));
+  return std::optional<uint64_t>(ns);
+}
+
 StatusOr<tsr_event> Plugin::CreateEvent(int32_t device) {
   TSR_RETURN_IF_ERROR(RequireInit("event_create"));
   tsr_event event = nullptr;

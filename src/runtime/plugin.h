@@ -106,6 +106,9 @@ class Plugin {
   Status SynchronizeStream(tsr_stream stream);
   // true when idle, false while work is pending, or the sticky error.
   StatusOr<bool> QueryStream(tsr_stream stream);
+  // Nanoseconds the stream has spent running finished work (ABI 1.1
+  // stream_busy_ns); nullopt when the plugin does not report it.
+  StatusOr<std::optional<uint64_t>> StreamBusyNs(tsr_stream stream);
   StatusOr<tsr_event> CreateEvent(int32_t device);
   Status DestroyEvent(tsr_event event);
   Status RecordEvent(tsr_event event, tsr_stream stream);

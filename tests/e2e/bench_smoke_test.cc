@@ -84,6 +84,12 @@ TEST(BenchSmokeTest, OneBatchSmokeJson) {
     }
     EXPECT_LE(row["step_ms"]["p50"].get<double>(),
               row["step_ms"]["p99"].get<double>());
+    // The cpu plugin reports stream busy time: the host's share of a step
+    // is in [0, the mean step].
+    ASSERT_TRUE(row["outside_kernels_ms_mean"].is_number()) << row.dump();
+    EXPECT_GE(row["outside_kernels_ms_mean"].get<double>(), 0.0);
+    EXPECT_LE(row["outside_kernels_ms_mean"].get<double>(),
+              row["step_ms"]["mean"].get<double>());
     EXPECT_EQ(row["bytes_per_step"].get<uint64_t>(),
               row["weight_bytes"].get<uint64_t>() +
                   row["kv_bytes_per_step"].get<uint64_t>());

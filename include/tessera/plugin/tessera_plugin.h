@@ -555,6 +555,15 @@ typedef struct tsr_plugin_api {
   /* Optional sub-tables: NULL when absent. */
   const tsr_comm_api* comm;
   const tsr_graph_api* graph;
+
+  /* --- since 1.1: the host reads these only when struct_size covers them;
+   * each may be NULL (absent) --- */
+  /* Cumulative nanoseconds `stream` spent running its enqueued work
+   * (kernels, copies, memsets), counting work that has finished, since the
+   * stream was created; never decreases. For profiling: the wall time of a
+   * synchronized stretch of work minus its busy time is the time the device
+   * waited for the host (launch and scheduling overhead). */
+  tsr_status (*stream_busy_ns)(tsr_stream stream, uint64_t* ns_out);
 } tsr_plugin_api;
 
 /* The one exported symbol. `host` is borrowed for the plugin's lifetime
