@@ -196,15 +196,27 @@ std::vector<AttentionItem> PlanAttention(const std::vector<SeqInfo>& seqs, int64
 }
 
 // One thread's f32 tiles (ops_attention_kernels.h), sized for the largest
-// tile of a call.
+// tile of a call. Kept per thread across calls (Reserve only grows), so a
+// decode step does not allocate.
 struct AttentionScratch {
   std::vector<float> q, acc, k, kt, v, s, m, l;
   std::vector<int32_t> lo, hi;
-  AttentionScratch(int64_t rows, int64_t d)
-      : q(rows * d), acc(rows * d), k(kAttentionKeyBlock * d), kt(d * kAttentionKeyBlock),
-        v(kAttentionKeyBlock * d),
-        s(rows * kAttentionKeyBlock), m(rows), l(rows), lo(rows), hi(rows) {}
+  void Reserve(int64_t rows, int64_t d) {
+    auto grow = [](auto& vec, int64_t n) {
+      if (static_cast<int64_t>(vec.size()) < n) vec.resize(static_cast<size_t>(n));
+    };
+    grow(q, rows * d), grow(acc, rows * d), grow(k, kAttentionKeyBlock * d);
+    grow(kt, d * kAttentionKeyBlock), grow(v, kAttentionKeyBlock * d);
+    grow(s, rows * kAttentionKeyBlock), grow(m, rows), grow(l, rows), grow(lo, rows);
+    grow(hi, rows);
+  }
 };
+
+AttentionScratch& ThreadScratch(int64_t rows, int64_t d) {
+  thread_local AttentionScratch scratch;
+  scratch.Reserve(rows, d);
+  return scratch;
+}
 
 template <typename T>
 class PagedAttention {
@@ -286,8 +298,8 @@ class PagedAttention {
     const int64_t j_lo = std::max(blk, item.k_lo) - blk;
     const int64_t j_hi = std::min(blk + kB, item.k_hi) - blk;
     if (j_lo > 0 || j_hi < kB) {
-      std::fill(w.k.begin(), w.k.end(), 0.0f);
-      std::fill(w.v.begin(), w.v.end(), 0.0f);
+      std::fill(w.k.begin(), w.k.begin() + kB * d_, 0.0f);
+      std::fill(w.v.begin(), w.v.begin() + kB * d_, 0.0f);
     }
     const int64_t page_size = params_.page_size;
     for (int64_t j = j_lo; j < j_hi; ++j) {
@@ -373,8 +385,9 @@ Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return items[a].cost() > items[b].cost(); });
   std::atomic<size_t> next{0};
-  ctx.pool->ParallelFor(ctx.pool->size(), 1, [&](int64_t, int64_t) {
-    AttentionScratch scratch(max_rows, d);
+  ctx.pool->ParallelFor(std::min<int64_t>(ctx.pool->size(), static_cast<int64_t>(items.size())), 1,
+                        [&](int64_t, int64_t) {
+    AttentionScratch& scratch = ThreadScratch(max_rows, d);
     for (size_t n = next.fetch_add(1); n < order.size(); n = next.fetch_add(1)) {
       const AttentionItem& item = items[order[n]];
       attention.Run(item, scratch);

@@ -8,19 +8,46 @@
 #ifndef TESSERA_PLUGINS_KIT_STATUS_H_
 #define TESSERA_PLUGINS_KIT_STATUS_H_
 
+#include <charconv>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "tessera/plugin/tessera_plugin.h"
 
 namespace tessera::plugin_kit {
 
+namespace strcat_internal {
+
+// Appends what `out << v` would print: strings and integers directly (a
+// launch builds argument labels with StrCat, so this is on the hot path),
+// anything else through a stream.
+template <typename T>
+void Append(std::string& s, const T& v) {
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    s += std::string_view(v);
+  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                       !std::is_same_v<T, char> && !std::is_same_v<T, signed char> &&
+                       !std::is_same_v<T, unsigned char>) {
+    char buf[24];
+    const auto end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
+    s.append(buf, end);
+  } else {
+    std::ostringstream out;
+    out << v;
+    s += out.str();
+  }
+}
+
+}  // namespace strcat_internal
+
 template <typename... Args>
 std::string StrCat(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
+  std::string s;
+  (strcat_internal::Append(s, args), ...);
+  return s;
 }
 
 class [[nodiscard]] Status {
