@@ -310,6 +310,28 @@ class PagedAttention {
       WidenRow(Row3<T>(vc_, slot, item.kvh), vc_.stride(2), w.v.data() + j * d_);
     }
     if (transpose) kernels_.transpose_keys(w.k.data(), d_, w.kt.data());
+    Prefetch(item, blk + kB);
+  }
+
+  // Asks for the K/V rows of the block at `blk` (while this one is used):
+  // one KV head's rows are a few cache lines spaced Hk * D elements apart,
+  // scattered over pages, which the hardware prefetchers do not follow.
+  void Prefetch(const AttentionItem& item, int64_t blk) const {
+    constexpr int64_t kB = kAttentionKeyBlock;
+    if (blk >= item.k_hi || kc_.stride(2) != 1 || vc_.stride(2) != 1) return;
+    const int64_t page_size = params_.page_size;
+    const int64_t end = std::min(blk + kB, item.k_hi);
+    const int64_t row_bytes = d_ * static_cast<int64_t>(sizeof(T));
+    for (int64_t pos = blk; pos < end; ++pos) {
+      const int64_t slot =
+          int64_t{I32At2(table_, item.b, pos / page_size)} * page_size + pos % page_size;
+      const char* k = reinterpret_cast<const char*>(Row3<T>(kc_, slot, item.kvh));
+      const char* v = reinterpret_cast<const char*>(Row3<T>(vc_, slot, item.kvh));
+      for (int64_t off = 0; off < row_bytes; off += 64) {
+        __builtin_prefetch(k + off);
+        __builtin_prefetch(v + off);
+      }
+    }
   }
 
   void WidenRow(const T* row, int64_t stride, float* out) const {

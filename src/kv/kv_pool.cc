@@ -119,8 +119,13 @@ Status KvPool::Release(std::vector<int32_t>& pages) {
 }
 
 tsr_tensor KvPool::SlabView(const runtime::Buffer& buffer) const {
-  return buffer.View(options_.dtype,
-                     {num_slots(), options_.num_kv_heads, options_.head_dim});
+  // Head-major: element (slot, head, i) at (head * S + slot) * D + i.
+  tsr_tensor t = buffer.View(options_.dtype,
+                             {num_slots(), options_.num_kv_heads, options_.head_dim});
+  t.strides[0] = options_.head_dim;
+  t.strides[1] = num_slots() * options_.head_dim;
+  t.strides[2] = 1;
+  return t;
 }
 
 tsr_tensor KvPool::KCache(int64_t layer) const {

@@ -1,12 +1,16 @@
 // KvPool: the paged KV cache of one model on one device.
 //
-// Per layer the pool holds a K slab and a V slab on the device, each
-//   (num_slots, kv_heads, head_dim) in `dtype`, row-major,
-// with num_slots = num_pages * page_size. A page is page_size consecutive
-// slots; token position p of a sequence whose page list (block table) is
-// `pages` lives at slot pages[p / page_size] * page_size + p % page_size.
-// That is exactly the layout the kv_store and paged_attention ops address
-// (tessera_plugin.h), so the slabs are handed to those ops as they are.
+// Per layer the pool holds a K slab and a V slab on the device, each a
+// tensor (num_slots, kv_heads, head_dim) in `dtype` stored head-major:
+// element (slot, head, i) at (head * num_slots + slot) * head_dim + i, so
+// one KV head's rows of a page are contiguous (attention streams a head's
+// keys; slot-major rows of one head sit kv_heads * head_dim apart, a
+// stride the CPU's prefetchers do not follow). num_slots = num_pages *
+// page_size. A page is page_size consecutive slots; token position p of a
+// sequence whose page list (block table) is `pages` lives at slot
+// pages[p / page_size] * page_size + p % page_size. The kv_store and
+// paged_attention ops address exactly that (tessera_plugin.h; any strides),
+// so KCache/VCache hand the slabs to them as strided views.
 //
 // Sizing: by a token capacity (rounded up to whole pages) or by a memory
 // budget in bytes (as many pages as fit; a page costs

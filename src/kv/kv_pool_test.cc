@@ -193,11 +193,15 @@ TEST_F(KvPoolTest, SlabLayoutMatchesTheKvStoreOp) {
   ASSERT_TRUE(p.k_buffer(1).CopyToHost(kc.data(), 0, kc.size() * 4).ok());
   ASSERT_TRUE(p.v_buffer(1).CopyToHost(vc.data(), 0, vc.size() * 4).ok());
   ASSERT_TRUE(p.k_buffer(0).CopyToHost(k0.data(), 0, k0.size() * 4).ok());
+  // Head-major slabs: (slot, head, i) at (head * S + slot) * D + i.
+  const int64_t s = p.num_slots();
   for (int64_t pos = 0; pos < t; ++pos) {
     const int64_t slot = p.SlotOf(pages, pos);
-    for (int64_t e = 0; e < hk * d; ++e) {
-      EXPECT_EQ(kc[slot * hk * d + e], k[pos * hk * d + e]) << pos;
-      EXPECT_EQ(vc[slot * hk * d + e], v[pos * hk * d + e]) << pos;
+    for (int64_t h = 0; h < hk; ++h) {
+      for (int64_t i = 0; i < d; ++i) {
+        EXPECT_EQ(kc[(h * s + slot) * d + i], k[(pos * hk + h) * d + i]) << pos;
+        EXPECT_EQ(vc[(h * s + slot) * d + i], v[(pos * hk + h) * d + i]) << pos;
+      }
     }
   }
   // Untouched slots and the other layer stay zero (zero_fill).
