@@ -140,6 +140,8 @@ constexpr int64_t kTileQueryRows = 32;
 // A KV range is split (flash-decoding) only into parts of at least this
 // many keys, and only when the tiles alone would leave threads idle.
 constexpr int64_t kMinSplitKeys = 256;
+// Below this many multiply-adds (scores + P V) a call runs on one thread.
+constexpr int64_t kMinParallelMacs = 1 << 16;
 
 // One unit of work: query rows [t0, t1) of sequence b against KV head kvh,
 // over keys [k_lo, k_hi). Items of a split tile write partial results.
@@ -406,8 +408,16 @@ Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return items[a].cost() > items[b].cost(); });
+  // Workers: one per thread, but one alone when the whole call is too
+  // small to pay for waking a helper (a tiny model's decode step).
+  int64_t macs = 0;
+  for (const AttentionItem& item : items) macs += item.cost() * group * d;
+  const int64_t workers =
+      macs < kMinParallelMacs
+          ? 1
+          : std::min<int64_t>(ctx.pool->size(), static_cast<int64_t>(items.size()));
   std::atomic<size_t> next{0};
-  ctx.pool->ParallelFor(std::min<int64_t>(ctx.pool->size(), static_cast<int64_t>(items.size())), 1,
+  ctx.pool->ParallelFor(workers, 1,
                         [&](int64_t, int64_t) {
     AttentionScratch& scratch = ThreadScratch(max_rows, d);
     for (size_t n = next.fetch_add(1); n < order.size(); n = next.fetch_add(1)) {
