@@ -15,11 +15,15 @@
 
 #include "ops_attention_kernels.h"
 
-// GCC 12 warns falsely inside _mm512_reduce_*_ps (an undefined vector).
+// GCC 12 warns falsely inside _mm512_reduce_*_ps and the unpacks of Sum4
+// (an undefined vector).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma")
+
+#include "avx512_sum4.h"
 
 namespace tessera::cpu {
 namespace {
@@ -54,18 +58,6 @@ void Scores(const float* q, int64_t mq, int64_t d, const float* kt, float* s) {
     case 1: ScoreRows<1>(q + i * d, d, kt, s + i * kB); break;
     default: break;
   }
-}
-
-// {sum(a), sum(b), sum(c), sum(d)}: four horizontal sums at once.
-inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m256 h =
-      _mm256_add_ps(_mm512_castps512_ps256(abcd),
-                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
 // Scores of R query rows against keys j0..j0+3: each key vector loaded

@@ -22,12 +22,7 @@ class AttentionTest : public CpuPluginTest, public ::testing::WithParamInterface
   // Shuts the plugin down and inits it again with isa=`isa` (2 threads);
   // false when this CPU lacks the path.
   bool Reinit(const std::string& isa) {
-    for (DeviceTensor& t : owned_) api_->buffer_free(t.buffer);
-    owned_.clear();
-    if (stream_ != nullptr) api_->stream_destroy(stream_);
-    stream_ = nullptr;
-    EXPECT_EQ(api_->shutdown(), TSR_OK) << api_->last_error();
-    initialised_ = false;
+    Shutdown();
     tsr_status status = InitWith({{"threads", "2"}, {"isa", isa}});
     if (status != TSR_OK) {
       EXPECT_EQ(status, TSR_ERR_UNSUPPORTED) << api_->last_error();

@@ -66,15 +66,6 @@ class LinearIsaTest : public CpuPluginTest {
     return true;
   }
 
-  void Shutdown() {
-    for (DeviceTensor& t : owned_) api_->buffer_free(t.buffer);
-    owned_.clear();
-    if (stream_ != nullptr) api_->stream_destroy(stream_);
-    stream_ = nullptr;
-    EXPECT_EQ(api_->shutdown(), TSR_OK) << api_->last_error();
-    initialised_ = false;
-  }
-
   // Runs `c` on scalar (checked against f64) and on every other supported
   // path (checked against scalar); returns how many other paths ran.
   int CheckAllPaths(const LinearCase& c) {

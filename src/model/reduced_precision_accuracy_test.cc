@@ -103,26 +103,39 @@ class ReducedPrecisionAccuracyTest : public ::testing::Test {
     return total > 0 ? static_cast<double>(same) / static_cast<double>(total) : 0.0;
   }
 
+  // Opens the checkpoint in `dir` and the golden sequences (prompt + greedy
+  // continuation) in `golden`; capacity_ fits the longest, in whole pages.
+  void LoadStories(const std::string& dir, const std::string& golden) {
+    auto checkpoint = Checkpoint::Open(dir);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
+    checkpoint_ = std::move(checkpoint).value();
+    std::vector<size_t> prompt_lens;
+    sequences_ = LoadGoldenSequences(golden, &prompt_lens);
+    ASSERT_FALSE(sequences_.empty());
+    capacity_ = 0;
+    for (const auto& s : sequences_) capacity_ = std::max<int64_t>(capacity_, s.size());
+    capacity_ = (capacity_ + 15) / 16 * 16;
+  }
+
   std::unique_ptr<runtime::Runtime> runtime_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  std::vector<std::vector<int32_t>> sequences_;
+  int64_t capacity_ = 0;
 };
 
 TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
-  auto checkpoint = Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
-  std::vector<size_t> prompt_lens;
-  const auto sequences = LoadGoldenSequences(golden, &prompt_lens);
-  ASSERT_FALSE(sequences.empty());
-  int64_t capacity = 0;
-  for (const auto& s : sequences) capacity = std::max<int64_t>(capacity, s.size());
-  capacity = (capacity + 15) / 16 * 16;
+  ASSERT_NO_FATAL_FAILURE(LoadStories(dir, golden));
+  const Checkpoint& checkpoint = *checkpoint_;
+  const auto& sequences = sequences_;
+  const int64_t capacity = capacity_;
 
-  auto base = MakeRunner(**checkpoint, WeightQuantization::kNone, 0, capacity);
+  auto base = MakeRunner(checkpoint, WeightQuantization::kNone, 0, capacity);
   ASSERT_NE(base, nullptr);
   for (int64_t group : {kDefaultInt8GroupSize, int64_t{0}}) {
     SCOPED_TRACE(group == 0 ? "per channel" : "group 32");
-    auto int8 = MakeRunner(**checkpoint, WeightQuantization::kInt8, group, capacity);
+    auto int8 = MakeRunner(checkpoint, WeightQuantization::kInt8, group, capacity);
     ASSERT_NE(int8, nullptr);
     EXPECT_TRUE(int8->weights().layer(0).qkv.quantized());
     EXPECT_EQ(int8->weights().layer(0).qkv.dtype, TSR_DTYPE_I8);
@@ -143,16 +156,12 @@ TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
 TEST_F(ReducedPrecisionAccuracyTest, Bf16KvCacheOnStories260k) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
-  auto checkpoint = Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
-  std::vector<size_t> prompt_lens;
-  const auto sequences = LoadGoldenSequences(golden, &prompt_lens);
-  ASSERT_FALSE(sequences.empty());
-  int64_t capacity = 0;
-  for (const auto& s : sequences) capacity = std::max<int64_t>(capacity, s.size());
-  capacity = (capacity + 15) / 16 * 16;
+  ASSERT_NO_FATAL_FAILURE(LoadStories(dir, golden));
+  const Checkpoint& checkpoint = *checkpoint_;
+  const auto& sequences = sequences_;
+  const int64_t capacity = capacity_;
 
-  auto base = MakeRunner(**checkpoint, WeightQuantization::kNone, 0, capacity);
+  auto base = MakeRunner(checkpoint, WeightQuantization::kNone, 0, capacity);
   ASSERT_NE(base, nullptr);
   ASSERT_EQ(base->activation_dtype(), TSR_DTYPE_F32);
   EXPECT_EQ(base->kv_cache_dtype(), TSR_DTYPE_F32);
@@ -160,14 +169,14 @@ TEST_F(ReducedPrecisionAccuracyTest, Bf16KvCacheOnStories260k) {
     ModelRunnerOptions options;
     options.kv_cache_dtype = TSR_DTYPE_F16;
     options.show_progress = false;
-    auto refused = ModelRunner::Create(*runtime_, **checkpoint, options);
+    auto refused = ModelRunner::Create(*runtime_, checkpoint, options);
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(refused.status().message().find("use auto, f32 or bf16"), std::string::npos)
         << refused.status().ToString();
   }
   for (DType kv_dtype : {TSR_DTYPE_BF16}) {
     SCOPED_TRACE(DTypeName(kv_dtype));
-    auto half = MakeRunner(**checkpoint, WeightQuantization::kNone, 0, capacity, kv_dtype);
+    auto half = MakeRunner(checkpoint, WeightQuantization::kNone, 0, capacity, kv_dtype);
     ASSERT_NE(half, nullptr);
     EXPECT_EQ(half->activation_dtype(), TSR_DTYPE_F32);
     EXPECT_EQ(half->kv_cache_dtype(), kv_dtype);

@@ -74,11 +74,18 @@ class PluginTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (initialised_) {
-      for (DeviceTensor& t : owned_) api_->buffer_free(t.buffer);
-      if (stream_ != nullptr) api_->stream_destroy(stream_);
-      EXPECT_EQ(api_->shutdown(), TSR_OK) << api_->last_error();
-    }
+    if (initialised_) Shutdown();
+  }
+
+  // Frees the test's tensors, destroys stream_ and shuts the plugin down;
+  // a later InitWith starts afresh.
+  void Shutdown() {
+    for (DeviceTensor& t : owned_) api_->buffer_free(t.buffer);
+    owned_.clear();
+    if (stream_ != nullptr) api_->stream_destroy(stream_);
+    stream_ = nullptr;
+    EXPECT_EQ(api_->shutdown(), TSR_OK) << api_->last_error();
+    initialised_ = false;
   }
 
   // Initialises with `options`; creates stream_ on device 0.
