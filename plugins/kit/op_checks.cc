@@ -83,8 +83,10 @@ Status CheckCast(const OpCall& call) {
   return RequireSameShape(call.in[0], "x", call.out[0], "y");
 }
 
-Status CheckLinear(const OpCall& call) {
-  const TensorView &x = call.in[0], &w = call.in[1], &y = call.out[0];
+namespace {
+
+// x [T, K] and w [N, K] with a unit innermost stride (linear v1 and v2).
+Status RequireLinearXW(const TensorView& x, const TensorView& w) {
   TSR_KIT_RETURN_IF_ERROR(RequireRank(x, "x", 2));
   TSR_KIT_RETURN_IF_ERROR(RequireRank(w, "w", 2));
   TSR_KIT_RETURN_IF_ERROR(RequireDim(w, "w", 1, x.dim(1), "K (x's dim 1)"));
@@ -92,24 +94,32 @@ Status CheckLinear(const OpCall& call) {
     return InvalidArgument("w must have a unit innermost stride, but its strides are [",
                            w.stride(0), ", ", w.stride(1), "]");
   }
-  if (call.num_inputs == 3) {
-    TSR_KIT_RETURN_IF_ERROR(RequireRank(call.in[2], "bias", 1));
-    TSR_KIT_RETURN_IF_ERROR(RequireDim(call.in[2], "bias", 0, w.dim(0), "N (w's dim 0)"));
+  return OkStatus();
+}
+
+// Optional bias [N] and y [T, N] (linear v1 and v2).
+Status RequireLinearBiasY(const TensorView* bias, const TensorView& x, const TensorView& w,
+                          const TensorView& y) {
+  if (bias != nullptr) {
+    TSR_KIT_RETURN_IF_ERROR(RequireRank(*bias, "bias", 1));
+    TSR_KIT_RETURN_IF_ERROR(RequireDim(*bias, "bias", 0, w.dim(0), "N (w's dim 0)"));
   }
   TSR_KIT_RETURN_IF_ERROR(RequireRank(y, "y", 2));
   TSR_KIT_RETURN_IF_ERROR(RequireDim(y, "y", 0, x.dim(0), "T (x's dim 0)"));
   return RequireDim(y, "y", 1, w.dim(0), "N (w's dim 0)");
 }
 
+}  // namespace
+
+Status CheckLinear(const OpCall& call) {
+  const TensorView &x = call.in[0], &w = call.in[1], &y = call.out[0];
+  TSR_KIT_RETURN_IF_ERROR(RequireLinearXW(x, w));
+  return RequireLinearBiasY(call.num_inputs == 3 ? &call.in[2] : nullptr, x, w, y);
+}
+
 Status CheckLinearW8(const OpCall& call) {
   const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
-  TSR_KIT_RETURN_IF_ERROR(RequireRank(x, "x", 2));
-  TSR_KIT_RETURN_IF_ERROR(RequireRank(w, "w", 2));
-  TSR_KIT_RETURN_IF_ERROR(RequireDim(w, "w", 1, x.dim(1), "K (x's dim 1)"));
-  if (w.dim(1) > 1 && w.stride(1) != 1) {
-    return InvalidArgument("w must have a unit innermost stride, but its strides are [",
-                           w.stride(0), ", ", w.stride(1), "]");
-  }
+  TSR_KIT_RETURN_IF_ERROR(RequireLinearXW(x, w));
   const int64_t k = x.dim(1);
   const int32_t g = call.params.linear_w8.group_size;
   if (g < 1 || (k > 0 && k % g != 0)) {
@@ -119,13 +129,7 @@ Status CheckLinearW8(const OpCall& call) {
   TSR_KIT_RETURN_IF_ERROR(RequireRank(scale, "w_scale", 2));
   TSR_KIT_RETURN_IF_ERROR(RequireDim(scale, "w_scale", 0, w.dim(0), "N (w's dim 0)"));
   TSR_KIT_RETURN_IF_ERROR(RequireDim(scale, "w_scale", 1, k / g, "K / group_size"));
-  if (call.num_inputs == 4) {
-    TSR_KIT_RETURN_IF_ERROR(RequireRank(call.in[3], "bias", 1));
-    TSR_KIT_RETURN_IF_ERROR(RequireDim(call.in[3], "bias", 0, w.dim(0), "N (w's dim 0)"));
-  }
-  TSR_KIT_RETURN_IF_ERROR(RequireRank(y, "y", 2));
-  TSR_KIT_RETURN_IF_ERROR(RequireDim(y, "y", 0, x.dim(0), "T (x's dim 0)"));
-  return RequireDim(y, "y", 1, w.dim(0), "N (w's dim 0)");
+  return RequireLinearBiasY(call.num_inputs == 4 ? &call.in[3] : nullptr, x, w, y);
 }
 
 Status CheckRope(const OpCall& call) {
