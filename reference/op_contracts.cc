@@ -69,6 +69,8 @@ std::string_view OpName(tsr_op_id op) {
       return "sample";
     case TSR_OP_LOGPROBS:
       return "logprobs";
+    case TSR_OP_DECODER_LAYER:
+      return "decoder_layer";
     default:
       return "";
   }
@@ -78,6 +80,7 @@ std::span<const tsr_op_id> AllOps() { return kAllOps; }
 
 bool IsKnownVersion(tsr_op_id op, uint32_t version) {
   if (OpName(op).empty()) return false;
+  if (IsFusedOp(op)) return version == kOpVersion;
   return version == kOpVersion ||
          (op == TSR_OP_LINEAR && version == kLinearW8Version);
 }
@@ -89,6 +92,15 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
     case 0:  // linear v2
       in = {"x", "w", "w_scale", "bias"};
       out = {"y"};
+      break;
+    case TSR_OP_DECODER_LAYER:
+      in = {"residual",  "positions",   "slots",           "block_table",
+            "seq_lens",  "query_start", "inv_freq",        "input_norm",
+            "w_qkv",     "w_qkv_scale", "qkv_bias",        "q_norm",
+            "k_norm",    "w_o",         "w_o_scale",       "o_bias",
+            "post_norm", "w_gate_up",   "w_gate_up_scale", "w_down",
+            "w_down_scale"};
+      out = {"residual_out", "k_cache", "v_cache"};
       break;
     case TSR_OP_EMBEDDING:
       in = {"ids", "table"};
@@ -176,6 +188,8 @@ StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
                     OpName(op), in + out, in, out, num_args));
   };
   switch (op) {
+    case TSR_OP_DECODER_LAYER:  // the launch's tensors, not its classes
+      return want(TSR_DECODER_LAYER_NUM_INPUTS, TSR_DECODER_LAYER_NUM_OUTPUTS);
     case TSR_OP_EMBEDDING:
       return want(2, 1);
     case TSR_OP_RMS_NORM:
@@ -229,6 +243,15 @@ std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
     return out;
   }
   switch (op) {
+    case TSR_OP_DECODER_LAYER: {  // dtype classes (X, W, KV)
+      std::vector<std::vector<DType>> out;
+      for (DType x : {F32, BF16}) {
+        for (DType w : {x, F16, DType{TSR_DTYPE_I8}}) {
+          for (DType kv : {F32, BF16}) out.push_back({x, w, kv});
+        }
+      }
+      return out;
+    }
     case TSR_OP_EMBEDDING:
       return Uniform({0, 1, 1});
     case TSR_OP_RMS_NORM:
@@ -278,7 +301,11 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
   if (OpName(op).empty()) {
     return NotFoundError(fmt::format(
         "op id {} is not a v1 op (v1 ids are 1..13{})", op,
-        op >= TSR_OP_FUSED_BASE ? "; fused ops have no spec in ABI 1.0" : ""));
+        op >= TSR_OP_FUSED_BASE
+            ? fmt::format("; the fused ops of ABI 1.{} are id {} "
+                          "(decoder_layer)",
+                          TSR_PLUGIN_ABI_MINOR, TSR_OP_DECODER_LAYER)
+            : ""));
   }
   if (!IsKnownVersion(op, version)) {
     return NotFoundError(fmt::format(
@@ -286,10 +313,18 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
         version, TSR_PLUGIN_ABI_MINOR, kOpVersion,
         op == TSR_OP_LINEAR ? " and 2 (int8 weights)" : " only"));
   }
-  TSR_ASSIGN_OR_RETURN(
-      ArgSplit split,
-      SplitArgs(op, static_cast<uint32_t>(dtypes.size()), version));
-  (void)split;
+  if (IsFusedOp(op) && dtypes.size() != kFusedSignatureClasses) {
+    return InvalidArgumentError(fmt::format(
+        "{} lists {} dtypes; a fused op's signature lists its {} dtype "
+        "classes (X, W, KV)",
+        OpName(op), dtypes.size(), kFusedSignatureClasses));
+  }
+  if (!IsFusedOp(op)) {
+    TSR_ASSIGN_OR_RETURN(
+        ArgSplit split,
+        SplitArgs(op, static_cast<uint32_t>(dtypes.size()), version));
+    (void)split;
+  }
   for (const auto& allowed : AllowedSignatures(op, version)) {
     if (allowed.size() == dtypes.size() &&
         std::equal(allowed.begin(), allowed.end(), dtypes.begin())) {
@@ -341,6 +376,12 @@ std::string SignatureTag(tsr_op_id op, std::span<const DType> dtypes) {
       return name(0) + "_to_" + name(1);
     case TSR_OP_LOGPROBS:
       return dtypes.size() == 5 ? "f32_top" : "f32";
+    case TSR_OP_DECODER_LAYER: {  // "bf16", "bf16_wi8", "f32_kvbf16"
+      std::string tag = name(0);
+      if (dtypes.size() > 1 && dtypes[1] != dtypes[0]) tag += "_w" + name(1);
+      if (dtypes.size() > 2 && dtypes[2] != dtypes[0]) tag += "_kv" + name(2);
+      return tag;
+    }
     default:
       return name(0);
   }

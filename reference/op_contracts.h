@@ -24,6 +24,11 @@ namespace tessera::reference {
 inline constexpr uint32_t kOpVersion = 1;
 inline constexpr uint32_t kLinearW8Version = 2;
 
+// Fused ops (ids >= TSR_OP_FUSED_BASE; decoder_layer since ABI 1.2): their
+// signatures list dtype classes, not one dtype per launch argument.
+inline bool IsFusedOp(tsr_op_id op) { return op >= TSR_OP_FUSED_BASE; }
+inline constexpr size_t kFusedSignatureClasses = 3;  // (X, W, KV)
+
 // True when the contract defines `version` of `op`.
 bool IsKnownVersion(tsr_op_id op, uint32_t version);
 
@@ -34,7 +39,8 @@ std::span<const tsr_op_id> AllOps();
 
 // How a signature of `num_args` dtypes splits into inputs and outputs for
 // `op` (linear: 3 or 4 args; logprobs: 3 or 5). Error when `num_args` is not
-// a valid count for the op.
+// a valid count for the op. For a fused op `num_args` counts the launch's
+// tensors (decoder_layer: 21 + 3), not its signature's classes.
 struct ArgSplit {
   int num_inputs = 0;
   int num_outputs = 0;

@@ -31,7 +31,22 @@ TEST(OpContractsTest, LinearSignatures) {
 TEST(OpContractsTest, UnknownOpAndVersion) {
   std::vector<DType> sig = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_F32};
   EXPECT_EQ(ValidateSignature(0, 1, sig).code(), StatusCode::kNotFound);
-  EXPECT_EQ(ValidateSignature(1000, 1, sig).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ValidateSignature(1001, 1, sig).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 2, sig).code(),
+            StatusCode::kNotFound);
+  // decoder_layer's signature is its classes (X, W, KV).
+  EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 1, sig).ok());
+  EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 1,
+                                std::vector<DType>{TSR_DTYPE_BF16, TSR_DTYPE_I8,
+                                                   TSR_DTYPE_F32})
+                  .ok());
+  EXPECT_FALSE(ValidateSignature(TSR_OP_DECODER_LAYER, 1,
+                                 std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_F32})
+                   .ok());
+  EXPECT_FALSE(ValidateSignature(TSR_OP_DECODER_LAYER, 1,
+                                 std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_BF16,
+                                                    TSR_DTYPE_F32})
+                   .ok());
   EXPECT_EQ(ValidateSignature(TSR_OP_ADD, 2, sig).code(),
             StatusCode::kNotFound);
   EXPECT_TRUE(ValidateSignature(TSR_OP_ADD, 1, sig).ok());

@@ -48,6 +48,7 @@ Status Cast(const OpCall& call);
 Status Argmax(const OpCall& call);
 Status Sample(const OpCall& call);
 Status Logprobs(const OpCall& call);
+Status DecoderLayer(const OpCall& call);  // fused, ABI 1.2
 
 // "rms_norm: w has rank 2, expected 1 ([H])".
 Status ExpectRank(const OpCall& call, const HostTensor& t,

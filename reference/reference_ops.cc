@@ -61,6 +61,8 @@ struct OpEntry {
 const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
   static const OpEntry kLinearW8{internal::LinearW8, {}};
   if (op == TSR_OP_LINEAR && version == kLinearW8Version) return &kLinearW8;
+  static const OpEntry kDecoderLayer{internal::DecoderLayer, {{0, 0}}};
+  if (op == TSR_OP_DECODER_LAYER && version == kOpVersion) return &kDecoderLayer;
   static const OpEntry kEmbedding{internal::Embedding, {}};
   static const OpEntry kRmsNorm{internal::RmsNorm, {{0, 0}}};
   static const OpEntry kAddRmsNorm{internal::AddRmsNorm, {{1, 1}}};
@@ -186,6 +188,7 @@ Status CheckAliasing(tsr_op_id op, uint32_t version, const OpEntry& entry,
       ArgNames(op, num_inputs, static_cast<int>(outputs.size()), version);
   for (int o = 0; o < static_cast<int>(outputs.size()); ++o) {
     for (int i = 0; i < num_inputs; ++i) {
+      if (inputs[i].dtype == TSR_DTYPE_INVALID) continue;  // absent
       if (!ElementsOverlap(outputs[o], inputs[i])) continue;
       bool allowed =
           std::find(entry.exact_aliases.begin(), entry.exact_aliases.end(),
@@ -217,7 +220,9 @@ Status Dispatch(tsr_op_id op, uint32_t version,
   const OpEntry* entry = FindOp(op, version);
   if (entry == nullptr) {
     return NotFoundError(fmt::format(
-        "op id {} is not a v1 op; the reference implements ids 1..13", op));
+        "op id {} is not a v1 op; the reference implements ids 1..13 and "
+        "decoder_layer ({})",
+        op, TSR_OP_DECODER_LAYER));
   }
   std::string_view name = OpName(op);
   uint32_t num_args = static_cast<uint32_t>(inputs.size() + outputs.size());
@@ -229,13 +234,19 @@ Status Dispatch(tsr_op_id op, uint32_t version,
         split.num_outputs));
   }
   std::vector<DType> dtypes;
-  for (const HostTensor& t : inputs) dtypes.push_back(t.dtype);
-  for (const HostTensor& t : outputs) dtypes.push_back(t.dtype);
+  if (IsFusedOp(op)) {
+    // The classes (X, W, KV): residual, w_qkv, k_cache.
+    dtypes = {inputs[0].dtype, inputs[8].dtype, outputs[1].dtype};
+  } else {
+    for (const HostTensor& t : inputs) dtypes.push_back(t.dtype);
+    for (const HostTensor& t : outputs) dtypes.push_back(t.dtype);
+  }
   TSR_RETURN_IF_ERROR(ValidateSignature(op, version, dtypes));
   const int num_inputs = static_cast<int>(inputs.size());
   const std::vector<std::string> names =
       ArgNames(op, num_inputs, static_cast<int>(outputs.size()), version);
   for (int i = 0; i < num_inputs; ++i) {
+    if (inputs[i].dtype == TSR_DTYPE_INVALID) continue;  // absent (fused ops)
     TSR_RETURN_IF_ERROR(CheckTensor(name, names[i], inputs[i], false));
   }
   for (int o = 0; o < static_cast<int>(outputs.size()); ++o) {

@@ -1,6 +1,8 @@
 // The op table's kernels: each listed (op, version) mapped to its Run, and
 // the cpu plugin's additions to the shared v1 table (ExtendOpTable, see
-// kit/op_table.h): linear v2, weight-only int8 (ABI 1.1).
+// kit/op_table.h): linear v2, weight-only int8 (ABI 1.1), and the fused
+// decoder_layer (ABI 1.2).
+#include "kit/decoder_layer_plan.h"
 #include "kit/op_checks.h"
 #include "ops.h"
 
@@ -16,13 +18,23 @@ const OpDef kLinearW8Def = {TSR_OP_LINEAR,
                             2};
 }  // namespace
 
-// Replaces the kit's weak default: v1 + linear v2.
+// Replaces the kit's weak default: v1 + linear v2 + decoder_layer.
 void ExtendOpTable(OpTableBuilder& table) {
   constexpr tsr_dtype I8 = TSR_DTYPE_I8;
   constexpr tsr_dtype F32 = TSR_DTYPE_F32;
-  for (tsr_dtype a : {TSR_DTYPE_F32, TSR_DTYPE_BF16}) {
+  constexpr tsr_dtype BF16 = TSR_DTYPE_BF16;
+  for (tsr_dtype a : {F32, BF16}) {
     table.Add(&kLinearW8Def, 3, {a, I8, F32, a});
     table.Add(&kLinearW8Def, 4, {a, I8, F32, a, a});
+  }
+  // Every (X, W, KV) class triple its v1 kernels cover.
+  for (tsr_dtype x : {F32, BF16}) {
+    for (tsr_dtype w : {x, tsr_dtype{TSR_DTYPE_F16}, I8}) {
+      for (tsr_dtype kv : {F32, BF16}) {
+        table.AddFused(&DecoderLayerDef(), TSR_DECODER_LAYER_NUM_INPUTS,
+                       TSR_DECODER_LAYER_NUM_OUTPUTS, {x, w, kv});
+      }
+    }
   }
 }
 
@@ -30,10 +42,12 @@ void ExtendOpTable(OpTableBuilder& table) {
 
 namespace tessera::cpu {
 
-OpRunFn FindOpRun(const OpDef& def) {
-  if (def.version == 2) return def.id == TSR_OP_LINEAR ? RunLinearW8 : nullptr;
-  if (def.version != 1) return nullptr;
-  switch (def.id) {
+OpRunFn FindOpRun(const OpDef& def) { return FindOpRun(def.id, def.version); }
+
+OpRunFn FindOpRun(tsr_op_id op, uint32_t version) {
+  if (version == 2) return op == TSR_OP_LINEAR ? RunLinearW8 : nullptr;
+  if (version != 1) return nullptr;
+  switch (op) {
     case TSR_OP_EMBEDDING: return RunEmbedding;
     case TSR_OP_RMS_NORM: return RunRmsNorm;
     case TSR_OP_ADD_RMS_NORM: return RunAddRmsNorm;
@@ -47,6 +61,7 @@ OpRunFn FindOpRun(const OpDef& def) {
     case TSR_OP_ARGMAX: return RunArgmax;
     case TSR_OP_SAMPLE: return RunSample;
     case TSR_OP_LOGPROBS: return RunLogprobs;
+    case TSR_OP_DECODER_LAYER: return RunDecoderLayer;
     default: return nullptr;
   }
 }

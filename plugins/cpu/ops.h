@@ -8,6 +8,7 @@
 //   ops_linear_w8.cc    linear v2 (int8 weights, ABI 1.1)
 //   ops_attention.cc    rope, kv_store, paged_attention
 //   ops_sampling.cc     argmax, sample, logprobs
+//   ops_decoder_layer.cc  decoder_layer (fused: the v1 kernels in one item)
 // Every kernel supports arbitrary (non-negative) strides, accumulates in f32
 // or better, and splits its work across ctx.pool.
 #ifndef TESSERA_PLUGINS_CPU_OPS_H_
@@ -24,6 +25,7 @@ using OpRunFn = Status (*)(const OpCall& call, ExecContext& ctx);
 // The kernel of the op version `def` describes (NULL for one the op table
 // does not list).
 OpRunFn FindOpRun(const OpDef& def);
+OpRunFn FindOpRun(tsr_op_id op, uint32_t version);
 
 #define TSR_CPU_DECLARE_OP(Name) Status Run##Name(const OpCall& call, ExecContext& ctx);
 
@@ -41,6 +43,7 @@ TSR_CPU_DECLARE_OP(Argmax)
 TSR_CPU_DECLARE_OP(Sample)
 TSR_CPU_DECLARE_OP(Logprobs)
 TSR_CPU_DECLARE_OP(LinearW8)  // linear v2 (ops_linear_w8.cc)
+TSR_CPU_DECLARE_OP(DecoderLayer)  // fused, ABI 1.2 (ops_decoder_layer.cc)
 
 #undef TSR_CPU_DECLARE_OP
 

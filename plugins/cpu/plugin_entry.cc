@@ -16,13 +16,14 @@ const tsr_plugin_manifest kManifest = {
     sizeof(tsr_plugin_manifest),
     "cpu",
     "1.0.0",
-    "Tessera's CPU device plugin: virtual devices on host memory, every v1 op "
-    "and linear v2 (int8 weights), in-process collectives",
+    "Tessera's CPU device plugin: virtual devices on host memory, every v1 op, "
+    "linear v2 (int8 weights), the fused decoder_layer, in-process collectives",
     TSR_PLUGIN_ABI_MAJOR,
     TSR_PLUGIN_ABI_MINOR,
     0,
     "none (x86-64 or any CPU; libc and pthreads)",
-    TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_COLLECTIVES,
+    TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_COLLECTIVES |
+        TSR_CAP_FUSED_OPS,
 };
 
 void CopyString(char* dst, size_t capacity, const std::string& src) {

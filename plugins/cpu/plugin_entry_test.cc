@@ -17,7 +17,8 @@ TEST_F(CpuPluginTest, ManifestAndProbeBeforeInit) {
   EXPECT_EQ(m->abi_major, TSR_PLUGIN_ABI_MAJOR);
   EXPECT_EQ(std::string(m->requirements), "none (x86-64 or any CPU; libc and pthreads)");
   EXPECT_EQ(m->capabilities,
-            TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_COLLECTIVES);
+            TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_COLLECTIVES |
+                TSR_CAP_FUSED_OPS);
   EXPECT_EQ(api_->probe(), 10);
   EXPECT_NE(api_->comm, nullptr);
   EXPECT_EQ(api_->graph, nullptr);

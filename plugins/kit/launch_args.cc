@@ -60,7 +60,8 @@ Status FindSignatureForResolve(const tsr_op_signature* signature, const char* pl
   const OpDef* def = FindOpDef(signature->op);
   if (def == nullptr) {
     return NotFound("the ", plugin, " plugin has no op with id ", signature->op,
-                    " (it implements the v1 ops 1..13)");
+                    " (ops are the v1 ids 1..13 and the fused decoder_layer, ",
+                    TSR_OP_DECODER_LAYER, ")");
   }
   if (signature->num_args > TSR_MAX_OP_ARGS) {
     return InvalidArgument("signature num_args ", signature->num_args, " exceeds ",
@@ -102,18 +103,32 @@ Status BuildOpCall(long index, const tsr_tensor* inputs, size_t num_inputs,
     return InvalidArgument(def.name, ": inputs or outputs is NULL");
   }
   call->op = def.id;
+  call->version = def.version;
   call->num_inputs = num_inputs;
   call->num_outputs = num_outputs;
   for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
     const bool is_out = i >= num_inputs;
     const size_t arg = is_out ? i - num_inputs : i;
     const tsr_tensor* t = is_out ? &outputs[arg] : &inputs[arg];
-    const std::string label = StrCat(def.name, ": ", ArgLabel(def, is_out, arg));
     TensorView* view = is_out ? &call->out[arg] : &call->in[arg];
+    bool optional = false;
+    const tsr_dtype want =
+        def.fused_arg_dtype ? def.fused_arg_dtype(sig, i, &optional) : sig.dtypes[i];
+    if (def.fused_arg_dtype != nullptr && t->struct_size >= sizeof(tsr_tensor) &&
+        t->dtype == TSR_DTYPE_INVALID) {
+      if (optional || want == TSR_DTYPE_INVALID) continue;  // absent: the view stays INVALID
+      return InvalidArgument(def.name, ": ", ArgLabel(def, is_out, arg), " is absent but ",
+                             SignatureString(sig, &def), " needs it (", DTypeName(want), ")");
+    }
+    const std::string label = StrCat(def.name, ": ", ArgLabel(def, is_out, arg));
+    if (want == TSR_DTYPE_INVALID) {
+      return InvalidArgument(label, " must be absent (dtype TSR_DTYPE_INVALID) for ",
+                             SignatureString(sig, &def));
+    }
     TSR_KIT_RETURN_IF_ERROR(ResolveTensor(t, label, resolve, view));
-    if (view->dtype != sig.dtypes[i]) {
+    if (view->dtype != want) {
       return InvalidArgument(label, " is ", DTypeName(view->dtype), " but the kernel ",
-                             SignatureString(sig, &def), " expects ", DTypeName(sig.dtypes[i]));
+                             SignatureString(sig, &def), " expects ", DTypeName(want));
     }
   }
   TSR_KIT_RETURN_IF_ERROR(CopyParams(def, params, params_size, call));

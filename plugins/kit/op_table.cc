@@ -50,6 +50,12 @@ struct Tables : OpTableBuilder {
     sigs.push_back(sig);
     infos.push_back(OpSignatureInfo{def, num_inputs, dtypes.size() - num_inputs});
   }
+  void AddFused(const OpDef* def, size_t num_inputs, size_t num_outputs,
+                std::initializer_list<tsr_dtype> classes) override {
+    Add(def, 0, classes);
+    infos.back().num_inputs = num_inputs;
+    infos.back().num_outputs = num_outputs;
+  }
   // A v1 signature of the shared table.
   void Add(tsr_op_id op, size_t num_inputs, std::initializer_list<tsr_dtype> dtypes) {
     Add(FindOpDef(op), num_inputs, dtypes);
@@ -116,6 +122,7 @@ const OpDef* FindOpDef(tsr_op_id id) {
   for (const OpDef& def : kOpDefs) {
     if (def.id == id) return &def;
   }
+  if (id == TSR_OP_DECODER_LAYER) return &DecoderLayerDef();
   return nullptr;
 }
 

@@ -30,15 +30,22 @@ namespace tessera::plugin_kit {
 // already checked against the signature by the launch entry).
 using OpCheckFn = Status (*)(const OpCall& call);
 
+// Fused ops only: the dtype launch argument `arg` (inputs then outputs)
+// must have under the signature's dtype classes; TSR_DTYPE_INVALID when it
+// must be absent. *optional is set when it may be absent.
+using FusedArgDTypeFn = tsr_dtype (*)(const tsr_op_signature& sig, size_t arg,
+                                      bool* optional);
+
 struct OpDef {
   tsr_op_id id;
   const char* name;
   // Argument names for messages (optional ones last).
-  const char* input_names[TSR_MAX_OP_ARGS];
-  const char* output_names[TSR_MAX_OP_ARGS];
+  const char* input_names[kMaxCallInputs];
+  const char* output_names[kMaxCallOutputs];
   size_t params_size;  // v1.0 size of its params struct; 0 = no params
   OpCheckFn check;
   uint32_t version = 1;  // the op version this def describes
+  FusedArgDTypeFn fused_arg_dtype = nullptr;  // fused ops: see above
 };
 
 // A signature plus how its arguments split into inputs and outputs.
@@ -56,6 +63,10 @@ class OpTableBuilder {
   // for `def`'s (op, version). `def` must outlive the plugin (a static).
   virtual void Add(const OpDef* def, size_t num_inputs,
                    std::initializer_list<tsr_dtype> dtypes) = 0;
+  // Lists a fused op (def->fused_arg_dtype set) with its dtype `classes`;
+  // its launches pass `num_inputs` and `num_outputs` tensors.
+  virtual void AddFused(const OpDef* def, size_t num_inputs, size_t num_outputs,
+                        std::initializer_list<tsr_dtype> classes) = 0;
 };
 
 // The hook a plugin defines (as a plain function in its own sources) to
@@ -71,8 +82,13 @@ size_t NumOpSignatures();
 
 // The signature index matching `sig`, or -1.
 long FindOpSignature(const tsr_op_signature& sig);
-// The def of op `id`'s version 1 (for names and messages), or NULL.
+// The def of op `id`'s version 1 (for names and messages), or NULL. Knows
+// the v1 ops and the fused ops the kit defines (decoder_layer).
 const OpDef* FindOpDef(tsr_op_id id);
+
+// decoder_layer v1 (ABI 1.2): the kit's def, for a plugin's ExtendOpTable
+// (AddFused with TSR_DECODER_LAYER_NUM_INPUTS / _OUTPUTS and (X, W, KV)).
+const OpDef& DecoderLayerDef();
 
 // "input 1 (table)" / "output 0 (y)".
 std::string ArgLabel(const OpDef& def, bool output, size_t index);

@@ -133,9 +133,12 @@ std::string TextTable(const Json& out) {
         out["bandwidth"]["bytes"].get<uint64_t>() >> 20);
   }
   text += fmt::format(
-      "model {} on {} ({}), {}, KV cache {}\n", out["model"].get<std::string>(),
-      out["device"].get<std::string>(), out["plugin"].get<std::string>(),
-      out["dtype"].get<std::string>(), out["kv_cache_dtype"].get<std::string>());
+      "model {} on {} ({}), {}, KV cache {}, layers {}\n",
+      out["model"].get<std::string>(), out["device"].get<std::string>(),
+      out["plugin"].get<std::string>(), out["dtype"].get<std::string>(),
+      out["kv_cache_dtype"].get<std::string>(),
+      out["fused_decoder_layer"].get<bool>() ? "fused (decoder_layer)"
+                                             : "op by op");
   text += fmt::format(
       "{:>5} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} {:>9} "
       "{:>12} {:>9}\n",
@@ -268,6 +271,7 @@ int RunOneBatchBench(BenchOptions o) {
   out["dtype"] = std::string(DTypeName((*runner)->activation_dtype()));
   out["quantization"] = o.quantization;
   out["kv_cache_dtype"] = std::string(DTypeName((*runner)->kv_cache_dtype()));
+  out["fused_decoder_layer"] = (*runner)->uses_fused_layers();
   out["seed"] = o.seed;
   out["bandwidth"] =
       bandwidth ? ReadBandwidthToJson(*bandwidth) : Json(nullptr);

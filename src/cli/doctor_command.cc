@@ -67,6 +67,13 @@ void Fill(DoctorReport& report, runtime::Runtime& rt) {
     selected[runtime::OpName(op)] =
         std::string(runtime::OpRouteName(rt.dispatcher().Coverage(op)));
   }
+  // A fused op never falls back: without it the host runs its op sequence.
+  for (tsr_op_id op : runtime::FusedOps()) {
+    selected[runtime::OpName(op)] =
+        !rt.dispatcher().IsDisabled(op) && rt.plugin().ListsOp(op)
+            ? "native"
+            : "not offered (runs as its v1 op sequence)";
+  }
   if (!rt.cpu_is_selected()) {
     auto& cpu = report.coverage[rt.cpu_plugin().name()];
     for (tsr_op_id op : runtime::AllOpsV1()) {

@@ -207,7 +207,9 @@ std::string DoctorReportToText(const DoctorReport& r) {
   if (selected != r.coverage.end()) {
     out += fmt::format("\nOp coverage (plugin {}; fallback: {})\n",
                        r.selected_plugin, r.fallback_plugin);
-    for (tsr_op_id op : runtime::AllOpsV1()) {
+    std::vector<tsr_op_id> ops = runtime::AllOpsV1();
+    ops.insert(ops.end(), runtime::FusedOps().begin(), runtime::FusedOps().end());
+    for (tsr_op_id op : ops) {
       std::string name = runtime::OpName(op);
       auto it = selected->second.find(name);
       if (it == selected->second.end()) continue;

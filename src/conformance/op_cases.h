@@ -132,6 +132,7 @@ void AddPagedAttentionCases(CaseList& out, std::span<const DType> dtypes);
 void AddArgmaxCases(CaseList& out, std::span<const DType> dtypes);
 void AddSampleCases(CaseList& out, std::span<const DType> dtypes);
 void AddLogprobsCases(CaseList& out, std::span<const DType> dtypes);
+void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes);  // fused
 
 }  // namespace tessera::conformance
 

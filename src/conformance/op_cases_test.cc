@@ -45,6 +45,35 @@ TEST(OpCasesTest, EveryCaseOfEverySignatureRunsOnTheReference) {
   EXPECT_GT(count, 400);
 }
 
+TEST(OpCasesTest, EveryDecoderLayerCaseRunsOnTheReference) {
+  int count = 0;
+  for (const auto& classes :
+       reference::AllowedSignatures(TSR_OP_DECODER_LAYER, 1)) {
+    for (const CaseDef& def : MakeOpCases(TSR_OP_DECODER_LAYER, classes, 1)) {
+      const std::string name =
+          "decoder_layer." +
+          reference::SignatureTag(TSR_OP_DECODER_LAYER, classes) + "." +
+          def.name;
+      CaseBuilder builder(HashName(name));
+      OpCase c = def.build(builder);
+      ASSERT_EQ(c.args.size(), size_t{TSR_DECODER_LAYER_NUM_INPUTS +
+                                      TSR_DECODER_LAYER_NUM_OUTPUTS})
+          << name;
+      auto layout = LayOut(c, 1);
+      ASSERT_TRUE(layout.ok()) << name << ": " << layout.status().message();
+      auto ref = RunReference(TSR_OP_DECODER_LAYER, c, *layout);
+      ASSERT_TRUE(ref.ok()) << name << ": " << ref.status().message();
+      // The layer changed residual_out and the new tokens' cache rows.
+      std::vector<Image> before = layout->initial, after = *ref;
+      Outcome o = CompareImages(TSR_OP_DECODER_LAYER, c, *layout, after,
+                                before);
+      EXPECT_EQ(o.status, CheckStatus::kFail) << name;
+      ++count;
+    }
+  }
+  EXPECT_EQ(count, 12 * 3);  // (X, W, KV) triples x cases
+}
+
 // Runs rms_norm f32 "basic" and returns (case, layout, reference images).
 struct Basic {
   OpCase c;

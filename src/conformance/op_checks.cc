@@ -2,7 +2,9 @@
 // and run over the cases of op_cases.h against reference/. Ops a plugin
 // does not list are not checked (a plugin may implement a subset); entries
 // that are not a known (op, version) — the v1 ops, linear v2 since ABI
-// 1.1 — or break a contract's dtype rules fail op.list.
+// 1.1, the fused decoder_layer since 1.2 — or break a contract's dtype
+// rules fail op.list, as does a TSR_CAP_FUSED_OPS bit that disagrees with
+// the table.
 #include <fmt/format.h>
 
 #include <set>
@@ -63,8 +65,18 @@ void OpChecks(CheckContext& ctx, PluginEnv& env) {
     std::string problems = ValidateOpTable(ops, count, &valid);
     if (!problems.empty()) return Fail(problems);
     std::set<std::string> names;
-    for (size_t i = 0; i < count; ++i)
+    bool fused = false;
+    for (size_t i = 0; i < count; ++i) {
       names.insert(std::string(reference::OpName(ops[i].op)));
+      fused = fused || reference::IsFusedOp(ops[i].op);
+    }
+    if (fused != env.HasCap(TSR_CAP_FUSED_OPS)) {
+      return Fail(fmt::format(
+          "the manifest's TSR_CAP_FUSED_OPS is {} but the table {} fused ops "
+          "(ids >= {}); set the bit exactly when it lists one",
+          env.HasCap(TSR_CAP_FUSED_OPS) ? "set" : "clear",
+          fused ? "lists" : "lists no", TSR_OP_FUSED_BASE));
+    }
     return Pass(fmt::format("{} signatures of {} ops", count, names.size()));
   });
   if (ops == nullptr && count == 0) {

@@ -10,6 +10,7 @@
 
 #include "base/logging.h"
 #include "model/rope.h"
+#include "runtime/op_names.h"
 #include "runtime/tensor.h"
 
 namespace tessera::model {
@@ -195,12 +196,14 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   TSR_ASSIGN_OR_RETURN(r->kv_pool_, kv::KvPool::Create(device, kv));
   TSR_ASSIGN_OR_RETURN(r->stream_, device.CreateStream());
   r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
+  if (options.fused_decoder_layer) r->ResolveFusedLayer();
   TSR_LOG_DEBUG(
       "model runner: {} on {}, {} activations, weights {:.1f} MiB, KV pool "
-      "{} pages x {} slots ({:.1f} MiB)",
+      "{} pages x {} slots ({:.1f} MiB), layers {}",
       arch->class_name, device.Label(), DTypeName(act),
       r->weights_->device_bytes() / 1048576.0, r->kv_pool_->num_pages(),
-      r->kv_pool_->page_size(), r->kv_pool_->total_bytes() / 1048576.0);
+      r->kv_pool_->page_size(), r->kv_pool_->total_bytes() / 1048576.0,
+      r->uses_fused_layers() ? "fused (decoder_layer)" : "as op sequences");
   return r;
 }
 
@@ -501,6 +504,107 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
   return OkStatus();
 }
 
+void ModelRunner::ResolveFusedLayer() {
+  // Hiding one of the layer's ops (TESSERA_DISABLE_OPS=paged_attention, to
+  // route around a suspect kernel) hides the fused layer that contains it.
+  for (tsr_op_id op :
+       {TSR_OP_RMS_NORM, TSR_OP_ADD_RMS_NORM, TSR_OP_LINEAR, TSR_OP_ROPE,
+        TSR_OP_KV_STORE, TSR_OP_PAGED_ATTENTION, TSR_OP_SILU_AND_MUL,
+        TSR_OP_ADD, TSR_OP_CAST}) {
+    if (runtime_.dispatcher().IsDisabled(op)) {
+      TSR_LOG_DEBUG(
+          "model runner: layers run as op sequences (TESSERA_DISABLE_OPS "
+          "hides {}, which decoder_layer contains)",
+          runtime::OpName(op));
+      return;
+    }
+  }
+  // One weight dtype (and int8 group size) for every layer's projections.
+  const LayerWeights& first = weights_->layer(0);
+  const DType w = first.qkv.dtype;
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    const LayerWeights& lw = weights_->layer(l);
+    for (const DeviceWeight* dw : {&lw.qkv, &lw.o_proj, &lw.gate_up, &lw.down}) {
+      if (dw->dtype != w || dw->group_size != first.qkv.group_size) {
+        TSR_LOG_DEBUG("model runner: layers run unfused (mixed weight dtypes)");
+        return;
+      }
+    }
+  }
+  tsr_op_signature sig{};
+  sig.struct_size = sizeof(sig);
+  sig.op = TSR_OP_DECODER_LAYER;
+  sig.version = 1;
+  sig.num_args = 3;
+  sig.dtypes[0] = act_dtype_;
+  sig.dtypes[1] = w;
+  sig.dtypes[2] = kv_dtype_;
+  auto resolved = runtime_.dispatcher().ResolveFused(device_.ordinal(), sig);
+  if (!resolved.ok()) {
+    TSR_LOG_DEBUG("model runner: layers run as op sequences ({})",
+                  resolved.status().message());
+    return;
+  }
+  fused_layer_ = *resolved;
+}
+
+Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
+  const Workspace& w = *ws_;
+  const LayerWeights& lw = weights_->layer(l);
+  const DType x = act_dtype_;
+  const int64_t t = shape.tokens, b = shape.sequences;
+  const int64_t h = config_.hidden_size, d = config_.head_dim;
+  tsr_tensor absent{};
+  absent.struct_size = sizeof(absent);
+  absent.dtype = TSR_DTYPE_INVALID;
+  auto optional = [&](const DeviceWeight& dw) {
+    return dw.present() ? dw.View() : absent;
+  };
+  auto scale = [&](const DeviceWeight& dw) {
+    return dw.quantized() ? dw.ScaleView() : absent;
+  };
+  const tsr_tensor residual = w.residual->View(x, {t, h});
+  const tsr_tensor in[TSR_DECODER_LAYER_NUM_INPUTS] = {
+      residual,
+      w.meta->View(TSR_DTYPE_I32, {t}, w.positions),
+      w.meta->View(TSR_DTYPE_I32, {t}, w.slots),
+      w.meta->View(TSR_DTYPE_I32, {b, shape.max_pages}, w.block_table),
+      w.meta->View(TSR_DTYPE_I32, {b}, w.seq_lens),
+      w.meta->View(TSR_DTYPE_I32, {b + 1}, w.query_start),
+      inv_freq_->View(TSR_DTYPE_F32, {d / 2}),
+      lw.input_norm.View(),
+      lw.qkv.View(),
+      scale(lw.qkv),
+      optional(lw.qkv_bias),
+      optional(lw.q_norm),
+      optional(lw.k_norm),
+      lw.o_proj.View(),
+      scale(lw.o_proj),
+      optional(lw.o_bias),
+      lw.post_norm.View(),
+      lw.gate_up.View(),
+      scale(lw.gate_up),
+      lw.down.View(),
+      scale(lw.down)};
+  const tsr_tensor out[TSR_DECODER_LAYER_NUM_OUTPUTS] = {
+      residual, kv_pool_->KCache(l), kv_pool_->VCache(l)};
+  tsr_decoder_layer_params p{};
+  p.struct_size = sizeof(p);
+  p.rms_norm_eps = static_cast<float>(config_.rms_norm_eps);
+  p.rope_style = arch_->rope_style;
+  p.num_q_heads = static_cast<int32_t>(config_.num_attention_heads);
+  p.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
+  p.head_dim = static_cast<int32_t>(d);
+  p.weight_group_size = static_cast<int32_t>(lw.qkv.group_size);
+  p.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.page_size = kv_pool_->page_size();
+  Status s = runtime_.dispatcher().Launch(*fused_layer_, *stream_, in, out, &p,
+                                          sizeof(p));
+  if (s.ok()) return s;
+  return s.WithContext(
+      fmt::format("{} layer {}: decoder_layer", arch_->class_name, l));
+}
+
 StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
   StepShape shape;
   TSR_RETURN_IF_ERROR(ValidateBatch(batch, shape));
@@ -526,12 +630,21 @@ StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
     TSR_RETURN_IF_ERROR(
         Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1, "embed_tokens"));
   }
-  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
-    TSR_RETURN_IF_ERROR(RunLayer(l, shape));
-  }
-  {
-    const tsr_rms_norm_params norm{sizeof(tsr_rms_norm_params),
-                                   static_cast<float>(config_.rms_norm_eps)};
+  const tsr_rms_norm_params norm{sizeof(tsr_rms_norm_params),
+                                 static_cast<float>(config_.rms_norm_eps)};
+  if (fused_layer_ != nullptr) {
+    // Each fused layer leaves the complete hidden state in `residual`.
+    for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+      TSR_RETURN_IF_ERROR(RunFusedLayer(l, shape));
+    }
+    tsr_tensor in[] = {residual, weights_->final_norm().View()};
+    tsr_tensor out[] = {normed};
+    TSR_RETURN_IF_ERROR(Launch(TSR_OP_RMS_NORM, in, out, &norm, sizeof(norm),
+                               -1, "final norm"));
+  } else {
+    for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+      TSR_RETURN_IF_ERROR(RunLayer(l, shape));
+    }
     tsr_tensor in[] = {w.hidden->View(x, {t, h}), residual,
                        weights_->final_norm().View()};
     tsr_tensor out[] = {normed, residual};

@@ -8,7 +8,12 @@
 // call. The caller allocates the pages first (KvPool::EnsureCapacity on
 // kv_pool()), so the pages cover cached_len + new tokens positions.
 //
-// Per step, all ops on the runner's stream (T = total new tokens):
+// Per step, all ops on the runner's stream (T = total new tokens), with
+// every decoder layer as ONE fused decoder_layer launch (ABI 1.2) when the
+// plugin offers it for the model's (activation, weight, KV) dtypes and
+// ModelRunnerOptions::fused_decoder_layer is on (TESSERA_DISABLE_OPS naming
+// decoder_layer, or any op of the sequence, turns it off); otherwise as
+// this v1 op sequence:
 //   embedding(ids) -> residual [T, H]
 //   per layer: rms_norm / add_rms_norm (residual fused) -> normed [T, H]
 //              linear qkv (+ bias)        -> qkv [T, (Hq + 2 Hk) D]
@@ -21,7 +26,8 @@
 //              linear o_proj (+ bias)     -> hidden [T, H]
 //              add_rms_norm               -> normed, residual
 //              linear gate_up, silu_and_mul, linear down -> hidden [T, H]
-//   add_rms_norm -> normed; embedding(last row of each sequence, normed)
+//   add_rms_norm -> normed (fused layers: rms_norm of the residual, which
+//   the fused op keeps complete); embedding(last row of each sequence, normed)
 //   -> rows [B, H]; linear lm_head -> logits [B, V]; cast to F32 if needed.
 // Scratch activations live in a workspace sized for the largest batch seen
 // so far (grown on demand, never per op); metadata (ids, positions, slots,
@@ -74,6 +80,8 @@ struct ModelRunnerOptions {
   int64_t int8_group_size = kDefaultInt8GroupSize;  // see WeightLoadOptions
   // Weight-upload progress on stderr, only when stderr is a terminal.
   bool show_progress = true;
+  // Use the plugin's fused decoder_layer op when it offers one.
+  bool fused_decoder_layer = true;
 };
 
 // One sequence of a Batch. The spans are borrowed for the Forward call.
@@ -129,6 +137,8 @@ class ModelRunner {
   DType kv_cache_dtype() const { return kv_dtype_; }
   kv::KvPool& kv_pool() { return *kv_pool_; }
   const ModelWeights& weights() const { return *weights_; }
+  // True when each decoder layer runs as one fused decoder_layer launch.
+  bool uses_fused_layers() const { return fused_layer_ != nullptr; }
   runtime::Runtime& runtime() const { return runtime_; }
   runtime::Device& device() const { return device_; }
   runtime::Stream& stream() const { return *stream_; }
@@ -150,6 +160,11 @@ class ModelRunner {
   Status EnsureWorkspace(const StepShape& shape);
   Status UploadMetadata(const Batch& batch, const StepShape& shape);
   Status RunLayer(int64_t layer, const StepShape& shape);
+  // The layer as one decoder_layer launch (fused_layer_ set).
+  Status RunFusedLayer(int64_t layer, const StepShape& shape);
+  // Resolves decoder_layer for this model's dtypes, or leaves it unset
+  // (with a debug log saying why).
+  void ResolveFusedLayer();
   // The F32 logits buffer of the workspace: `logits` itself for F32
   // activations, else the cast target `logits_f32` (null before a Forward).
   runtime::Buffer* F32Logits() const;
@@ -173,6 +188,7 @@ class ModelRunner {
   std::unique_ptr<kv::KvPool> kv_pool_;
   runtime::StreamPtr stream_;
   std::unique_ptr<Workspace> ws_;
+  const runtime::ResolvedOp* fused_layer_ = nullptr;  // null: op sequence
   // Host staging of the metadata copy; it must stay untouched until the
   // stream passes the copy, so a Forward waits for the previous one first.
   std::vector<int32_t> host_meta_;

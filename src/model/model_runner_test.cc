@@ -233,6 +233,51 @@ TEST_P(RunnerVsReferenceTest, PagedAttentionFallbackGivesTheSameLogits) {
   }
 }
 
+// The cpu plugin offers the fused decoder_layer: every layer is one launch.
+// TESSERA_DISABLE_OPS=decoder_layer brings back the v1 op sequence; the
+// fused op is that same sequence, so the logits agree (bit for bit in F32,
+// where rounding each intermediate to X changes nothing between the two).
+TEST_P(RunnerVsReferenceTest, FusedLayersMatchTheOpSequence) {
+  const std::vector<int32_t> prompt = PromptIds(9, vocab(), 8);
+  std::vector<int32_t> pages;
+  Logits fused = Run(pages, 0, prompt);
+  Logits fused_step = Run(pages, 9, {3}, /*all_logits=*/false);
+  if (runtime_->cpu_is_selected()) {
+    EXPECT_TRUE(runner_->uses_fused_layers());
+    uint64_t launches = 0;
+    for (const auto& c : runtime_->dispatcher().Counters()) {
+      if (c.op == "decoder_layer") launches += c.launches;
+    }
+    EXPECT_EQ(launches,
+              2u * static_cast<uint64_t>(
+                       checkpoint_->config().num_hidden_layers));
+  }
+  {
+    ScopedEnvVar disable("TESSERA_DISABLE_OPS", "decoder_layer");
+    Start();
+  }
+  EXPECT_FALSE(runner_->uses_fused_layers());
+  std::vector<int32_t> pages2;
+  Logits unfused = Run(pages2, 0, prompt);
+  Logits unfused_step = Run(pages2, 9, {3}, /*all_logits=*/false);
+  ASSERT_EQ(fused.rows, unfused.rows);
+  ReferenceModel::Cache cache = reference_->NewCache();
+  auto want = reference_->Forward(cache, prompt);
+  for (int64_t r = 0; r < 9; ++r) {
+    ExpectClose(fused, r, want[r], "fused row");
+    ExpectClose(unfused, r, want[r], "unfused row");
+    const double gap = RelativeError(fused.Row(r), std::vector<double>(
+        unfused.Row(r).begin(), unfused.Row(r).end()));
+    EXPECT_LE(gap, GetParam().activation_dtype == TSR_DTYPE_F32 ? 0.0 : tolerance())
+        << "row " << r;
+  }
+  const double step_gap = RelativeError(
+      fused_step.Row(0), std::vector<double>(unfused_step.Row(0).begin(),
+                                             unfused_step.Row(0).end()));
+  EXPECT_LE(step_gap,
+            GetParam().activation_dtype == TSR_DTYPE_F32 ? 0.0 : tolerance());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Architectures, RunnerVsReferenceTest,
     ::testing::Values(

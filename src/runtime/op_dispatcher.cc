@@ -118,6 +118,53 @@ StatusOr<std::unique_ptr<ResolvedOp>> OpDispatcher::ResolveUncached(
   return resolved;
 }
 
+StatusOr<const ResolvedOp*> OpDispatcher::ResolveFused(
+    int32_t device, const tsr_op_signature& signature) {
+  Key key{device, signature.op, signature.version,
+          std::vector<tsr_dtype>(
+              signature.dtypes,
+              signature.dtypes +
+                  std::min<uint32_t>(signature.num_args, TSR_MAX_OP_ARGS))};
+  {
+    MutexLock lock(&mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second.get();
+  }
+  const std::string sig_text = SignatureToString(signature);
+  std::string reason;
+  if (IsDisabled(signature.op)) {
+    reason = "disabled by TESSERA_DISABLE_OPS";
+  } else if (!primary_.ListsSignature(signature)) {
+    reason = primary_.ListsOp(signature.op) ? "not offered for these dtypes"
+                                            : "not offered";
+  } else {
+    auto kernel = primary_.ResolveOp(device, signature);
+    if (kernel.ok()) {
+      auto resolved = std::make_unique<ResolvedOp>();
+      resolved->signature = signature;
+      resolved->device = device;
+      resolved->route = OpRoute::kNative;
+      resolved->runner = &primary_;
+      resolved->runner_device = device;
+      resolved->kernel = *kernel;
+      MutexLock lock(&mu_);
+      auto [it, inserted] = cache_.emplace(std::move(key), std::move(resolved));
+      if (inserted && options_.log_ops) {
+        TSR_LOG_INFO("op {} on {} device {}: native", sig_text,
+                     primary_.name(), device);
+      }
+      return it->second.get();
+    }
+    reason = fmt::format("resolve_op failed: {}", kernel.status().message());
+  }
+  if (options_.log_ops) {
+    TSR_LOG_INFO("op {} on {} device {}: not used ({})", sig_text,
+                 primary_.name(), device, reason);
+  }
+  return NotFoundError(fmt::format("fused op {} is not native on plugin {}: {}",
+                                   sig_text, primary_.name(), reason));
+}
+
 StatusOr<const ResolvedOp*> OpDispatcher::Resolve(
     int32_t device, const tsr_op_signature& signature) {
   Key key{device, signature.op, signature.version,
@@ -167,7 +214,8 @@ Status OpDispatcher::Launch(const ResolvedOp& op, Stream& stream,
         OpName(op.signature.op), primary_.name(), op.device,
         stream.plugin().name(), stream.device()));
   }
-  if (inputs.size() + outputs.size() != op.signature.num_args) {
+  if (!IsFusedOp(op.signature.op) &&
+      inputs.size() + outputs.size() != op.signature.num_args) {
     return InvalidArgumentError(fmt::format(
         "op {}: {} inputs and {} outputs given, but the signature has {} "
         "arguments",

@@ -89,6 +89,16 @@ class OpDispatcher {
   OpDispatcher(const OpDispatcher&) = delete;
   OpDispatcher& operator=(const OpDispatcher&) = delete;
 
+  // Resolves a fused op (ids >= TSR_OP_FUSED_BASE; its signature lists
+  // dtype classes) on the primary plugin only: a fused op never falls back
+  // to the cpu plugin — the caller runs the op sequence it stands for
+  // instead. NotFound, naming the reason (not listed, disabled by
+  // TESSERA_DISABLE_OPS, resolve_op failed), when it is not native.
+  // Successes are cached like Resolve's and counted in Counters().
+  StatusOr<const ResolvedOp*> ResolveFused(int32_t device,
+                                           const tsr_op_signature& signature)
+      TSR_EXCLUDES(mu_);
+
   // Resolves (once; cached) `signature` for `device` of the primary plugin.
   // Unimplemented when neither plugin has it.
   StatusOr<const ResolvedOp*> Resolve(int32_t device,
@@ -96,7 +106,8 @@ class OpDispatcher {
       TSR_EXCLUDES(mu_);
 
   // Enqueues `op` on `stream` (a stream of the primary plugin on op.device).
-  // Tensors list inputs then outputs as in the op's contract; `params` is
+  // Tensors list inputs then outputs as in the op's contract (a fused op's
+  // count is its spec's, checked by the plugin); `params` is
   // the op's parameter struct (or nullptr). A fallback launch returns after
   // the outputs are back on the device.
   Status Launch(const ResolvedOp& op, Stream& stream,

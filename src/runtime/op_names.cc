@@ -28,7 +28,21 @@ constexpr std::array<std::pair<tsr_op_id, std::string_view>, 13> kOps = {{
 static_assert(kOps.size() + 1 == TSR_OP_COUNT_V1,
               "every v1 op needs a name here");
 
+// The fused ops (ABI 1.2+).
+constexpr std::array<std::pair<tsr_op_id, std::string_view>, 1> kFusedOps = {{
+    {TSR_OP_DECODER_LAYER, "decoder_layer"},
+}};
+
 }  // namespace
+
+const std::vector<tsr_op_id>& FusedOps() {
+  static const std::vector<tsr_op_id> ops = [] {
+    std::vector<tsr_op_id> v;
+    for (const auto& [id, name] : kFusedOps) v.push_back(id);
+    return v;
+  }();
+  return ops;
+}
 
 const std::vector<tsr_op_id>& AllOpsV1() {
   static const std::vector<tsr_op_id> ops = [] {
@@ -43,12 +57,18 @@ std::string OpName(tsr_op_id op) {
   for (const auto& [id, name] : kOps) {
     if (id == op) return std::string(name);
   }
+  for (const auto& [id, name] : kFusedOps) {
+    if (id == op) return std::string(name);
+  }
   if (op >= TSR_OP_FUSED_BASE) return fmt::format("fused_{}", op);
   return fmt::format("op_{}", op);
 }
 
 std::optional<tsr_op_id> OpIdFromName(std::string_view name) {
   for (const auto& [id, op_name] : kOps) {
+    if (op_name == name) return id;
+  }
+  for (const auto& [id, op_name] : kFusedOps) {
     if (op_name == name) return id;
   }
   return std::nullopt;
@@ -60,6 +80,7 @@ std::string ValidOpNames() {
     if (!out.empty()) out += ", ";
     out += name;
   }
+  for (const auto& [id, name] : kFusedOps) out += fmt::format(", {}", name);
   return out;
 }
 

@@ -21,11 +21,16 @@ namespace tessera::runtime {
 // The v1 ops in id order (embedding .. logprobs).
 const std::vector<tsr_op_id>& AllOpsV1();
 
-// "rms_norm" for TSR_OP_RMS_NORM; "fused_<id>" for ids >= TSR_OP_FUSED_BASE;
-// "op_<id>" for other unknown ids.
+// The fused ops the host knows (decoder_layer, ABI 1.2).
+const std::vector<tsr_op_id>& FusedOps();
+inline bool IsFusedOp(tsr_op_id op) { return op >= TSR_OP_FUSED_BASE; }
+
+// "rms_norm" for TSR_OP_RMS_NORM, "decoder_layer" for TSR_OP_DECODER_LAYER;
+// "fused_<id>" for other ids >= TSR_OP_FUSED_BASE; "op_<id>" for other
+// unknown ids.
 std::string OpName(tsr_op_id op);
 
-// The id of a v1 op name, or nullopt.
+// The id of a v1 or fused op name, or nullopt.
 std::optional<tsr_op_id> OpIdFromName(std::string_view name);
 
 // "embedding, rms_norm, ..., logprobs": for error messages.

@@ -65,6 +65,8 @@ TEST(BenchSmokeTest, OneBatchSmokeJson) {
   ExpectPositive(out["bandwidth"], "read_gbps");
   ExpectPositive(out["bandwidth"], "bytes");
   ExpectPositive(out["bandwidth"], "threads");
+  // The cpu plugin offers the fused decoder_layer.
+  EXPECT_EQ(out["fused_decoder_layer"], true) << out.dump();
   ASSERT_TRUE(out["results"].is_array());
   ASSERT_EQ(out["results"].size(), 2u);  // --smoke: batch sizes 1 and 2
   int64_t expected_batch = 1;

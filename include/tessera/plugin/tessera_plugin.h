@@ -60,9 +60,11 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define TSR_PLUGIN_ABI_MAJOR 1
-/* Minor history: 1.0 the v1 ops; 1.1 adds TSR_DTYPE_I8 weights and linear
- * v2 (weight-only int8). A 1.1 plugin need not list any 1.1 op. */
-#define TSR_PLUGIN_ABI_MINOR 1
+/* Minor history: 1.0 the v1 ops; 1.1 adds TSR_DTYPE_I8 weights, linear
+ * v2 (weight-only int8) and stream_busy_ns; 1.2 adds the first fused op,
+ * decoder_layer (TSR_OP_DECODER_LAYER). A plugin need not list any op of a
+ * later minor. */
+#define TSR_PLUGIN_ABI_MINOR 2
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -367,8 +369,60 @@ enum {
   TSR_OP_LOGPROBS = 13,
 
   TSR_OP_COUNT_V1 = 14, /* ids 1..13 are v1 */
-  /* Ids from here on are fused ops, each declared by a spec in a later minor. */
-  TSR_OP_FUSED_BASE = 1000
+  /* Ids from here on are fused ops, each declared by a spec in a later minor.
+   * A fused op runs what a fixed sequence of v1 ops would, in one launch; a
+   * host uses it only when the selected plugin lists it (it never falls
+   * back to another plugin: the host runs the op sequence instead), so a
+   * plugin lists one only where it is faster. Its signature lists dtype
+   * CLASSES, as its spec says, not one dtype per argument, and its launch
+   * may pass more than TSR_MAX_OP_ARGS tensors. An optional argument that
+   * is absent is passed as a tensor with dtype TSR_DTYPE_INVALID (its
+   * other fields are ignored). */
+  TSR_OP_FUSED_BASE = 1000,
+  /* decoder_layer v1 (since 1.2): one pre-norm decoder layer (Llama, Qwen2,
+   *   Qwen3) over a ragged batch, as paged_attention's, in one launch.
+   *   Signature: 3 dtype classes (X, W, KV): activations X in {F32, BF16};
+   *   linear weights W in {X, F16, I8} (I8: linear v2 with F32 scales);
+   *   KV cache KV in {F32, BF16}.
+   *   in  0 residual X [T, H]        the hidden state entering the layer
+   *       1 positions I32 [T]        2 slots I32 [T]
+   *       3 block_table I32 [B, P]   4 seq_lens I32 [B]
+   *       5 query_start I32 [B+1]    (as paged_attention)
+   *       6 inv_freq F32 [R/2]       (as rope)
+   *       7 input_norm X [H]
+   *       8 w_qkv W [(Hq + 2 Hk) D, H]   9 w_qkv_scale F32 [(Hq+2Hk)D, H/G]
+   *      10 qkv_bias X [(Hq + 2 Hk) D]  11 q_norm X [D]   12 k_norm X [D]
+   *      13 w_o W [H, Hq D]             14 w_o_scale F32 [H, Hq D / G]
+   *      15 o_bias X [H]                16 post_norm X [H]
+   *      17 w_gate_up W [2 I, H]        18 w_gate_up_scale F32 [2I, H/G]
+   *      19 w_down W [H, I]             20 w_down_scale F32 [H, I / G]
+   *   out 0 residual_out X [T, H] (may alias residual exactly)
+   *       1 k_cache KV [S, Hk, D]    2 v_cache KV [S, Hk, D] (in place, as
+   *                                  kv_store's)
+   *   Optional, absent when the model has none: qkv_bias, o_bias, and
+   *   q_norm with k_norm (both or neither). The *_scale inputs are present
+   *   exactly when W is I8 (G = params.weight_group_size). Weights, norms,
+   *   biases and scales need a unit innermost stride and no gaps; residual
+   *   and residual_out rows may be strided; the metadata is contiguous.
+   *   The result is that of this v1 op sequence, each intermediate rounded
+   *   to X (to KV where it lives in the cache dtype):
+   *     n    = rms_norm(residual, input_norm)
+   *     qkv  = linear(n, w_qkv [, w_qkv_scale], qkv_bias)  [T, (Hq+2Hk) D]
+   *     q, k, v = the [T, Hq, D], [T, Hk, D], [T, Hk, D] column blocks
+   *     if q_norm: q = rms_norm(q, q_norm); k = rms_norm(k, k_norm)
+   *     q, k = rope(positions, inv_freq, q, k)  (params.rope_style)
+   *     if KV != X: q, k, v = cast(q, k, v) to KV
+   *     kv_store(k, v, slots) into k_cache, v_cache
+   *     a    = paged_attention(q, k_cache, v_cache, block_table, seq_lens,
+   *                            query_start)  (cast back to X if KV != X)
+   *     h    = linear(a as [T, Hq D], w_o [, w_o_scale], o_bias)
+   *     n2, r = add_rms_norm(h, residual, post_norm)
+   *     g    = silu_and_mul(linear(n2, w_gate_up [, w_gate_up_scale]))
+   *     residual_out = add(linear(g, w_down [, w_down_scale]), r)
+   *   with linear v1 for W in {X, F16} and v2 for I8. Rows of residual_out
+   *   past query_start[B] are unspecified. params: tsr_decoder_layer_params.
+   */
+  TSR_OP_DECODER_LAYER = TSR_OP_FUSED_BASE
 };
 
 typedef uint32_t tsr_rope_style;
@@ -398,12 +452,33 @@ typedef struct tsr_linear_w8_params {
   int32_t group_size; /* G: weights per scale along K; >= 1, divides K */
 } tsr_linear_w8_params;
 
+/* decoder_layer v1 (since 1.2). Hq, Hk, D are restated here and checked
+ * against the tensors' shapes. */
+typedef struct tsr_decoder_layer_params {
+  uint32_t struct_size;
+  float rms_norm_eps;         /* every rms_norm of the layer */
+  tsr_rope_style rope_style;
+  int32_t num_q_heads;        /* Hq */
+  int32_t num_kv_heads;       /* Hk; Hq % Hk == 0 */
+  int32_t head_dim;           /* D */
+  int32_t weight_group_size;  /* W == I8: G, divides every K; else ignored */
+  /* As tsr_paged_attention_params. */
+  float attn_scale;
+  int32_t page_size;
+  int32_t sliding_window;
+  float logit_softcap;
+} tsr_decoder_layer_params;
+
+/* The number of tensors decoder_layer v1 takes. */
+#define TSR_DECODER_LAYER_NUM_INPUTS 21
+#define TSR_DECODER_LAYER_NUM_OUTPUTS 3
+
 #define TSR_MAX_OP_ARGS 12
 
 /* One entry of a plugin's op table: an op id, its version and the dtype of
  * each argument (inputs then outputs, as listed in the op's contract; an
  * optional argument that is present uses its own slot, e.g. linear with bias
- * has 4 dtypes). */
+ * has 4 dtypes). A fused op lists its spec's dtype classes instead. */
 typedef struct tsr_op_signature {
   uint32_t struct_size;
   tsr_op_id op;
