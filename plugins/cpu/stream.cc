@@ -1,6 +1,8 @@
 #include "stream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <new>
 
@@ -30,7 +32,10 @@ Status StreamCore::StatusAt(uint64_t gen) {
 
 Status StreamCore::WaitFor(uint64_t gen) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return completed_ >= gen; });
+  while (completed_ < gen) {
+    wake_at_ = std::min(wake_at_, gen);
+    done_cv_.wait(lock);
+  }
   return StatusAtLocked(gen);
 }
 
@@ -43,7 +48,8 @@ Status StreamCore::WaitForCancellable(uint64_t gen,
           "the stream was destroyed while it waited for an event of another "
           "stream; synchronize streams before destroying them");
     }
-    cv_.wait_for(lock, kCancelPoll);
+    wake_at_ = std::min(wake_at_, gen);
+    done_cv_.wait_for(lock, kCancelPoll);
   }
   return OkStatus();
 }
@@ -65,7 +71,7 @@ Status Stream::Enqueue(std::string what, WorkFn fn) {
     uint64_t gen = ++core.enqueued_;
     queue_.push_back(Item{gen, std::move(what), std::move(fn)});
   }
-  core.cv_.notify_all();
+  core.work_cv_.notify_one();  // only the worker waits on it
   return OkStatus();
 }
 
@@ -96,7 +102,7 @@ void Stream::WorkerLoop() {
     bool failed;
     {
       std::unique_lock<std::mutex> lock(core.mu_);
-      core.cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      core.work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stop_ and drained
       item = std::move(queue_.front());
       queue_.pop_front();
@@ -122,6 +128,7 @@ void Stream::WorkerLoop() {
       // Published before completion, so a waiter sees it once work is done.
       core.busy_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_release);
     }
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(core.mu_);
       if (!status.ok() && core.sticky_.ok()) {
@@ -129,8 +136,13 @@ void Stream::WorkerLoop() {
         core.sticky_gen_ = item.gen;
       }
       core.completed_ = item.gen;
+      // Wake waiters only when one of them is done (not once per item).
+      if (core.completed_ >= core.wake_at_) {
+        core.wake_at_ = UINT64_MAX;
+        wake = true;
+      }
     }
-    core.cv_.notify_all();
+    if (wake) core.done_cv_.notify_all();
   }
 }
 
@@ -143,7 +155,7 @@ void Stream::Close() {
       std::lock_guard<std::mutex> lock(core_->mu_);
       stop_ = true;
     }
-    core_->cv_.notify_all();
+    core_->work_cv_.notify_all();
     if (worker_.joinable()) worker_.join();
   });
 }

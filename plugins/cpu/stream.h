@@ -71,7 +71,11 @@ class StreamCore {
   Status StatusAtLocked(uint64_t gen);
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable work_cv_;  // the worker: work queued or stop
+  std::condition_variable done_cv_;  // waiters: wake_at_ reached
+  // The smallest generation a waiter waits for (UINT64_MAX: none); the
+  // worker notifies done_cv_ only when completed_ reaches it.
+  uint64_t wake_at_ = UINT64_MAX;     // guarded by mu_
   uint64_t enqueued_ = 0;     // guarded by mu_
   uint64_t completed_ = 0;    // guarded by mu_
   Status sticky_;             // guarded by mu_
