@@ -274,17 +274,21 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
   }
   const uint64_t t = static_cast<uint64_t>(w.tokens);
   TSR_RETURN_IF_ERROR(Reserve(device_, w.residual, t * h * es, "residual"));
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.hidden, t * h * es, "hidden"));
   TSR_RETURN_IF_ERROR(Reserve(device_, w.normed, t * h * es, "normed"));
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv, t * qkv_dim * es, "qkv"));
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.attn, t * q_dim * es, "attention"));
-  if (kv_dtype_ != act_dtype_) {
-    const uint64_t ks = DTypeSize(kv_dtype_);
-    TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv_kv, t * qkv_dim * ks, "qkv"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, w.attn_kv, t * q_dim * ks, "attention"));
+  // Fused layers keep their intermediates inside the plugin.
+  if (fused_layer_ == nullptr) {
+    TSR_RETURN_IF_ERROR(Reserve(device_, w.hidden, t * h * es, "hidden"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv, t * qkv_dim * es, "qkv"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, w.attn, t * q_dim * es, "attention"));
+    if (kv_dtype_ != act_dtype_) {
+      const uint64_t ks = DTypeSize(kv_dtype_);
+      TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv_kv, t * qkv_dim * ks, "qkv"));
+      TSR_RETURN_IF_ERROR(
+          Reserve(device_, w.attn_kv, t * q_dim * ks, "attention"));
+    }
+    TSR_RETURN_IF_ERROR(Reserve(device_, w.gate_up, t * 2 * inter * es, "mlp"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, w.act, t * inter * es, "mlp"));
   }
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.gate_up, t * 2 * inter * es, "mlp"));
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.act, t * inter * es, "mlp"));
   TSR_RETURN_IF_ERROR(
       Reserve(device_, w.rows_h, shape.sequences * h * es, "last rows"));
   const uint64_t v = static_cast<uint64_t>(config_.vocab_size);

@@ -30,7 +30,9 @@
 //   the fused op keeps complete); embedding(last row of each sequence, normed)
 //   -> rows [B, H]; linear lm_head -> logits [B, V]; cast to F32 if needed.
 // Scratch activations live in a workspace sized for the largest batch seen
-// so far (grown on demand, never per op); metadata (ids, positions, slots,
+// so far (grown on demand, never per op; with fused layers only residual,
+// normed, the last rows and the logits — the plugin holds the layer's
+// intermediates); metadata (ids, positions, slots,
 // block table, ...) goes up in one host-to-device copy.
 //
 // Thread-safety: not thread-safe; one thread drives a runner (its stream
