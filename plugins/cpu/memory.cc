@@ -1,9 +1,17 @@
 #include "memory.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
 namespace tessera::cpu {
+namespace {
+
+constexpr uint64_t kHugePageBytes = 2u << 20;
+
+}  // namespace
 
 Buffer::~Buffer() { std::free(data); }
 
@@ -38,8 +46,16 @@ Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
   if (reserved > static_cast<uint64_t>(SIZE_MAX)) {
     return OutOfMemory("cannot allocate ", size, " bytes: larger than the address space");
   }
+  // Large buffers (weights, KV slabs) start on a 2 MiB boundary and ask for
+  // transparent huge pages: decode streams every weight once per step, and
+  // with 4 KiB pages the page walks show up in its bandwidth.
+  const bool huge = reserved >= kHugePageBytes;
+  const uint64_t placed = huge ? std::max<uint64_t>(align, kHugePageBytes) : align;
   void* data = nullptr;
-  int rc = posix_memalign(&data, static_cast<size_t>(align), static_cast<size_t>(reserved));
+  int rc = posix_memalign(&data, static_cast<size_t>(placed), static_cast<size_t>(reserved));
+  if (rc == 0 && data != nullptr && huge) {
+    madvise(data, static_cast<size_t>(reserved), MADV_HUGEPAGE);  // advice only
+  }
   if (rc != 0 || data == nullptr) {
     return OutOfMemory("cannot allocate ", size, " bytes (aligned to ", align,
                        "): the system refused (", rc == ENOMEM ? "out of memory" : "error ",
