@@ -18,6 +18,11 @@
 // the stream's cancel flag, which Close() raises, so destroying a stream or
 // shutting down can never hang on a peer that will not come.
 //
+// Waiting: the worker sleeps on work_cv_; host threads waiting for a
+// generation (synchronize, event waits) sleep on done_cv_ and are woken
+// only once the smallest generation any of them waits for completes, not
+// after every item (a decode step enqueues hundreds).
+//
 // Thread-safety: all members are thread-safe. The ABI promises one host
 // thread per stream at a time; nothing here relies on it.
 #ifndef TESSERA_PLUGINS_CPU_STREAM_H_
