@@ -118,18 +118,25 @@ StatusOr<std::unique_ptr<ResolvedOp>> OpDispatcher::ResolveUncached(
   return resolved;
 }
 
+OpDispatcher::Key OpDispatcher::KeyOf(int32_t device,
+                                     const tsr_op_signature& signature) {
+  return Key{device, signature.op, signature.version,
+             std::vector<tsr_dtype>(
+                 signature.dtypes,
+                 signature.dtypes +
+                     std::min<uint32_t>(signature.num_args, TSR_MAX_OP_ARGS))};
+}
+
+const ResolvedOp* OpDispatcher::FindCached(const Key& key) {
+  MutexLock lock(&mu_);
+  auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : it->second.get();
+}
+
 StatusOr<const ResolvedOp*> OpDispatcher::ResolveFused(
     int32_t device, const tsr_op_signature& signature) {
-  Key key{device, signature.op, signature.version,
-          std::vector<tsr_dtype>(
-              signature.dtypes,
-              signature.dtypes +
-                  std::min<uint32_t>(signature.num_args, TSR_MAX_OP_ARGS))};
-  {
-    MutexLock lock(&mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-  }
+  Key key = KeyOf(device, signature);
+  if (const ResolvedOp* cached = FindCached(key)) return cached;
   const std::string sig_text = SignatureToString(signature);
   std::string reason;
   if (IsDisabled(signature.op)) {
@@ -167,16 +174,8 @@ StatusOr<const ResolvedOp*> OpDispatcher::ResolveFused(
 
 StatusOr<const ResolvedOp*> OpDispatcher::Resolve(
     int32_t device, const tsr_op_signature& signature) {
-  Key key{device, signature.op, signature.version,
-          std::vector<tsr_dtype>(
-              signature.dtypes,
-              signature.dtypes +
-                  std::min<uint32_t>(signature.num_args, TSR_MAX_OP_ARGS))};
-  {
-    MutexLock lock(&mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-  }
+  Key key = KeyOf(device, signature);
+  if (const ResolvedOp* cached = FindCached(key)) return cached;
   // Resolve outside the lock: resolve_op may be slow (kernel compilation).
   TSR_ASSIGN_OR_RETURN(auto resolved, ResolveUncached(device, signature));
   const std::string sig_text = SignatureToString(signature);

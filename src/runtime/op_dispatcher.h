@@ -139,6 +139,9 @@ class OpDispatcher {
  private:
   using Key = std::tuple<int32_t, tsr_op_id, uint32_t, std::vector<tsr_dtype>>;
 
+  static Key KeyOf(int32_t device, const tsr_op_signature& signature);
+  // The cached resolution of `key`, or nullptr.
+  const ResolvedOp* FindCached(const Key& key) TSR_EXCLUDES(mu_);
   StatusOr<std::unique_ptr<ResolvedOp>> ResolveUncached(
       int32_t device, const tsr_op_signature& signature);
   Status RunFallback(const ResolvedOp& op, Stream& stream,
