@@ -366,5 +366,39 @@ TEST_F(OpDispatcherTest, RejectsAStreamOfAnotherDevice) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
 
+// decoder_layer (fused, ABI 1.2): native on the cpu plugin, never a
+// fallback — a plugin without it (or with it disabled) gets NotFound with
+// the reason, and the caller runs the op sequence instead.
+TEST_F(OpDispatcherTest, FusedOpsResolveNativelyOrNotAtAll) {
+  tsr_dtype classes[] = {TSR_DTYPE_BF16, TSR_DTYPE_I8, TSR_DTYPE_F32};
+  const tsr_op_signature sig = MakeSignature(TSR_OP_DECODER_LAYER, 1, classes);
+  Start("");  // the cpu plugin
+  ASSERT_TRUE(runtime_->cpu_is_selected());
+  auto native = dispatcher().ResolveFused(0, sig);
+  ASSERT_TRUE(native.ok()) << native.status().ToString();
+  EXPECT_EQ((*native)->route, OpRoute::kNative);
+  auto again = dispatcher().ResolveFused(0, sig);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *native);  // cached
+
+  TearDown();
+  StartMinimal();  // lists add and cast only
+  auto absent = dispatcher().ResolveFused(0, sig);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(absent.status().message().find("not offered"), std::string::npos)
+      << absent.status().message();
+  EXPECT_EQ(dispatcher().FallbackCount(TSR_OP_DECODER_LAYER), 0u);
+
+  TearDown();
+  env_.Set("TESSERA_DISABLE_OPS", "decoder_layer");
+  Start("");
+  auto disabled = dispatcher().ResolveFused(0, sig);
+  ASSERT_FALSE(disabled.ok());
+  EXPECT_NE(disabled.status().message().find("TESSERA_DISABLE_OPS"),
+            std::string::npos)
+      << disabled.status().message();
+}
+
 }  // namespace
 }  // namespace tessera::runtime
