@@ -377,6 +377,15 @@ Status ModelRunner::LaunchLinear(const tsr_tensor& x, const DeviceWeight& w,
                 2);
 }
 
+tsr_paged_attention_params ModelRunner::AttentionParams() const {
+  tsr_paged_attention_params pa{};
+  pa.struct_size = sizeof(pa);
+  pa.scale = static_cast<float>(
+      1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+  pa.page_size = kv_pool_->page_size();
+  return pa;
+}
+
 Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
   const Workspace& w = *ws_;
   const LayerWeights& lw = weights_->layer(l);
@@ -465,10 +474,7 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
   const tsr_tensor attn = w.attn->View(x, {t, hq, d});
   const tsr_tensor attn_a = cast_kv ? w.attn_kv->View(kvt, {t, hq, d}) : attn;
   {
-    tsr_paged_attention_params pa{};
-    pa.struct_size = sizeof(pa);
-    pa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-    pa.page_size = kv_pool_->page_size();
+    const tsr_paged_attention_params pa = AttentionParams();
     tsr_tensor in[] = {
         qa,
         kv_pool_->KCache(l),
@@ -535,14 +541,9 @@ void ModelRunner::ResolveFusedLayer() {
       }
     }
   }
-  tsr_op_signature sig{};
-  sig.struct_size = sizeof(sig);
-  sig.op = TSR_OP_DECODER_LAYER;
-  sig.version = 1;
-  sig.num_args = 3;
-  sig.dtypes[0] = act_dtype_;
-  sig.dtypes[1] = w;
-  sig.dtypes[2] = kv_dtype_;
+  const tsr_dtype classes[] = {act_dtype_, w, kv_dtype_};  // (X, W, KV)
+  const tsr_op_signature sig =
+      runtime::MakeSignature(TSR_OP_DECODER_LAYER, 1, classes);
   auto resolved = runtime_.dispatcher().ResolveFused(device_.ordinal(), sig);
   if (!resolved.ok()) {
     TSR_LOG_DEBUG("model runner: layers run as op sequences ({})",
@@ -600,8 +601,11 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
   p.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
   p.head_dim = static_cast<int32_t>(d);
   p.weight_group_size = static_cast<int32_t>(lw.qkv.group_size);
-  p.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  p.page_size = kv_pool_->page_size();
+  const tsr_paged_attention_params pa = AttentionParams();
+  p.attn_scale = pa.scale;
+  p.page_size = pa.page_size;
+  p.sliding_window = pa.sliding_window;
+  p.logit_softcap = pa.logit_softcap;
   Status s = runtime_.dispatcher().Launch(*fused_layer_, *stream_, in, out, &p,
                                           sizeof(p));
   if (s.ok()) return s;

@@ -161,6 +161,9 @@ class ModelRunner {
   Status ValidateBatch(const Batch& batch, StepShape& shape) const;
   Status EnsureWorkspace(const StepShape& shape);
   Status UploadMetadata(const Batch& batch, const StepShape& shape);
+  // Attention's params (scale 1/sqrt(D), the pool's page size), shared by
+  // paged_attention and the fused decoder_layer.
+  tsr_paged_attention_params AttentionParams() const;
   Status RunLayer(int64_t layer, const StepShape& shape);
   // The layer as one decoder_layer launch (fused_layer_ set).
   Status RunFusedLayer(int64_t layer, const StepShape& shape);
