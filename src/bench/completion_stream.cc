@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/bounded_json.h"
+
 namespace tessera::bench {
 namespace {
 
@@ -19,8 +21,7 @@ std::string Clip(std::string_view text, size_t n = 200) {
 int64_t IntField(const Json& object, const char* key) {
   if (!object.is_object()) return 0;
   const auto it = object.find(key);
-  return it != object.end() && it->is_number_integer() ? it->get<int64_t>()
-                                                       : 0;
+  return it != object.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
 }  // namespace
@@ -45,8 +46,9 @@ bool CompletionStream::OnEvent(std::string_view data, double t_s) {
     done_ = true;
     return true;
   }
-  const Json event = Json::parse(data, nullptr, /*allow_exceptions=*/false);
-  if (event.is_discarded() || !event.is_object()) {
+  auto parsed = ParseBoundedJson(data);
+  const Json event = parsed.ok() ? std::move(*parsed) : Json();
+  if (!event.is_object()) {
     Fail(fmt::format("the server sent an event that is not a JSON object: {}",
                      Clip(data)));
     return false;

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
+
 namespace tessera::bench {
 
 StatusOr<Endpoint> ParseBaseUrl(std::string_view base_url) {
@@ -30,7 +32,8 @@ StatusOr<Endpoint> ParseBaseUrl(std::string_view base_url) {
   endpoint.origin = fmt::format("{}://{}", scheme, host_port);
   if (slash != std::string_view::npos) {
     endpoint.path_prefix = std::string(rest.substr(slash));
-    while (!endpoint.path_prefix.empty() && endpoint.path_prefix.back() == '/') {
+    while (!endpoint.path_prefix.empty() &&
+           endpoint.path_prefix.back() == '/') {
       endpoint.path_prefix.pop_back();
     }
   }
@@ -60,8 +63,9 @@ StatusOr<HttpReply> HttpGet(const Endpoint& endpoint, const std::string& path,
 }
 
 std::string ErrorMessageFromBody(std::string_view body) {
+  auto bounded = ParseBoundedJson(body);
   const nlohmann::json parsed =
-      nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+      bounded.ok() ? std::move(*bounded) : nlohmann::json();
   if (parsed.is_object() && parsed.contains("error")) {
     const nlohmann::json& error = parsed["error"];
     if (error.is_object() && error.contains("message") &&

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
+
 namespace tessera::bench {
 namespace {
 
@@ -12,7 +14,8 @@ using Json = nlohmann::json;
 // Probes answer at once on a live server; the limit only bounds a hung one.
 constexpr double kProbeTimeoutS = 30.0;
 
-StatusOr<Json> GetJsonObject(const Endpoint& endpoint, const std::string& path) {
+StatusOr<Json> GetJsonObject(const Endpoint& endpoint,
+                             const std::string& path) {
   TSR_ASSIGN_OR_RETURN(HttpReply reply,
                        HttpGet(endpoint, path, kProbeTimeoutS));
   if (reply.status != 200) {
@@ -20,7 +23,8 @@ StatusOr<Json> GetJsonObject(const Endpoint& endpoint, const std::string& path) 
         fmt::format("GET {}{} answered HTTP {}: {}", endpoint.Url(), path,
                     reply.status, ErrorMessageFromBody(reply.body)));
   }
-  Json parsed = Json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  auto bounded = ParseBoundedJson(reply.body);
+  Json parsed = bounded.ok() ? std::move(*bounded) : Json();
   if (!parsed.is_object()) {
     return FailedPreconditionError(fmt::format(
         "GET {}{} did not answer a JSON object; is this an OpenAI-compatible "
@@ -99,9 +103,9 @@ StatusOr<ServedModel> ChooseModel(const ServerInfo& info,
     if (m.id == requested) return m;
     names += names.empty() ? m.id : ", " + m.id;
   }
-  return InvalidArgumentError(fmt::format(
-      "--model {} is not served here; the server serves: {}", requested,
-      names));
+  return InvalidArgumentError(
+      fmt::format("--model {} is not served here; the server serves: {}",
+                  requested, names));
 }
 
 }  // namespace tessera::bench

@@ -10,6 +10,9 @@
 #include <limits>
 #include <sstream>
 
+#include "base/bounded_json.h"
+#include "base/file_checks.h"
+
 namespace tessera::cli {
 namespace {
 
@@ -23,6 +26,7 @@ StatusOr<std::string> ReadWholeFile(const std::string& path,
     return InvalidArgumentError(
         fmt::format("{} {} is a directory; give a file", what, path));
   }
+  TSR_RETURN_IF_ERROR(CheckRegularFile(path, kMaxTextFileBytes, what));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return NotFoundError(
@@ -111,11 +115,11 @@ StatusOr<std::string> ReadRequestArgument(const std::string& argument) {
 }
 
 StatusOr<Json> ParseJsonText(const std::string& text, const std::string& what) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at ...".
-    std::string detail = e.what();
+  auto parsed = ParseBoundedOrderedJson(text);
+  if (parsed.ok()) return std::move(*parsed);
+  {
+    // Syntax errors read "[json.exception.parse_error.101] parse error at".
+    std::string detail = parsed.status().message();
     if (auto pos = detail.find("] "); pos != std::string::npos) {
       detail = detail.substr(pos + 2);
     }

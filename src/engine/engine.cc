@@ -31,8 +31,8 @@ uint64_t RandomSeed() {
 StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
   if (name == "lpm") return SchedulePolicy::kLongestPrefixMatch;
   if (name == "fcfs") return SchedulePolicy::kFirstComeFirstServed;
-  return InvalidArgumentError(fmt::format(
-      "unknown --schedule-policy '{}'; use lpm or fcfs", name));
+  return InvalidArgumentError(
+      fmt::format("unknown --schedule-policy '{}'; use lpm or fcfs", name));
 }
 
 Engine::Engine(model::ModelRunner& runner, const Tokenizer& tokenizer,
@@ -61,11 +61,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   e->scheduler_ = std::make_unique<Scheduler>(
       runner, e->options_, [e](const Sequence& seq) {
         RequestTiming t;
-        t.queue_s = seq.first_admit
-                        ? std::chrono::duration<double>(*seq.first_admit -
-                                                        seq.arrival)
-                              .count()
-                        : SecondsSince(seq.arrival);
+        t.queue_s =
+            seq.first_admit
+                ? std::chrono::duration<double>(*seq.first_admit - seq.arrival)
+                      .count()
+                : SecondsSince(seq.arrival);
         t.ttft_s = seq.ttft_s;
         t.e2e_s = SecondsSince(seq.arrival);
         t.itl_s = seq.itl_s;
@@ -110,8 +110,7 @@ StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
   const int64_t vocab = vocab_size();
   const int64_t prompt_len = static_cast<int64_t>(request.prompt_ids.size());
   if (prompt_len == 0) {
-    return InvalidArgumentError(
-        "the prompt is empty; give at least one token");
+    return InvalidArgumentError("the prompt is empty; give at least one token");
   }
   for (int32_t id : request.prompt_ids) {
     if (id < 0 || id >= vocab) {
@@ -163,8 +162,7 @@ StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
   return seq;
 }
 
-StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
-    EngineRequest request) {
+StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(EngineRequest request) {
   std::vector<EngineRequest> one;
   one.push_back(std::move(request));
   TSR_ASSIGN_OR_RETURN(auto streams, SubmitGroup(std::move(one)));
@@ -176,8 +174,7 @@ StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
   if (requests.empty()) return InvalidArgumentError("no requests");
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (EngineRequest& r : requests) {
-    TSR_ASSIGN_OR_RETURN(std::unique_ptr<Sequence> seq,
-                         Prepare(std::move(r)));
+    TSR_ASSIGN_OR_RETURN(std::unique_ptr<Sequence> seq, Prepare(std::move(r)));
     seqs.push_back(std::move(seq));
   }
   if (seqs.size() > 1) {
@@ -194,8 +191,15 @@ StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
       return UnavailableError("the server is shutting down");
     }
     const int64_t max_q = options_.max_queued_requests;
-    if (max_q > 0 && queued_ + static_cast<int64_t>(inbox_.size() +
-                                                    seqs.size()) > max_q) {
+    if (max_q > 0 && static_cast<int64_t>(seqs.size()) > max_q) {
+      // Retrying cannot help: the group needs more slots than exist.
+      return InvalidArgumentError(fmt::format(
+          "this request needs {} queue slots at once (one per choice) but "
+          "the server queues at most {} (--max-queued-requests); lower 'n'",
+          seqs.size(), max_q));
+    }
+    if (max_q > 0 &&
+        queued_ + static_cast<int64_t>(inbox_.size() + seqs.size()) > max_q) {
       return ResourceExhaustedError(fmt::format(
           "the request queue is full ({} waiting, --max-queued-requests "
           "{}); retry later",
@@ -227,8 +231,8 @@ bool Engine::Abort(const std::string& rid) {
     for (auto it = live_.lower_bound(rid);
          it != live_.end() && it->first.compare(0, rid.size(), rid) == 0;
          ++it) {
-      const bool derived = it->first.size() > rid.size() &&
-                           it->first[rid.size()] == '-';
+      const bool derived =
+          it->first.size() > rid.size() && it->first[rid.size()] == '-';
       if (it->first.size() != rid.size() && !derived) continue;
       if (auto stream = it->second.lock()) streams.push_back(stream);
     }
@@ -246,9 +250,8 @@ Status Engine::RunOnScheduler(std::function<Status()> task) {
     if (stop_ && !thread_.joinable()) {
       return UnavailableError("the engine has stopped");
     }
-    tasks_.push_back([task = std::move(task), promise] {
-      promise->set_value(task());
-    });
+    tasks_.push_back(
+        [task = std::move(task), promise] { promise->set_value(task()); });
   }
   cv_.notify_all();
   return result.get();
@@ -309,9 +312,8 @@ void Engine::Loop() {
       const auto wait = scheduler_->has_work() && !idle_wait
                             ? std::chrono::milliseconds(0)
                             : std::chrono::milliseconds(idle_wait ? 2 : 100);
-      cv_.wait_for(lock, wait, [&] {
-        return stop_ || !inbox_.empty() || !tasks_.empty();
-      });
+      cv_.wait_for(lock, wait,
+                   [&] { return stop_ || !inbox_.empty() || !tasks_.empty(); });
       incoming.swap(inbox_);
       tasks.swap(tasks_);
       stopping = stop_;
@@ -353,7 +355,8 @@ void Engine::Loop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       scheduler_->FillStats(stats_);
-      stats_.queued = scheduler_->waiting() + static_cast<int64_t>(inbox_.size());
+      stats_.queued =
+          scheduler_->waiting() + static_cast<int64_t>(inbox_.size());
       stats_.gen_throughput = gen_throughput;
       queued_ = scheduler_->waiting();
       snapshot = stats_;
@@ -379,7 +382,8 @@ void Engine::Loop() {
   }
   // Anything submitted during the last moments of shutdown.
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& seq : inbox_) seq->stream->Push(seq->AbortOutput("the server is shutting down"));
+  for (auto& seq : inbox_)
+    seq->stream->Push(seq->AbortOutput("the server is shutting down"));
   inbox_.clear();
   for (auto& task : tasks_) task();
   tasks_.clear();

@@ -61,21 +61,21 @@ enum class SchedulePolicy { kLongestPrefixMatch, kFirstComeFirstServed };
 StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name);
 
 struct EngineOptions {
-  int64_t context_length = 0;         // 0: the model's
+  int64_t context_length = 0;           // 0: the model's
   int64_t chunked_prefill_size = 2048;  // tokens per step; <= 0: no chunking
   int64_t max_running_requests = 256;
   int64_t max_queued_requests = 0;  // 0: unlimited
   SchedulePolicy policy = SchedulePolicy::kLongestPrefixMatch;
   bool disable_radix_cache = false;
-  double log_interval_s = 5.0;  // <= 0: no periodic status line
+  double log_interval_s = 5.0;   // <= 0: no periodic status line
   std::vector<int32_t> eos_ids;  // the model's EOS ids
 };
 
 // Per-request timing for latency histograms, reported once per request.
 struct RequestTiming {
-  double queue_s = 0;        // arrival to first admission
-  double ttft_s = -1;        // arrival to first token (-1: none)
-  double e2e_s = 0;          // arrival to finish
+  double queue_s = 0;         // arrival to first admission
+  double ttft_s = -1;         // arrival to first token (-1: none)
+  double e2e_s = 0;           // arrival to finish
   std::vector<double> itl_s;  // gaps between consecutive tokens
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
@@ -90,10 +90,10 @@ struct EngineStats {
   int64_t queued = 0;
   int64_t last_batch_size = 0;
   int64_t kv_capacity_tokens = 0;
-  int64_t kv_used_tokens = 0;       // live sequences + locked cache
-  int64_t kv_cached_tokens = 0;     // in the radix cache (locked or not)
-  double cache_hit_rate = 0;        // matched / queried prompt tokens
-  double gen_throughput = 0;        // tokens/s over the last interval
+  int64_t kv_used_tokens = 0;    // live sequences + locked cache
+  int64_t kv_cached_tokens = 0;  // in the radix cache (locked or not)
+  double cache_hit_rate = 0;     // matched / queried prompt tokens
+  double gen_throughput = 0;     // tokens/s over the last interval
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t cached_tokens_total = 0;
@@ -106,9 +106,9 @@ class Engine {
  public:
   // The runner and tokenizer must outlive the engine. Starts the scheduler
   // thread and warms up (one short request) before returning.
-  static StatusOr<std::unique_ptr<Engine>> Create(
-      model::ModelRunner& runner, const Tokenizer& tokenizer,
-      EngineOptions options);
+  static StatusOr<std::unique_ptr<Engine>> Create(model::ModelRunner& runner,
+                                                  const Tokenizer& tokenizer,
+                                                  EngineOptions options);
   ~Engine();  // Shutdown(0)
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -116,7 +116,8 @@ class Engine {
   // Validates and queues one request. InvalidArgument for a request that
   // can never run (empty prompt, ids outside the vocabulary, prompt plus
   // max_new_tokens beyond the context or the KV pool, bad stop strings or
-  // logit settings); ResourceExhausted when the queue is full; Unavailable
+  // logit settings, a group larger than max_queued_requests);
+  // ResourceExhausted when the queue is full; Unavailable
   // while shutting down.
   StatusOr<std::shared_ptr<RequestStream>> Submit(EngineRequest request);
   // Several requests with the same prompt (n > 1): all or none are queued.

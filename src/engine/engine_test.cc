@@ -38,10 +38,10 @@ Collected Collect(RequestStream& stream) {
 class EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(
-        (std::filesystem::temp_directory_path() /
-         ("tessera_engine_test_" + std::to_string(::getpid())))
-            .string());
+    dir_ =
+        new std::string((std::filesystem::temp_directory_path() /
+                         ("tessera_engine_test_" + std::to_string(::getpid())))
+                            .string());
     auto ck = model::testing::MakeCheckpoint(*dir_, model::Architecture::kLlama,
                                              TSR_DTYPE_F32);
     ASSERT_TRUE(ck.ok()) << ck.status().ToString();
@@ -122,7 +122,8 @@ Tokenizer* EngineTest::tokenizer_ = nullptr;
 TEST_F(EngineTest, ConcurrentRequestsEqualTheSameRequestAlone) {
   Start();
   std::vector<Collected> alone;
-  for (int i = 0; i < 6; ++i) alone.push_back(Run(Greedy(Prompt(10 + 7 * i, i), 12)));
+  for (int i = 0; i < 6; ++i)
+    alone.push_back(Run(Greedy(Prompt(10 + 7 * i, i), 12)));
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 6; ++i) {
     auto s = engine_->Submit(Greedy(Prompt(10 + 7 * i, i), 12));
@@ -221,7 +222,8 @@ TEST_F(EngineTest, GroupFollowersReuseTheLeadersPrompt) {
 TEST_F(EngineTest, RetractionUnderKvPressureCompletesEveryRequestCorrectly) {
   Start({}, /*kv_tokens=*/160, /*page_size=*/4);
   std::vector<Collected> alone;
-  for (int i = 0; i < 5; ++i) alone.push_back(Run(Greedy(Prompt(30, 20 + i), 50)));
+  for (int i = 0; i < 5; ++i)
+    alone.push_back(Run(Greedy(Prompt(30, 20 + i), 50)));
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 5; ++i) {
     auto s = engine_->Submit(Greedy(Prompt(30, 20 + i), 50));
@@ -242,7 +244,8 @@ TEST_F(EngineTest, CancelledRequestFreesItsKv) {
   ASSERT_TRUE(s.ok());
   // Wait for some output, then cancel.
   int got = 0;
-  while (got < 3) got += static_cast<int>((*s)->Wait(std::chrono::milliseconds(100)).size());
+  while (got < 3)
+    got += static_cast<int>((*s)->Wait(std::chrono::milliseconds(100)).size());
   EXPECT_TRUE(engine_->Abort((*s)->rid()));
   Collected c = Collect(**s);
   EXPECT_EQ(c.last.finish.kind, FinishReason::Kind::kAbort);
@@ -344,6 +347,33 @@ TEST_F(EngineTest, FullQueueIsResourceExhausted) {
   EXPECT_GT(rejected, 0);
   for (auto& s : streams) s->Cancel();
   for (auto& s : streams) Collect(*s);
+}
+
+// A group larger than the whole queue can never be queued: InvalidArgument
+// (HTTP 400), not ResourceExhausted (503 "retry later"), even when idle.
+TEST_F(EngineTest, GroupLargerThanTheQueueIsInvalidArgument) {
+  EngineOptions o;
+  o.max_queued_requests = 4;
+  Start(o);
+  std::vector<EngineRequest> group;
+  for (int i = 0; i < 5; ++i) {
+    EngineRequest r = Greedy(Prompt(10, 1), 4);
+    r.rid = "group-" + std::to_string(i);
+    group.push_back(std::move(r));
+  }
+  auto rejected = engine_->SubmitGroup(std::move(group));
+  EXPECT_EQ(rejected.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(rejected.status().message().find("--max-queued-requests"),
+            std::string::npos);
+  std::vector<EngineRequest> fits;
+  for (int i = 0; i < 4; ++i) {
+    EngineRequest r = Greedy(Prompt(10, 1), 4);
+    r.rid = "fits-" + std::to_string(i);
+    fits.push_back(std::move(r));
+  }
+  auto queued = engine_->SubmitGroup(std::move(fits));
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  for (auto& s : *queued) Collect(*s);
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 #include <sstream>
 #include <string_view>
 
+#include "base/bounded_json.h"
+#include "base/file_checks.h"
+
 namespace tessera::gguf {
 namespace {
 
@@ -21,18 +24,20 @@ constexpr std::string_view kLlama3Regex =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 
 StatusOr<json> ReadJson(const std::string& path) {
+  TSR_RETURN_IF_ERROR(CheckRegularFile(path, kMaxTextFileBytes, "the file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return NotFoundError(fmt::format("{}: cannot open the file", path));
   }
   std::stringstream text;
   text << in.rdbuf();
-  json parsed = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
+  auto parsed = ParseBoundedJson(text.str());
+  if (!parsed.ok()) {
     return InvalidArgumentError(
-        fmt::format("{}: not valid JSON; re-download or regenerate it", path));
+        fmt::format("{}: not valid JSON ({}); re-download or regenerate it",
+                    path, parsed.status().message()));
   }
-  return parsed;
+  return std::move(*parsed);
 }
 
 // obj[key] when it is a string / bool, else the default (never throws).

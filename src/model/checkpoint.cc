@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/bounded_json.h"
 #include "base/logging.h"
 
 namespace tessera::model {
@@ -95,13 +96,12 @@ Status Checkpoint::OpenSingle(const std::string& path) {
 
 Status Checkpoint::OpenSharded(const std::string& index_path) {
   TSR_ASSIGN_OR_RETURN(std::string text, ReadTextFile(index_path));
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    return InvalidArgumentError(
-        fmt::format("{}: malformed JSON: {}", index_path, e.what()));
+  auto parsed = ParseBoundedJson(text);
+  if (!parsed.ok()) {
+    return InvalidArgumentError(fmt::format(
+        "{}: malformed JSON: {}", index_path, parsed.status().message()));
   }
+  Json root = std::move(*parsed);
   auto map_it = root.is_object() ? root.find("weight_map") : root.end();
   if (!root.is_object() || map_it == root.end() || !map_it->is_object()) {
     return InvalidArgumentError(fmt::format(

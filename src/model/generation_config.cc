@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "model/model_config.h"
 
 namespace tessera::model {
@@ -33,13 +34,12 @@ StatusOr<int64_t> AsInt(const Json& j, std::string_view source,
 
 StatusOr<GenerationConfig> ParseGenerationConfig(std::string_view json_text,
                                                  std::string_view source) {
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
-    return InvalidArgumentError(
-        fmt::format("{}: malformed JSON: {}", source, e.what()));
+  auto parsed = ParseBoundedJson(json_text);
+  if (!parsed.ok()) {
+    return InvalidArgumentError(fmt::format("{}: malformed JSON: {}", source,
+                                            parsed.status().message()));
   }
+  Json root = std::move(*parsed);
   if (!root.is_object()) {
     return InvalidArgumentError(fmt::format(
         "{}: expected a JSON object, found {}", source, root.type_name()));

@@ -14,7 +14,9 @@ namespace tessera::model {
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(
     const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (the fstat below
+  // then refuses it); it changes nothing for a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) {

@@ -9,6 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
+
+#include "base/bounded_json.h"
+#include "base/file_checks.h"
 
 namespace tessera::model {
 namespace {
@@ -217,13 +221,12 @@ std::string SupportedArchitecturesList() {
 
 StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
                                        std::string_view source) {
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
-    return InvalidArgumentError(
-        fmt::format("{}: malformed JSON: {}", source, e.what()));
+  auto parsed = ParseBoundedJson(json_text);
+  if (!parsed.ok()) {
+    return InvalidArgumentError(fmt::format("{}: malformed JSON: {}", source,
+                                            parsed.status().message()));
   }
+  Json root = std::move(*parsed);
   if (!root.is_object()) {
     return InvalidArgumentError(fmt::format(
         "{}: expected a JSON object, found {}", source, root.type_name()));
@@ -276,6 +279,20 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
     if (value <= 0)
       return f.Error(key, fmt::format("must be > 0, is {}", value));
   }
+  // Beyond any real model by orders of magnitude: a corrupt or hostile file,
+  // refused before anything is sized from it.
+  for (auto [key, value, limit] :
+       {std::tuple{"hidden_size", c.hidden_size, int64_t{1} << 17},
+        {"intermediate_size", c.intermediate_size, int64_t{1} << 20},
+        {"num_hidden_layers", c.num_hidden_layers, int64_t{4096}},
+        {"num_attention_heads", c.num_attention_heads, int64_t{4096}},
+        {"vocab_size", c.vocab_size, int64_t{1} << 24}}) {
+    if (value > limit) {
+      return f.Error(key, fmt::format("is {}, beyond any real model (the "
+                                      "limit is {}); the file is corrupt",
+                                      value, limit));
+    }
+  }
   TSR_ASSIGN_OR_RETURN(c.num_key_value_heads,
                        f.IntOr("num_key_value_heads", c.num_attention_heads));
   if (c.num_key_value_heads <= 0 ||
@@ -288,7 +305,7 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
   int64_t default_head_dim =
       is_qwen3 ? 128 : c.hidden_size / c.num_attention_heads;
   TSR_ASSIGN_OR_RETURN(c.head_dim, f.IntOr("head_dim", default_head_dim));
-  if (c.head_dim <= 0 || c.head_dim % 2 != 0) {
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0 || c.head_dim > 4096) {
     return f.Error(
         "head_dim",
         fmt::format(
@@ -369,6 +386,7 @@ StatusOr<std::string> ReadTextFile(const std::string& path) {
     return InvalidArgumentError(
         fmt::format("{}: is a directory, expected a file", path));
   }
+  TSR_RETURN_IF_ERROR(CheckRegularFile(path, kMaxTextFileBytes, "the file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return InternalError(

@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
 
 #include "testing/fixtures.h"
 
@@ -160,6 +165,15 @@ TEST(ModelConfigTest, MalformedConfigs) {
        StatusCode::kInvalidArgument, "rope_scaling"},
       {R"({"architectures": [], "hidden_size": 1})",
        StatusCode::kInvalidArgument, "architectures"},
+      // Sizes no real model has: refused before anything is allocated.
+      {Minimal("LlamaForCausalLM", R"(, "num_hidden_layers": 10000000)"),
+       StatusCode::kInvalidArgument, "beyond any real model"},
+      {Minimal("LlamaForCausalLM", R"(, "vocab_size": 1000000000000)"),
+       StatusCode::kInvalidArgument, "\"vocab_size\" is 1000000000000"},
+      {Minimal("LlamaForCausalLM", R"(, "head_dim": 1000000)"),
+       StatusCode::kInvalidArgument, "\"head_dim\""},
+      {std::string(100000, '[') + std::string(100000, ']'),
+       StatusCode::kInvalidArgument, "nested deeper than 512"},
   };
   for (const Case& c : cases) {
     auto config = ParseModelConfig(c.json, "/x/config.json");
@@ -254,6 +268,23 @@ TEST(ModelConfigTest, JsonRoundTrip) {
     EXPECT_THAT(json, HasSubstr(fmt::format("\"model_type\": \"{}\"",
                                             ArchitectureModelType(arch))));
   }
+}
+
+// A FIFO or a device in place of config.json is refused without opening
+// it (opening a FIFO blocks until a writer comes; /dev/zero never ends).
+TEST(ModelConfigTest, OnlyRegularFilesAreRead) {
+  const std::string fifo =
+      (std::filesystem::temp_directory_path() /
+       ("tessera_config_fifo_" + std::to_string(::getpid())))
+          .string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = LoadModelConfig(fifo);
+  std::filesystem::remove(fifo);
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_THAT(from_fifo.status().message(), HasSubstr("is a FIFO"));
+  auto from_device = LoadModelConfig("/dev/zero");
+  ASSERT_FALSE(from_device.ok());
+  EXPECT_THAT(from_device.status().message(), HasSubstr("character device"));
 }
 
 TEST(ModelConfigTest, MissingFile) {

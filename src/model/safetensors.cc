@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
+#include "base/bounded_json.h"
+
 namespace tessera::model {
 namespace {
 
@@ -118,35 +120,21 @@ Status SafetensorsFile::Parse() {
         path, header_len));
   }
 
-  // Parse, catching duplicate top-level keys (nlohmann would keep the last).
-  std::string duplicate;
-  std::unordered_set<std::string> seen_keys;
-  Json::parser_callback_t on_event = [&](int depth, Json::parse_event_t event,
-                                         Json& parsed) {
-    if (event == Json::parse_event_t::key && depth == 1 && parsed.is_string()) {
-      const auto& key = parsed.get_ref<const std::string&>();
-      if (!seen_keys.insert(key).second && duplicate.empty()) {
-        duplicate = key;
-      }
-    }
-    return true;
-  };
-  Json root;
-  try {
-    root = Json::parse(header.begin(), header.end(), on_event);
-  } catch (const Json::parse_error& e) {
+  // Parse within depth limits, refusing duplicate keys (nlohmann would keep
+  // the last, silently dropping a tensor).
+  JsonLimits limits;
+  limits.reject_duplicate_keys = true;
+  auto parsed = ParseBoundedJson(header, limits);
+  if (!parsed.ok()) {
     return InvalidArgumentError(
         fmt::format("{}: malformed header JSON ({} bytes): {}", path,
-                    header_len, e.what()));
+                    header_len, parsed.status().message()));
   }
+  Json root = std::move(*parsed);
   if (!root.is_object()) {
     return InvalidArgumentError(
         fmt::format("{}: malformed header: expected a JSON object, found {}",
                     path, DescribeType(root)));
-  }
-  if (!duplicate.empty()) {
-    return InvalidArgumentError(fmt::format(
-        "{}: malformed header: tensor \"{}\" appears twice", path, duplicate));
   }
 
   const size_t data_start = 8 + header_len;

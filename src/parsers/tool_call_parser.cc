@@ -8,6 +8,7 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/logging.h"
 #include "parsers/partial_tag.h"
 
@@ -64,9 +65,8 @@ std::optional<std::string> ArgumentsText(const Json& call) {
   if (it == call.end() || it->is_null()) return "{}";
   if (it->is_object()) return DumpCompact(*it);
   if (it->is_string()) {
-    Json inner = Json::parse(it->get_ref<const std::string&>(), nullptr,
-                             /*allow_exceptions=*/false);
-    if (inner.is_object()) return DumpCompact(inner);
+    auto inner = ParseBoundedOrderedJson(it->get_ref<const std::string&>());
+    if (inner.ok() && inner->is_object()) return DumpCompact(*inner);
   }
   return std::nullopt;
 }
@@ -118,8 +118,9 @@ std::optional<ParsedToolCall> ToolCallParser::MakeCall(
   // replacement); the catch only keeps an unexpected throw from leaving the
   // parser.
   try {
-    Json j = Json::parse(block_text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return reject("malformed JSON");
+    auto parsed = ParseBoundedOrderedJson(block_text);
+    if (!parsed.ok()) return reject("malformed JSON");
+    Json j = std::move(*parsed);
     if (!j.is_object()) return reject("not a JSON object");
     auto name_it = j.find("name");
     if (name_it == j.end() || !name_it->is_string() ||

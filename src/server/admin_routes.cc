@@ -24,6 +24,19 @@ MaybeApiError ServingContext::CheckModel(
   return ModelNotFound(*model);
 }
 
+MaybeApiError ServingContext::CheckPromptBytes(size_t bytes,
+                                               const std::string& param) const {
+  const size_t context = static_cast<size_t>(engine->context_length());
+  const size_t per_token = tokenizer().max_input_bytes_per_token();
+  if (bytes / per_token <= context) return std::nullopt;
+  return BadRequest(
+      fmt::format("the prompt is {} bytes, which is more than {} tokens "
+                  "however it is tokenized, and this model's maximum context "
+                  "length is {} tokens; shorten it",
+                  bytes, bytes / per_token, context),
+      param);
+}
+
 void HandleModels(ServingContext& ctx, const httplib::Request&,
                   httplib::Response& res) {
   static const int64_t created = static_cast<int64_t>(std::time(nullptr));
@@ -105,9 +118,8 @@ void HandleServerInfo(ServingContext& ctx, const httplib::Request&,
   j["chunked_prefill_size"] = eo.chunked_prefill_size;
   j["max_running_requests"] = eo.max_running_requests;
   j["max_queued_requests"] = eo.max_queued_requests;
-  j["schedule_policy"] = eo.policy == engine::SchedulePolicy::kLongestPrefixMatch
-                             ? "lpm"
-                             : "fcfs";
+  j["schedule_policy"] =
+      eo.policy == engine::SchedulePolicy::kLongestPrefixMatch ? "lpm" : "fcfs";
   j["disable_radix_cache"] = eo.disable_radix_cache;
   j["reasoning_parser"] = ctx.options.reasoning_parser;
   j["tool_call_parser"] = ctx.options.tool_call_parser;
@@ -144,9 +156,10 @@ void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
     return SendError(res, BadRequest("'rid' (a string) is required", "rid"));
   }
   const std::string rid = body["rid"].get<std::string>();
+  if (MaybeApiError bad = CheckRid(rid, "rid")) return SendError(res, *bad);
   if (!ctx.engine->Abort(rid)) {
-    return SendError(res, NotFound(fmt::format(
-                              "no running request has rid '{}'", rid)));
+    return SendError(
+        res, NotFound(fmt::format("no running request has rid '{}'", rid)));
   }
   SendJson(res, Json{{"rid", rid}, {"aborted", true}});
 }

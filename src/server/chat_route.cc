@@ -113,7 +113,8 @@ std::string ChatFinishReason(const engine::FinishReason& finish,
 std::vector<TokenLogprob> Logprobs(const engine::RequestOutput& o,
                                    const Tokenizer& tokenizer) {
   std::vector<TokenLogprob> out;
-  for (const auto& lp : o.logprobs) out.push_back(ToTokenLogprob(lp, tokenizer));
+  for (const auto& lp : o.logprobs)
+    out.push_back(ToTokenLogprob(lp, tokenizer));
   return out;
 }
 
@@ -156,15 +157,18 @@ void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
                                          rendered.status().message(),
                                      "messages"));
   }
+  if (auto e = ctx.CheckPromptBytes(rendered->size(), "messages")) {
+    return SendError(res, *e);
+  }
   const std::vector<int32_t> ids = ctx.tokenizer().Encode(*rendered, false);
   p->meta.id = NewResponseId("chatcmpl-");
   p->meta.created = static_cast<int64_t>(std::time(nullptr));
   p->meta.model = ctx.options.served_model_name;
   const int32_t top = r.logprobs ? r.top_logprobs : -1;
   auto streams = std::make_shared<StreamSet>();
-  if (auto e = SubmitAll(*ctx.engine,
-                         {BuildEngineRequests(r.sampling, ids, top, p->meta.id)},
-                         streams.get())) {
+  if (auto e = SubmitAll(
+          *ctx.engine, {BuildEngineRequests(r.sampling, ids, top, p->meta.id)},
+          streams.get())) {
     return SendError(res, *e);
   }
   std::vector<ChoiceParsers> parsers;

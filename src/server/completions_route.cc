@@ -34,6 +34,13 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
   if (auto e = ctx.CheckModel(p->request.model)) return SendError(res, *e);
   const CompletionRequest& r = p->request;
   for (const CompletionPrompt& prompt : r.prompts) {
+    if (!prompt.is_token_ids) {
+      if (auto e = ctx.CheckPromptBytes(prompt.text.size(), "prompt")) {
+        return SendError(res, *e);
+      }
+    }
+  }
+  for (const CompletionPrompt& prompt : r.prompts) {
     if (prompt.is_token_ids) {
       p->prompt_ids.push_back(prompt.token_ids);
       p->prompt_texts.push_back(

@@ -40,12 +40,18 @@ void HandleGenerate(ServingContext& ctx, const httplib::Request& req,
   }
   const GenerateRequest& r = s->request;
   const std::string base = r.rid ? *r.rid : NewResponseId("");
+  for (const CompletionPrompt& prompt : r.prompts) {
+    if (prompt.is_token_ids) continue;
+    if (auto e = ctx.CheckPromptBytes(prompt.text.size(), "text")) {
+      return SendError(res, *e);
+    }
+  }
   std::vector<std::vector<engine::EngineRequest>> groups;
   for (size_t i = 0; i < r.prompts.size(); ++i) {
     const CompletionPrompt& prompt = r.prompts[i];
-    std::vector<int32_t> ids =
-        prompt.is_token_ids ? prompt.token_ids
-                            : ctx.tokenizer().Encode(prompt.text, true);
+    std::vector<int32_t> ids = prompt.is_token_ids
+                                   ? prompt.token_ids
+                                   : ctx.tokenizer().Encode(prompt.text, true);
     groups.push_back(BuildEngineRequests(
         r.sampling, ids, -1,
         r.prompts.size() == 1 ? base : fmt::format("{}-{}", base, i)));

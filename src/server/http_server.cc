@@ -2,12 +2,16 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
+#include "base/constant_time.h"
 #include "base/logging.h"
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -50,9 +54,48 @@ void RaiseListenBacklog(int port) {
   }
 }
 
+// The listening socket is exclusive: SO_REUSEADDR (restart while old
+// connections linger in TIME_WAIT) but not httplib's default SO_REUSEPORT,
+// with which a second server on the same port starts and the kernel splits
+// the traffic between the two.
+void ExclusiveSocketOptions(int sock) {
+  int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+// Why host:port cannot be bound, in the kernel's words ("Address already
+// in use"), found by binding a probe socket the same way httplib does.
+std::string BindFailureReason(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
+      rc != 0) {
+    return fmt::format("'{}' is not an address of this machine ({})", host,
+                       gai_strerror(rc));
+  }
+  std::string reason = "unknown reason";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int sock = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (sock < 0) continue;
+    ExclusiveSocketOptions(sock);
+    if (::bind(sock, a->ai_addr, a->ai_addrlen) != 0) {
+      reason = std::strerror(errno);
+      ::close(sock);
+      break;
+    }
+    ::close(sock);
+  }
+  freeaddrinfo(found);
+  for (char& c : reason) c = static_cast<char>(std::tolower(c));
+  return reason;
+}
+
 bool IsPublicPath(const std::string& path) {
-  return path == "/health" || path == "/health_generate" ||
-         path == "/metrics";
+  return path == "/health" || path == "/health_generate" || path == "/metrics";
 }
 
 }  // namespace
@@ -67,34 +110,39 @@ HttpServer::HttpServer(ServingContext& ctx) : ctx_(ctx) {
   server_.set_read_timeout(60, 0);
   server_.set_write_timeout(60, 0);
   server_.set_tcp_nodelay(true);
+  server_.set_socket_options(ExclusiveSocketOptions);
   RegisterRoutes();
 }
 
 void HttpServer::RegisterRoutes() {
   ServingContext& ctx = ctx_;
-  server_.set_pre_routing_handler(
-      [&ctx](const httplib::Request& req, httplib::Response& res) {
-        if (!ctx.ready.load(std::memory_order_acquire)) {
-          SendError(res, ServiceUnavailable(
-                             "the model is still loading; retry when "
-                             "/health answers 200"));
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        if (ctx.options.api_key.empty() || IsPublicPath(req.path)) {
-          return httplib::Server::HandlerResponse::Unhandled;
-        }
-        const std::string auth = req.get_header_value("Authorization");
-        if (auth != "Bearer " + ctx.options.api_key) {
-          SendError(res, Unauthorized(
-                             auth.empty()
-                                 ? "missing API key: send 'Authorization: "
-                                   "Bearer <key>' (the server was started "
-                                   "with --api-key)"
-                                 : "incorrect API key provided"));
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        return httplib::Server::HandlerResponse::Unhandled;
-      });
+  server_.set_pre_routing_handler([&ctx](const httplib::Request& req,
+                                         httplib::Response& res) {
+    if (!ctx.ready.load(std::memory_order_acquire)) {
+      SendError(res,
+                ServiceUnavailable("the model is still loading; retry when "
+                                   "/health answers 200"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (ctx.options.api_key.empty() || IsPublicPath(req.path)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (req.get_header_value_count("Authorization") > 1) {
+      SendError(res, Unauthorized("more than one Authorization header; send "
+                                  "exactly one 'Authorization: Bearer <key>'"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    const std::string auth = req.get_header_value("Authorization");
+    if (!ConstantTimeEquals(auth, "Bearer " + ctx.options.api_key)) {
+      SendError(res, Unauthorized(auth.empty()
+                                      ? "missing API key: send 'Authorization: "
+                                        "Bearer <key>' (the server was started "
+                                        "with --api-key)"
+                                      : "incorrect API key provided"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   server_.set_error_handler(httplib::Server::HandlerWithResponse(
       [](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.is_chunked_content_provider_) {
@@ -160,9 +208,9 @@ Status HttpServer::Bind() {
   }
   if (port_ <= 0) {
     return UnavailableError(fmt::format(
-        "cannot listen on {}:{} (in use, or not an address of this "
-        "machine); pick another with --port or --host",
-        host, ctx_.options.port));
+        "cannot listen on {}:{}: {}; is another server running there? pick "
+        "another with --port or --host",
+        host, ctx_.options.port, BindFailureReason(host, ctx_.options.port)));
   }
   RaiseListenBacklog(port_);
   return OkStatus();

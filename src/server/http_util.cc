@@ -1,7 +1,9 @@
 #include "server/http_util.h"
 
 #include <memory>
+#include <utility>
 
+#include "base/bounded_json.h"
 #include "server/openai_response.h"
 
 namespace tessera::server {
@@ -18,14 +20,13 @@ void SendError(httplib::Response& res, const ApiError& error) {
 
 bool ParseJsonBody(const httplib::Request& req, httplib::Response& res,
                    Json* body) {
-  try {
-    *body = Json::parse(req.body);
-  } catch (const Json::parse_error& e) {
-    SendError(res, BadRequest(std::string("the request body is not valid "
-                                          "JSON: ") +
-                              e.what()));
+  auto parsed = ParseBoundedOrderedJson(req.body, kRequestJsonLimits);
+  if (!parsed.ok()) {
+    SendError(res, BadRequest("the request body is not valid JSON: " +
+                              parsed.status().message()));
     return false;
   }
+  *body = std::move(*parsed);
   if (!body->is_object()) {
     SendError(res, BadRequest("the request body must be a JSON object"));
     return false;

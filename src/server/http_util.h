@@ -15,15 +15,19 @@
 #include <functional>
 #include <string>
 
+#include "base/bounded_json.h"
 #include "server/api_error.h"
 
 namespace tessera::server {
 
+inline constexpr JsonLimits kRequestJsonLimits{kMaxJsonDepth, 65536, false};
+
 void SendJson(httplib::Response& res, const Json& body, int status = 200);
 void SendError(httplib::Response& res, const ApiError& error);
 
-// Parses the request body as a JSON object; on failure sends a 400 and
-// returns false.
+// Parses the request body as a JSON object within kRequestJsonLimits
+// (nesting depth 512, 65,536 keys per object; linear time); on failure,
+// a syntax error or a limit, sends a 400 naming it and returns false.
 bool ParseJsonBody(const httplib::Request& req, httplib::Response& res,
                    Json* body);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "server/json_fields.h"
@@ -109,6 +111,7 @@ MaybeApiError ParseGenerateRequest(const Json& body,
       r.prompts.push_back(CompletionPrompt{false, t.get<std::string>(), {}});
     } else if (t.is_array() && !t.empty()) {
       r.batched = true;
+      TSR_RETURN_IF_API_ERROR(CheckPromptCount(t.size(), limits, "text"));
       for (size_t i = 0; i < t.size(); ++i) {
         if (!t[i].is_string()) {
           return WrongType(fmt::format("text[{}]", i), "a string", t[i]);
@@ -127,6 +130,10 @@ MaybeApiError ParseGenerateRequest(const Json& body,
     }
     const bool nested = ids[0].is_array();
     r.batched = nested;
+    if (nested) {
+      TSR_RETURN_IF_API_ERROR(
+          CheckPromptCount(ids.size(), limits, "input_ids"));
+    }
     for (size_t i = 0; i < (nested ? ids.size() : 1); ++i) {
       CompletionPrompt p;
       p.is_token_ids = true;
@@ -144,11 +151,28 @@ MaybeApiError ParseGenerateRequest(const Json& body,
   TSR_RETURN_IF_API_ERROR(ParseSamplingParams(body, limits, &r.sampling));
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "stream", &r.stream));
   TSR_RETURN_IF_API_ERROR(ReadString(body, "rid", &r.rid));
+  if (r.rid) TSR_RETURN_IF_API_ERROR(CheckRid(*r.rid, "rid"));
   LogUnknownFields(body,
                    {"text", "input_ids", "sampling_params", "stream", "rid",
                     "return_logprob", "return_hidden_states"},
                    "generate");
   *out = std::move(r);
+  return std::nullopt;
+}
+
+MaybeApiError CheckRid(const std::string& rid, const std::string& param) {
+  constexpr size_t kMaxRidLength = 128;
+  const bool safe_chars =
+      std::all_of(rid.begin(), rid.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-';
+      });
+  if (rid.empty() || rid.size() > kMaxRidLength || !safe_chars) {
+    return BadRequest(
+        fmt::format("'{}' must be 1 to {} characters from A-Z, a-z, 0-9 and "
+                    "'.', '_', ':', '-'",
+                    param, kMaxRidLength),
+        param);
+  }
   return std::nullopt;
 }
 

@@ -51,6 +51,11 @@ MaybeApiError ParseGenerateRequest(const Json& body,
 
 // How a generation ended (engine/finish_reason.h).
 using FinishReason = engine::FinishReason;
+// A request id a client chose ("rid" of /generate and /abort_request): 1 to
+// 128 characters from [A-Za-z0-9._:-], so that it can be echoed into JSON,
+// logs and metrics as it is. Otherwise a 400 naming `param`.
+MaybeApiError CheckRid(const std::string& rid, const std::string& param);
+
 Json FinishReasonJson(const FinishReason& reason);
 // The OpenAI spelling: "stop", "length" or "abort".
 std::string OpenAiFinishReason(const FinishReason& reason);

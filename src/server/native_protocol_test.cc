@@ -105,6 +105,44 @@ TEST(GenerateRequestTest, Errors) {
   EXPECT_EQ(e->param, "image_data");
 }
 
+// A rid is echoed into JSON, logs and metrics: only a safe character set.
+TEST(GenerateRequestTest, RidIsRestrictedToSafeCharacters) {
+  GenerateRequest r;
+  for (const char* bad :
+       {R"({"text": "a", "rid": "x\"y"})", R"({"text": "a", "rid": "a\nb"})",
+        R"({"text": "a", "rid": ""})", R"({"text": "a", "rid": "a b"})"}) {
+    SCOPED_TRACE(bad);
+    ExpectBadParam(ParseGenerateRequest(Parse(bad), {}, &r), "rid",
+                   "1 to 128 characters");
+  }
+  ExpectBadParam(
+      ParseGenerateRequest(Json{{"text", "a"}, {"rid", std::string(129, 'a')}},
+                           {}, &r),
+      "rid", "1 to 128 characters");
+  EXPECT_FALSE(ParseGenerateRequest(
+      Parse(R"({"text": "a", "rid": "Req-1.a_b:9"})"), {}, &r));
+  EXPECT_EQ(*r.rid, "Req-1.a_b:9");
+}
+
+// A batch of more prompts than the server accepts per request is a 400
+// (the per-choice limit 'n' cannot be sidestepped with many prompts).
+TEST(GenerateRequestTest, PromptCountIsBounded) {
+  GenerateRequest r;
+  ProtocolLimits limits;
+  Json text = Json::array();
+  Json ids = Json::array();
+  for (int i = 0; i <= limits.max_prompts; ++i) {
+    text.push_back("a");
+    ids.push_back({1});
+  }
+  ExpectBadParam(ParseGenerateRequest(Json{{"text", text}}, limits, &r), "text",
+                 "at most");
+  ExpectBadParam(ParseGenerateRequest(Json{{"input_ids", ids}}, limits, &r),
+                 "input_ids", "at most");
+  text.erase(text.size() - 1);
+  EXPECT_FALSE(ParseGenerateRequest(Json{{"text", text}}, limits, &r));
+}
+
 TEST(GenerateResponseTest, Shapes) {
   GenerateResult res;
   res.id = "g1";

@@ -160,12 +160,20 @@ MaybeApiError ValidateSamplingOptions(const SamplingOptions& s,
 
 // The fields ParseSamplingOptions reads besides the max-tokens spellings,
 // which differ per endpoint.
-constexpr const char* kSamplingFields[] = {
-    "temperature",        "top_p",          "top_k",
-    "min_p",              "presence_penalty", "frequency_penalty",
-    "repetition_penalty", "n",              "seed",
-    "stop",               "stop_token_ids", "ignore_eos",
-    "logit_bias",         "best_of"};
+constexpr const char* kSamplingFields[] = {"temperature",
+                                           "top_p",
+                                           "top_k",
+                                           "min_p",
+                                           "presence_penalty",
+                                           "frequency_penalty",
+                                           "repetition_penalty",
+                                           "n",
+                                           "seed",
+                                           "stop",
+                                           "stop_token_ids",
+                                           "ignore_eos",
+                                           "logit_bias",
+                                           "best_of"};
 
 MaybeApiError ParseSamplingOptions(const Json& body,
                                    const ProtocolLimits& limits, bool chat,
@@ -255,7 +263,7 @@ bool IsTokenArray(const Json& v) {
   return true;
 }
 
-MaybeApiError ParsePrompts(const Json& body,
+MaybeApiError ParsePrompts(const Json& body, const ProtocolLimits& limits,
                            std::vector<CompletionPrompt>* out) {
   if (!HasValue(body, "prompt")) {
     return BadRequest(
@@ -289,6 +297,7 @@ MaybeApiError ParsePrompts(const Json& body,
     return BadRequest("'prompt' must not be an empty array", "prompt");
   }
   if (IsTokenArray(p)) return add_tokens(p, "prompt");
+  TSR_RETURN_IF_API_ERROR(CheckPromptCount(p.size(), limits, "prompt"));
   for (size_t i = 0; i < p.size(); ++i) {
     const Json& e = p[i];
     const std::string param = fmt::format("prompt[{}]", i);
@@ -308,6 +317,16 @@ MaybeApiError ParsePrompts(const Json& body,
 
 }  // namespace
 
+MaybeApiError CheckPromptCount(size_t count, const ProtocolLimits& limits,
+                               const std::string& param) {
+  if (count <= static_cast<size_t>(limits.max_prompts)) return std::nullopt;
+  return BadRequest(
+      fmt::format("'{}' holds {} prompts; a request may carry at most {} "
+                  "(send the rest as further requests)",
+                  param, count, limits.max_prompts),
+      param);
+}
+
 MaybeApiError ParseCompletionRequest(const Json& body,
                                      const ProtocolLimits& limits,
                                      CompletionRequest* out) {
@@ -320,7 +339,7 @@ MaybeApiError ParseCompletionRequest(const Json& body,
   TSR_RETURN_IF_API_ERROR(RejectUnsupported(body, /*chat=*/false));
   CompletionRequest r;
   TSR_RETURN_IF_API_ERROR(ReadString(body, "model", &r.model));
-  TSR_RETURN_IF_API_ERROR(ParsePrompts(body, &r.prompts));
+  TSR_RETURN_IF_API_ERROR(ParsePrompts(body, limits, &r.prompts));
   TSR_RETURN_IF_API_ERROR(
       ParseSamplingOptions(body, limits, false, &r.sampling));
   TSR_RETURN_IF_API_ERROR(ParseStreamFields(body, &r.stream, &r.include_usage));
@@ -338,18 +357,11 @@ MaybeApiError ParseCompletionRequest(const Json& body,
         fmt::format("between 0 and {}", limits.max_top_logprobs)));
     r.logprobs = static_cast<int32_t>(*k);
   }
-  LogUnknownFields(body,
-                   {"model",
-                    "prompt",
-                    "max_tokens",
-                    "stream",
-                    "stream_options",
-                    "echo",
-                    "logprobs",
-                    "suffix",
-                    "response_format",
-                    "modalities"},
-                   "completions", kSamplingFields);
+  LogUnknownFields(
+      body,
+      {"model", "prompt", "max_tokens", "stream", "stream_options", "echo",
+       "logprobs", "suffix", "response_format", "modalities"},
+      "completions", kSamplingFields);
   *out = std::move(r);
   return std::nullopt;
 }
@@ -650,23 +662,13 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
     return WrongType("parallel_tool_calls", "true or false",
                      body["parallel_tool_calls"]);
   }
-  LogUnknownFields(body,
-                   {"model",
-                    "messages",
-                    "tools",
-                    "tool_choice",
-                    "parallel_tool_calls",
-                    "max_tokens",
-                    "max_completion_tokens",
-                    "stream",
-                    "stream_options",
-                    "logprobs",
-                    "top_logprobs",
-                    "chat_template_kwargs",
-                    "separate_reasoning",
-                    "response_format",
-                    "modalities"},
-                   "chat completions", kSamplingFields);
+  LogUnknownFields(
+      body,
+      {"model", "messages", "tools", "tool_choice", "parallel_tool_calls",
+       "max_tokens", "max_completion_tokens", "stream", "stream_options",
+       "logprobs", "top_logprobs", "chat_template_kwargs", "separate_reasoning",
+       "response_format", "modalities"},
+      "chat completions", kSamplingFields);
   *out = std::move(r);
   return std::nullopt;
 }

@@ -30,6 +30,7 @@ namespace tessera::server {
 struct ProtocolLimits {
   int max_n = 16;             // most choices per request
   int max_top_logprobs = 20;  // OpenAI's bound on top_logprobs / logprobs
+  int max_prompts = 64;       // most prompts in one request (a list)
 };
 
 // Sampling and stop settings shared by both endpoints (and /generate).
@@ -103,6 +104,11 @@ struct ChatRequest {
   Json chat_template_kwargs;       // null or object
   bool separate_reasoning = true;  // split <think> text into reasoning_content
 };
+
+// A 400 on `param` when a list of `count` prompts exceeds
+// limits.max_prompts.
+MaybeApiError CheckPromptCount(size_t count, const ProtocolLimits& limits,
+                               const std::string& param);
 
 // Parses a /v1/completions body.
 MaybeApiError ParseCompletionRequest(const Json& body,

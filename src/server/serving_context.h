@@ -63,6 +63,11 @@ struct ServingContext {
   const Tokenizer& tokenizer() const { return prompts->tokenizer(); }
   // nullopt when `model` is absent or names this server's model.
   MaybeApiError CheckModel(const std::optional<std::string>& model) const;
+  // A 400 on `param` when a text of `bytes` bytes cannot encode to few
+  // enough tokens to fit the context (see
+  // Tokenizer::max_input_bytes_per_token): checked before tokenizing, so a
+  // 50 MB prompt costs nothing.
+  MaybeApiError CheckPromptBytes(size_t bytes, const std::string& param) const;
 };
 
 }  // namespace tessera::server

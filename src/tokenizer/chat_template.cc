@@ -6,10 +6,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/bounded_json.h"
+#include "base/file_checks.h"
+
 namespace tessera {
 namespace {
 
 StatusOr<std::string> ReadFile(const std::string& path) {
+  TSR_RETURN_IF_ERROR(
+      CheckRegularFile(path, kMaxTextFileBytes, "the chat template file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("cannot open {}", path));
   std::ostringstream ss;
@@ -37,13 +42,14 @@ constexpr const char* kSpecialTokenKeys[] = {
 StatusOr<ChatTemplate> ChatTemplate::FromTokenizerConfig(
     const std::string& path) {
   TSR_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  const auto config = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) {
-    return InvalidArgumentError(
-        fmt::format("{} is not a JSON object; expected a Hugging Face "
-                    "tokenizer_config.json",
-                    path));
+  auto parsed = ParseBoundedOrderedJson(text);
+  if (!parsed.ok() || !parsed->is_object()) {
+    return InvalidArgumentError(fmt::format(
+        "{} is not a JSON object{}; expected a Hugging Face "
+        "tokenizer_config.json",
+        path, parsed.ok() ? "" : " (" + parsed.status().message() + ")"));
   }
+  const nlohmann::ordered_json config = std::move(*parsed);
   // name -> source, in file order.
   std::vector<std::pair<std::string, std::string>> sources;
   const std::filesystem::path jinja_file =

@@ -44,6 +44,19 @@ Status Tokenizer::Finalize() {
   raw_matcher_ = tok::AddedTokenMatcher(raw, raw_patterns);
   normalized_matcher_ = tok::AddedTokenMatcher(normalized, normalized_patterns);
   vocab_size_ = limit;
+  size_t longest = 4;  // an unknown character (at most 4 UTF-8 bytes)
+  for (int32_t id = 0; id < model_->id_limit(); ++id) {
+    if (const std::string* text = model_->IdToToken(id)) {
+      longest = std::max(longest, text->size());
+    }
+  }
+  for (const tok::AddedToken& token : added_tokens_) {
+    longest = std::max(longest, token.content.size());
+  }
+  // Stored forms are never shorter than the input they stand for
+  // (byte-level and metaspace alphabets only lengthen it); the factor
+  // covers normalizers that shorten input (NFKC composition).
+  max_input_bytes_per_token_ = 4 * longest;
   if (!bos_token_.empty()) bos_id_ = TokenToId(bos_token_);
   if (!eos_token_.empty()) eos_id_ = TokenToId(eos_token_);
   post_processor_->SetFallback(add_bos_ ? bos_id_ : std::nullopt,

@@ -88,6 +88,14 @@ class Tokenizer {
   const std::string& bos_token() const { return bos_token_; }
   const std::string& eos_token() const { return eos_token_; }
 
+  // An upper bound on the input bytes one token of Encode's output covers:
+  // a text of B bytes encodes to at least B / max_input_bytes_per_token()
+  // tokens. Lets a server refuse a prompt that cannot fit the context
+  // before spending the time to tokenize it.
+  size_t max_input_bytes_per_token() const {
+    return max_input_bytes_per_token_;
+  }
+
   std::optional<int32_t> TokenToId(std::string_view token) const;
   // The token's string as stored in the vocabulary (for byte-level BPE that
   // is the byte-level alphabet, e.g. "Ġhello"; for an added token marked
@@ -128,6 +136,7 @@ class Tokenizer {
   tok::AddedTokenMatcher normalized_matcher_;  // normalized == true
 
   int32_t vocab_size_ = 0;
+  size_t max_input_bytes_per_token_ = 4;
   std::string bos_token_, eos_token_;
   std::optional<int32_t> bos_id_, eos_id_;
   bool add_bos_ = false, add_eos_ = false;  // tokenizer_config.json

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/bounded_json.h"
+#include "base/file_checks.h"
 #include "base/logging.h"
 #include "tokenizer/json_util.h"
 #include "tokenizer/tokenizer.h"
@@ -75,6 +77,8 @@ StatusOr<tok::AddedToken> ParseAddedToken(const Json& entry,
 }
 
 StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path) {
+  TSR_RETURN_IF_ERROR(
+      CheckRegularFile(path.string(), kMaxTextFileBytes, "the file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return NotFoundError(fmt::format(
@@ -98,12 +102,14 @@ StatusOr<Json> TokenizerLoader::ParseJson(std::string_view text,
         "again",
         what));
   }
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    const bool truncated = e.byte >= text.size();
+  JsonParseError error;
+  auto parsed = ParseBoundedJson(text, {}, &error);
+  if (parsed.ok()) return std::move(*parsed);
+  {
+    const bool truncated = error.kind == JsonParseError::Kind::kSyntax &&
+                           error.byte >= text.size();
     return InvalidArgumentError(fmt::format(
-        "malformed JSON in the {} ({}){}", what, e.what(),
+        "malformed JSON in the {} ({}){}", what, parsed.status().message(),
         truncated ? "; the file ends early, so it is probably truncated — "
                     "download it again"
                   : "; fix or re-download the file"));

@@ -100,6 +100,36 @@ TEST(TokenizerLoad, MalformedAndTruncatedJson) {
   ExpectMessageHas(bad_config.status(), {"tokenizer_config.json", "malformed"});
 }
 
+// tokenizer.json with its normalizer as `depth` nested Sequence normalizers
+// around the minimal one's Replace, as text (dump() would recurse).
+std::string NestedNormalizerTokenizer(size_t depth) {
+  json j = MinimalTokenizer();
+  const std::string leaf = j["normalizer"].dump();
+  j["normalizer"] = "@N@";
+  std::string nested;
+  for (size_t i = 0; i < depth; ++i) {
+    nested += R"({"type":"Sequence","normalizers":[)";
+  }
+  nested += leaf;
+  for (size_t i = 0; i < depth; ++i) nested += "]}";
+  std::string text = j.dump();
+  return text.replace(text.find("\"@N@\""), 5, nested);
+}
+
+// A deeply nested component is a clear error, not a stack overflow; nesting
+// within the limit loads and works.
+TEST(TokenizerLoad, DeeplyNestedComponentsAreBounded) {
+  auto deep = Tokenizer::FromJsonText(NestedNormalizerTokenizer(100000), "",
+                                      "tokenizer.json at /x");
+  ExpectMessageHas(deep.status(),
+                   {"tokenizer.json at /x", "nested deeper than 512"});
+  auto within = Tokenizer::FromJsonText(NestedNormalizerTokenizer(200), "",
+                                        "tokenizer.json at /x");
+  ASSERT_TRUE(within.ok()) << within.status().ToString();
+  EXPECT_EQ((*within)->Encode("ab a", true),
+            (std::vector<int32_t>{1, 4, 5, 2}));
+}
+
 TEST(TokenizerLoad, UnsupportedComponentsAreNamed) {
   json j = MinimalTokenizer();
   j["model"]["type"] = "Unigram";

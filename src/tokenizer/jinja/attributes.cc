@@ -7,6 +7,7 @@
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/operations.h"
+#include "tokenizer/jinja/render_budget.h"
 #include "tokenizer/jinja/text.h"
 
 namespace tessera::jinja {
@@ -264,6 +265,9 @@ StatusOr<Value> CallStrMethod(const std::string& name, const std::string& s,
     TSR_ASSIGN_OR_RETURN(std::string old_s, StrArg(a[0], what, line));
     TSR_ASSIGN_OR_RETURN(std::string new_s, StrArg(a[1], what, line));
     TSR_ASSIGN_OR_RETURN(int64_t count, IntArg(a[2], what, line));
+    TSR_RETURN_IF_ERROR(
+        CheckStringSize(text::ReplacedSize(s, old_s, new_s, count), line,
+                        "the result of str.replace"));
     return Value(text::Replace(s, old_s, new_s, count));
   }
   if (name == "removeprefix" || name == "removesuffix") {
@@ -289,6 +293,9 @@ StatusOr<Value> CallStrMethod(const std::string& name, const std::string& s,
                                          "expected str instance, {} found",
                                          i, items[i].TypeName()));
       }
+      TSR_RETURN_IF_ERROR(CheckStringSize(
+          out.size() + (i > 0 ? s.size() : 0) + items[i].str().size(), line,
+          "the result of str.join"));
       if (i > 0) out += s;
       out += items[i].str();
     }

@@ -12,6 +12,7 @@
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/json_dump.h"
 #include "tokenizer/jinja/operations.h"
+#include "tokenizer/jinja/render_budget.h"
 #include "tokenizer/jinja/text.h"
 
 namespace tessera::jinja {
@@ -206,8 +207,12 @@ StatusOr<Value> Join(const Value& in, const CallArgs& args) {
     if (!a[1].is_none()) {
       TSR_ASSIGN_OR_RETURN(item, GetPath(item, a[1], args.line));
     }
+    const std::string piece = item.ToStr();
+    TSR_RETURN_IF_ERROR(
+        CheckStringSize(out.size() + (i > 0 ? sep.size() : 0) + piece.size(),
+                        args.line, "the joined string"));
     if (i > 0) out += sep;
-    out += item.ToStr();
+    out += piece;
   }
   return Value(std::move(out));
 }
@@ -225,7 +230,11 @@ StatusOr<Value> Replace(const Value& in, const CallArgs& args) {
     }
     count = a[2].int_value();
   }
-  return Value(text::Replace(in.ToStr(), a[0].ToStr(), a[1].ToStr(), count));
+  const std::string s = in.ToStr(), old_s = a[0].ToStr(), new_s = a[1].ToStr();
+  TSR_RETURN_IF_ERROR(
+      CheckStringSize(text::ReplacedSize(s, old_s, new_s, count), args.line,
+                      "the result of 'replace'"));
+  return Value(text::Replace(s, old_s, new_s, count));
 }
 
 StatusOr<Value> Int(const Value& in, const CallArgs& args) {

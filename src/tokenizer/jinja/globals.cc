@@ -6,6 +6,7 @@
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/operations.h"
+#include "tokenizer/jinja/render_budget.h"
 
 namespace tessera::jinja {
 namespace {
@@ -45,6 +46,11 @@ StatusOr<Value> Range(const CallArgs& args) {
                                        kMaxRange));
     }
     out.emplace_back(i);
+  }
+  // Building the list is work of its own (range() in a loop body).
+  if (RenderBudget* budget = RenderBudget::Current()) {
+    TSR_RETURN_IF_ERROR(
+        budget->Spend(static_cast<int64_t>(out.size()), args.line));
   }
   return Value::List(std::move(out));
 }

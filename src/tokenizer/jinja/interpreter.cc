@@ -8,6 +8,7 @@
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/operations.h"
+#include "tokenizer/jinja/render_budget.h"
 
 namespace tessera::jinja {
 namespace {
@@ -55,8 +56,17 @@ class Renderer {
   }
 
  private:
+  // Runs one statement, counted against the render's budget; the output
+  // may not outgrow kMaxStringBytes.
   Status ExecStmt(const Stmt& s, const FramePtr& frame, std::string* out,
                   Flow* flow) {
+    TSR_RETURN_IF_ERROR(budget_.Step(s.line));
+    TSR_RETURN_IF_ERROR(ExecStmtUnchecked(s, frame, out, flow));
+    return CheckStringSize(out->size(), s.line, "the rendered output");
+  }
+
+  Status ExecStmtUnchecked(const Stmt& s, const FramePtr& frame,
+                           std::string* out, Flow* flow) {
     switch (s.kind) {
       case Stmt::Kind::kText:
         out->append(s.text);
@@ -132,6 +142,7 @@ class Renderer {
     }
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      TSR_RETURN_IF_ERROR(budget_.Step(s.line));  // an empty body counts too
       FramePtr inner = NewFrame(frame);
       TSR_RETURN_IF_ERROR(Assign(s.targets[0], items[i], inner));
       inner->vars.Set("loop", MakeLoop(items, i));
@@ -343,6 +354,7 @@ class Renderer {
   }
 
   StatusOr<Value> Eval(const Expr& e, const FramePtr& frame) {
+    TSR_RETURN_IF_ERROR(budget_.Step(e.line));
     switch (e.kind) {
       case Expr::Kind::kLiteral:
         return e.value;
@@ -450,6 +462,8 @@ class Renderer {
     return InternalError("unknown expression kind");
   }
 
+  RenderBudget budget_;
+  RenderBudget::Scope budget_scope_{&budget_};
   int call_depth_ = 0;
   std::vector<FramePtr> captured_frames_;
   std::vector<Value> assigned_namespaces_;

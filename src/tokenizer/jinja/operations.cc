@@ -5,13 +5,15 @@
 #include <cmath>
 #include <limits>
 
+#include "tokenizer/jinja/render_budget.h"
 #include "tokenizer/jinja/text.h"
 
 namespace tessera::jinja {
 namespace {
 
-// Results past this many bytes or items are refused ("x" * 10**12).
-constexpr int64_t kMaxRepeat = int64_t{1} << 28;
+// Repeated lists past this many items are refused ([0] * 10**12); strings
+// are held to kMaxStringBytes ("x" * 10**12).
+constexpr int64_t kMaxRepeatItems = int64_t{1} << 22;
 
 Status OperandError(int line, std::string_view op, const Value& a,
                     const Value& b) {
@@ -30,7 +32,13 @@ StatusOr<Value> Repeat(const Value& seq, int64_t times, int line) {
   const int64_t unit = seq.is_string()
                            ? static_cast<int64_t>(seq.str().size())
                            : static_cast<int64_t>(seq.list().size());
-  if (unit != 0 && times > kMaxRepeat / unit) {
+  if (seq.is_string() && unit != 0) {
+    const int64_t max_times = static_cast<int64_t>(kMaxStringBytes) / unit;
+    TSR_RETURN_IF_ERROR(
+        CheckStringSize(times > max_times ? kMaxStringBytes + 1 : unit * times,
+                        line, "the repeated string"));
+  }
+  if (!seq.is_string() && unit != 0 && times > kMaxRepeatItems / unit) {
     return TemplateError(line, "repetition result is too large");
   }
   if (seq.is_string()) {
@@ -308,11 +316,21 @@ StatusOr<int> Order(const Value& a, const Value& b, int line,
 
 StatusOr<Value> ApplyBinary(BinaryOp op, const Value& a, const Value& b,
                             int line) {
-  if (op == BinaryOp::kConcat) return Value(a.ToStr() + b.ToStr());
+  if (op == BinaryOp::kConcat) {
+    std::string left = a.ToStr();
+    const std::string right = b.ToStr();
+    TSR_RETURN_IF_ERROR(CheckStringSize(left.size() + right.size(), line,
+                                        "the concatenated string"));
+    return Value(std::move(left += right));
+  }
   if (a.is_undefined()) return UndefinedError(line, a);
   if (b.is_undefined()) return UndefinedError(line, b);
   if (op == BinaryOp::kAdd) {
-    if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      TSR_RETURN_IF_ERROR(CheckStringSize(a.str().size() + b.str().size(), line,
+                                          "the concatenated string"));
+      return Value(a.str() + b.str());
+    }
     if (a.is_list() && b.is_list()) {
       if (a.is_tuple() != b.is_tuple()) {
         return OperandError(line, "+", a, b);

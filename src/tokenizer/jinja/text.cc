@@ -3,10 +3,12 @@
 #include <locale.h>
 #include <wctype.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 namespace tessera::jinja::text {
 namespace {
@@ -335,6 +337,28 @@ bool IsLowerString(std::string_view s) {
       return false;
   }
   return cased;
+}
+
+size_t ReplacedSize(std::string_view s, std::string_view old,
+                    std::string_view repl, int64_t count) {
+  uint64_t hits = 0;
+  if (old.empty()) {
+    hits = Decode(s).size() + 1;
+  } else {
+    for (size_t pos = s.find(old); pos != std::string_view::npos;
+         pos = s.find(old, pos + old.size())) {
+      ++hits;
+      if (count >= 0 && hits >= static_cast<uint64_t>(count)) break;
+    }
+  }
+  if (count >= 0) hits = std::min<uint64_t>(hits, static_cast<uint64_t>(count));
+  // Saturating: hits * repl can exceed size_t for a hostile input.
+  const uint64_t removed = hits * old.size();
+  if (repl.size() != 0 &&
+      hits > (std::numeric_limits<uint64_t>::max() - s.size()) / repl.size()) {
+    return std::numeric_limits<size_t>::max();
+  }
+  return static_cast<size_t>(s.size() - removed + hits * repl.size());
 }
 
 std::string Replace(std::string_view s, std::string_view old,

@@ -65,6 +65,10 @@ bool IsLowerString(std::string_view s);  // str.islower
 // between code points, as Python does.
 std::string Replace(std::string_view s, std::string_view old,
                     std::string_view repl, int64_t count);
+// The size in bytes of Replace(s, old, repl, count), computed without
+// building it (so a caller can refuse a result too large to build).
+size_t ReplacedSize(std::string_view s, std::string_view old,
+                    std::string_view repl, int64_t count);
 
 // str.find / str.rfind in code points (-1 when absent); str.count.
 int64_t Find(std::string_view s, std::string_view sub);

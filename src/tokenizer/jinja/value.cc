@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "tokenizer/jinja/render_budget.h"
 #include "tokenizer/jinja/text.h"
 
 namespace tessera::jinja {
@@ -20,8 +21,10 @@ Value Value::None() {
   return v;
 }
 
-Value::Value(std::string s)
-    : data_(std::make_shared<const std::string>(std::move(s))) {}
+Value::Value(std::string s) {
+  if (RenderBudget* budget = RenderBudget::Current()) budget->Charge(s.size());
+  data_ = std::make_shared<const std::string>(std::move(s));
+}
 
 Value Value::List(ValueList items) {
   Value v;
