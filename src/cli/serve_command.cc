@@ -29,7 +29,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -344,7 +347,10 @@ int RunServe(ServeOptions o) {
   if (Status bound = http.Bind(); !bound.ok()) {
     return ReportError(bound, kExitBadInput);
   }
-  std::thread http_thread([&http] { http.Run(); });
+  std::atomic<bool> http_drained{true};
+  std::thread http_thread([&http, &http_drained] {
+    http_drained.store(http.Run());
+  });
   TSR_LOG_INFO("listening on http://{}:{}", o.server.host, http.port());
 
   std::mutex stop_mu;
@@ -363,7 +369,9 @@ int RunServe(ServeOptions o) {
     TSR_LOG_INFO("received {}: draining ({} s grace for running requests)",
                  sig == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_grace);
     ctx.draining.store(true);
-    http.Stop();
+    // Connections get the grace period and a little more to send what the
+    // engine finishes or aborts; then what is left is closed.
+    http.Stop(std::chrono::seconds(static_cast<int64_t>(o.shutdown_grace) + 5));
     if (engine != nullptr) engine->Shutdown(o.shutdown_grace);
   });
   auto stop_watcher = [&] {
@@ -386,7 +394,7 @@ int RunServe(ServeOptions o) {
     if (!stop_now) running_engine = m.engine.get();
   }
   if (stop_now) {
-    http.Stop();
+    http.Stop(std::chrono::seconds(2));
     http_thread.join();
     stop_watcher();
     if (m.engine) m.engine->Shutdown(0);
@@ -400,8 +408,15 @@ int RunServe(ServeOptions o) {
   TSR_LOG_INFO("ready: http://{}:{} serves '{}'", o.server.host, http.port(),
                o.server.served_model_name);
 
-  http_thread.join();  // returns after Stop, once in-flight handlers end
+  http_thread.join();  // returns after Stop, once connections are closed
   stop_watcher();
+  if (!http_drained.load()) {
+    // A handler is stuck (it cannot be interrupted); its thread still uses
+    // the engine and the context, so exit without destroying them.
+    TSR_LOG_WARN("exiting with HTTP handlers still running");
+    std::fflush(nullptr);
+    std::_Exit(kExitOk);
+  }
   m.engine->Shutdown(0);
   TSR_LOG_INFO("server stopped");
   return kExitOk;
@@ -471,8 +486,24 @@ Command AddServeCommand(CLI::App& root) {
                   "seconds running requests get to finish after SIGTERM")
       ->capture_default_str();
   app->add_option("--http-threads", o->server.http_threads,
-                  "connections served at once")
-      ->capture_default_str();
+                  "threads running route handlers (parsing, tokenizing, chat "
+                  "templates); connections and streams need none")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--max-connections", o->server.max_connections,
+                  "most open HTTP connections; more are answered 503 at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--http-read-timeout", o->server.http_read_timeout,
+                  "seconds a client has to send a request's header (a new "
+                  "connection's first request included)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app->add_option("--http-keep-alive-timeout",
+                  o->server.http_keep_alive_timeout,
+                  "seconds an idle keep-alive connection stays open")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   app->add_option("--device-plugin", o->flags.device_plugin,
                   "use this plugin .so (beats TESSERA_DEVICE_PLUGIN)");
   app->add_option("--platform", o->flags.platform,

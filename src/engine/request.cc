@@ -3,13 +3,21 @@
 namespace tessera::engine {
 
 void RequestStream::Push(RequestOutput output) {
+  std::shared_ptr<const std::function<void()>> listener;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finished_.load()) return;
     if (output.finished) finished_.store(true);
     pending_.push_back(std::move(output));
+    listener = listener_;
   }
   cv_.notify_all();
+  if (listener) (*listener)();
+}
+
+void RequestStream::SetListener(std::function<void()> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listener_ = std::make_shared<const std::function<void()>>(std::move(listener));
 }
 
 std::vector<RequestOutput> RequestStream::Wait(

@@ -21,6 +21,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -86,6 +88,11 @@ class RequestStream {
   // Waits for the end of the sequence, dropping intermediate outputs, and
   // returns the final (finished) one. For callers that only need the end.
   RequestOutput WaitFinal();
+  // Consumer side: `listener` is called after every later Push (on the
+  // scheduler's thread, with no lock held), so that a consumer can wait
+  // without a thread of its own and take the outputs with Wait(0). It must
+  // be cheap and must not call Push. Replaces any earlier listener.
+  void SetListener(std::function<void()> listener);
   bool finished() const { return finished_.load(); }
 
   // Asks the scheduler to abort (client went away, /abort_request,
@@ -99,6 +106,7 @@ class RequestStream {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<RequestOutput> pending_;
+  std::shared_ptr<const std::function<void()>> listener_;  // guarded by mu_
   std::string cancel_reason_;
   std::atomic<bool> finished_{false};
   std::atomic<bool> cancelled_{false};

@@ -12,6 +12,7 @@
 #include "server/native_protocol.h"
 #include "server/openai_response.h"
 #include "server/routes.h"
+#include "server/stream_pump.h"
 
 namespace tessera::server {
 
@@ -37,8 +38,8 @@ MaybeApiError ServingContext::CheckPromptBytes(size_t bytes,
       param);
 }
 
-void HandleModels(ServingContext& ctx, const httplib::Request&,
-                  httplib::Response& res) {
+void HandleModels(ServingContext& ctx, const HttpRequest&,
+                  HttpResponse& res) {
   static const int64_t created = static_cast<int64_t>(std::time(nullptr));
   ModelCard card;
   card.id = ctx.options.served_model_name;
@@ -48,8 +49,8 @@ void HandleModels(ServingContext& ctx, const httplib::Request&,
   SendJson(res, ModelListJson({card}));
 }
 
-void HandleTokenize(ServingContext& ctx, const httplib::Request& req,
-                    httplib::Response& res) {
+void HandleTokenize(ServingContext& ctx, const HttpRequest& req,
+                    HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   StatusOr<cli::TokenizeRequest> parsed = cli::ParseTokenizeRequest(body);
@@ -59,8 +60,8 @@ void HandleTokenize(ServingContext& ctx, const httplib::Request& req,
   SendJson(res, TokenizeResponseJson(prompt->ids, prompt->text));
 }
 
-void HandleDetokenize(ServingContext& ctx, const httplib::Request& req,
-                      httplib::Response& res) {
+void HandleDetokenize(ServingContext& ctx, const HttpRequest& req,
+                      HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   StatusOr<cli::DetokenizeRequest> parsed = cli::ParseDetokenizeRequest(body);
@@ -72,8 +73,8 @@ void HandleDetokenize(ServingContext& ctx, const httplib::Request& req,
                     parsed->tokens, parsed->skip_special_tokens)));
 }
 
-void HandleHealth(ServingContext& ctx, const httplib::Request&,
-                  httplib::Response& res) {
+void HandleHealth(ServingContext& ctx, const HttpRequest&,
+                  HttpResponse& res) {
   if (ctx.draining.load()) {
     return SendError(res, ServiceUnavailable("the server is shutting down"));
   }
@@ -84,8 +85,8 @@ void HandleHealth(ServingContext& ctx, const httplib::Request&,
   res.set_content("", "text/plain");
 }
 
-void HandleHealthGenerate(ServingContext& ctx, const httplib::Request&,
-                          httplib::Response& res) {
+void HandleHealthGenerate(ServingContext& ctx, const HttpRequest&,
+                          HttpResponse& res) {
   if (ctx.draining.load()) {
     return SendError(res, ServiceUnavailable("the server is shutting down"));
   }
@@ -96,16 +97,25 @@ void HandleHealthGenerate(ServingContext& ctx, const httplib::Request&,
   r.ignore_eos = true;
   auto stream = ctx.engine->Submit(std::move(r));
   if (!stream.ok()) return SendError(res, ApiErrorFromStatus(stream.status()));
-  const engine::RequestOutput last = (*stream)->WaitFinal();
-  if (last.finish.kind == engine::FinishReason::Kind::kAbort) {
-    return SendError(res, AbortError(last.finish));
-  }
-  res.status = 200;
-  res.set_content("", "text/plain");
+  auto streams = std::make_shared<StreamSet>();
+  streams->Add(*stream);
+  auto last = std::make_shared<engine::RequestOutput>();
+  DeferResponse(
+      res, streams,
+      [last](StreamSet::Event& ev) {
+        if (ev.output.finished) *last = std::move(ev.output);
+      },
+      [last](HttpResponse& out) {
+        if (last->finish.kind == engine::FinishReason::Kind::kAbort) {
+          return SendError(out, AbortError(last->finish));
+        }
+        out.status = 200;
+        out.set_content("", "text/plain");
+      });
 }
 
-void HandleServerInfo(ServingContext& ctx, const httplib::Request&,
-                      httplib::Response& res) {
+void HandleServerInfo(ServingContext& ctx, const HttpRequest&,
+                      HttpResponse& res) {
   const engine::EngineStats st = ctx.engine->Stats();
   const engine::EngineOptions& eo = ctx.engine->options();
   Json j = ctx.options.info;
@@ -138,8 +148,8 @@ void HandleServerInfo(ServingContext& ctx, const httplib::Request&,
   SendJson(res, j);
 }
 
-void HandleFlushCache(ServingContext& ctx, const httplib::Request&,
-                      httplib::Response& res) {
+void HandleFlushCache(ServingContext& ctx, const HttpRequest&,
+                      HttpResponse& res) {
   Status flushed = ctx.engine->FlushCache();
   if (!flushed.ok()) {
     return SendError(res, BadRequest(flushed.message(), "", "cache_in_use"));
@@ -148,8 +158,8 @@ void HandleFlushCache(ServingContext& ctx, const httplib::Request&,
   res.set_content("Cache flushed.\n", "text/plain");
 }
 
-void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
-                        httplib::Response& res) {
+void HandleAbortRequest(ServingContext& ctx, const HttpRequest& req,
+                        HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   if (!body.contains("rid") || !body["rid"].is_string()) {
@@ -164,8 +174,8 @@ void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
   SendJson(res, Json{{"rid", rid}, {"aborted", true}});
 }
 
-void HandleMetrics(ServingContext& ctx, const httplib::Request&,
-                   httplib::Response& res) {
+void HandleMetrics(ServingContext& ctx, const HttpRequest&,
+                   HttpResponse& res) {
   // Gauges are sampled from the engine's snapshot at scrape time; the
   // retraction counter follows the engine's running total.
   const engine::EngineStats st = ctx.engine->Stats();

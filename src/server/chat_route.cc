@@ -120,8 +120,8 @@ std::vector<TokenLogprob> Logprobs(const engine::RequestOutput& o,
 
 }  // namespace
 
-void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
-                           httplib::Response& res) {
+void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
+                           HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   auto p = std::make_shared<PreparedChat>();
@@ -182,34 +182,48 @@ void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
   }
 
   if (!r.stream) {
-    std::vector<std::string> texts(streams->size());
-    std::vector<std::vector<TokenLogprob>> lps(streams->size());
-    std::vector<engine::RequestOutput> last(streams->size());
-    DrainAll(*streams, [&](StreamSet::Event& ev) {
-      texts[ev.index] += ev.output.text;
+    struct Collected {
+      std::vector<std::string> texts;
+      std::vector<std::vector<TokenLogprob>> lps;
+      std::vector<engine::RequestOutput> last;
+      std::vector<ChoiceParsers> parsers;
+    };
+    auto c = std::make_shared<Collected>();
+    c->texts.resize(streams->size());
+    c->lps.resize(streams->size());
+    c->last.resize(streams->size());
+    c->parsers = std::move(parsers);
+    auto on_event = [c, &ctx](StreamSet::Event& ev) {
+      c->texts[ev.index] += ev.output.text;
       auto l = Logprobs(ev.output, ctx.tokenizer());
-      lps[ev.index].insert(lps[ev.index].end(), l.begin(), l.end());
-      if (ev.output.finished) last[ev.index] = std::move(ev.output);
-    });
-    std::vector<ChatChoice> choices(streams->size());
-    Usage usage;
-    for (size_t i = 0; i < choices.size(); ++i) {
-      const engine::RequestOutput& o = last[i];
-      if (o.finish.kind == engine::FinishReason::Kind::kAbort) {
-        return SendError(res, AbortError(o.finish));
+      c->lps[ev.index].insert(c->lps[ev.index].end(), l.begin(), l.end());
+      if (ev.output.finished) c->last[ev.index] = std::move(ev.output);
+    };
+    auto on_done = [c, p](HttpResponse& out) {
+      std::vector<ChatChoice> choices(c->texts.size());
+      Usage usage;
+      for (size_t i = 0; i < choices.size(); ++i) {
+        const engine::RequestOutput& o = c->last[i];
+        if (o.finish.kind == engine::FinishReason::Kind::kAbort) {
+          return SendError(out, AbortError(o.finish));
+        }
+        choices[i].index = static_cast<int32_t>(i);
+        c->parsers[i].Full(c->texts[i], choices[i]);
+        choices[i].finish_reason =
+            ChatFinishReason(o.finish, !choices[i].tool_calls.empty());
+        if (p->request.logprobs) {
+          choices[i].logprobs = ChatLogprobsJson(c->lps[i]);
+        }
+        usage.completion_tokens += o.completion_tokens;
+        if (i == 0) {
+          usage.prompt_tokens = o.prompt_tokens;
+          usage.cached_tokens = o.cached_tokens;
+        }
       }
-      choices[i].index = static_cast<int32_t>(i);
-      parsers[i].Full(texts[i], choices[i]);
-      choices[i].finish_reason =
-          ChatFinishReason(o.finish, !choices[i].tool_calls.empty());
-      if (r.logprobs) choices[i].logprobs = ChatLogprobsJson(lps[i]);
-      usage.completion_tokens += o.completion_tokens;
-      if (i == 0) {
-        usage.prompt_tokens = o.prompt_tokens;
-        usage.cached_tokens = o.cached_tokens;
-      }
-    }
-    return SendJson(res, ChatResponseJson(p->meta, choices, usage));
+      SendJson(out, ChatResponseJson(p->meta, choices, usage));
+    };
+    return DeferResponse(res, streams, std::move(on_event),
+                         std::move(on_done));
   }
 
   struct StreamState {

@@ -23,8 +23,8 @@ struct PreparedCompletion {
 
 }  // namespace
 
-void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
-                       httplib::Response& res) {
+void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
+                       HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   auto p = std::make_shared<PreparedCompletion>();
@@ -69,37 +69,49 @@ void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
   auto prompt_of = [n](size_t choice) { return choice / n; };
 
   if (!r.stream) {
-    std::vector<CompletionChoice> choices(streams->size());
-    std::vector<std::vector<TokenLogprob>> lps(streams->size());
-    std::vector<engine::RequestOutput> last(streams->size());
-    DrainAll(*streams, [&](StreamSet::Event& ev) {
-      choices[ev.index].text += ev.output.text;
+    struct Collected {
+      std::vector<CompletionChoice> choices;
+      std::vector<std::vector<TokenLogprob>> lps;
+      std::vector<engine::RequestOutput> last;
+    };
+    auto c = std::make_shared<Collected>();
+    c->choices.resize(streams->size());
+    c->lps.resize(streams->size());
+    c->last.resize(streams->size());
+    auto on_event = [c, &ctx](StreamSet::Event& ev) {
+      c->choices[ev.index].text += ev.output.text;
       for (const auto& lp : ev.output.logprobs) {
-        lps[ev.index].push_back(ToTokenLogprob(lp, ctx.tokenizer()));
+        c->lps[ev.index].push_back(ToTokenLogprob(lp, ctx.tokenizer()));
       }
-      if (ev.output.finished) last[ev.index] = std::move(ev.output);
-    });
-    Usage usage;
-    for (size_t i = 0; i < choices.size(); ++i) {
-      const engine::RequestOutput& o = last[i];
-      if (o.finish.kind == engine::FinishReason::Kind::kAbort) {
-        return SendError(res, AbortError(o.finish));
+      if (ev.output.finished) c->last[ev.index] = std::move(ev.output);
+    };
+    auto on_done = [c, p, n, prompt_of](HttpResponse& out) {
+      const CompletionRequest& r = p->request;
+      Usage usage;
+      for (size_t i = 0; i < c->choices.size(); ++i) {
+        const engine::RequestOutput& o = c->last[i];
+        if (o.finish.kind == engine::FinishReason::Kind::kAbort) {
+          return SendError(out, AbortError(o.finish));
+        }
+        CompletionChoice& choice = c->choices[i];
+        const std::string& prompt_text = p->prompt_texts[prompt_of(i)];
+        choice.index = static_cast<int32_t>(i);
+        if (r.echo) choice.text = prompt_text + choice.text;
+        choice.finish_reason = OpenAiFinishReason(o.finish);
+        if (r.logprobs) {
+          choice.logprobs = CompletionLogprobsJson(
+              c->lps[i], r.echo ? CountUtf8Chars(prompt_text) : 0);
+        }
+        usage.completion_tokens += o.completion_tokens;
+        if (i % n == 0) {
+          usage.prompt_tokens += o.prompt_tokens;
+          usage.cached_tokens += o.cached_tokens;
+        }
       }
-      const std::string& prompt_text = p->prompt_texts[prompt_of(i)];
-      choices[i].index = static_cast<int32_t>(i);
-      if (r.echo) choices[i].text = prompt_text + choices[i].text;
-      choices[i].finish_reason = OpenAiFinishReason(o.finish);
-      if (r.logprobs) {
-        choices[i].logprobs = CompletionLogprobsJson(
-            lps[i], r.echo ? CountUtf8Chars(prompt_text) : 0);
-      }
-      usage.completion_tokens += o.completion_tokens;
-      if (i % n == 0) {
-        usage.prompt_tokens += o.prompt_tokens;
-        usage.cached_tokens += o.cached_tokens;
-      }
-    }
-    return SendJson(res, CompletionResponseJson(p->meta, choices, usage));
+      SendJson(out, CompletionResponseJson(p->meta, c->choices, usage));
+    };
+    return DeferResponse(res, streams, std::move(on_event),
+                         std::move(on_done));
   }
 
   struct StreamState {

@@ -122,6 +122,10 @@ std::vector<StreamSet::Event> StreamSet::Next(
   return events;
 }
 
+void StreamSet::SetListener(const std::function<void()>& listener) {
+  for (auto& stream : streams_) stream->SetListener(listener);
+}
+
 void StreamSet::CancelAll(const std::string& why) {
   for (size_t i = 0; i < streams_.size(); ++i) {
     if (!done_[i]) streams_[i]->Cancel(why);

@@ -9,6 +9,7 @@
 #define TESSERA_SERVER_ENGINE_BRIDGE_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ class StreamSet {
   std::vector<Event> Next(std::chrono::milliseconds timeout);
   // Cancels every unfinished stream (client gone, error).
   void CancelAll(const std::string& why);
+  // Calls `listener` whenever any stream receives an output (see
+  // RequestStream::SetListener); Next(0) then takes it without waiting.
+  void SetListener(const std::function<void()>& listener);
 
  private:
   std::vector<std::shared_ptr<engine::RequestStream>> streams_;

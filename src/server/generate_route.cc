@@ -30,8 +30,8 @@ void Apply(GenerateResult& result, const engine::RequestOutput& o) {
 
 }  // namespace
 
-void HandleGenerate(ServingContext& ctx, const httplib::Request& req,
-                    httplib::Response& res) {
+void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
+                    HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   auto s = std::make_shared<GenerateState>();
@@ -70,13 +70,17 @@ void HandleGenerate(ServingContext& ctx, const httplib::Request& req,
   const bool list = r.batched || s->results.size() > 1;
 
   if (!r.stream) {
-    DrainAll(*streams, [&](StreamSet::Event& ev) {
+    auto on_event = [s](StreamSet::Event& ev) {
       Apply(s->results[ev.index], ev.output);
-    });
-    if (!list) return SendJson(res, GenerateResultJson(s->results[0]));
-    Json out = Json::array();
-    for (const auto& g : s->results) out.push_back(GenerateResultJson(g));
-    return SendJson(res, out);
+    };
+    auto on_done = [s, list](HttpResponse& res) {
+      if (!list) return SendJson(res, GenerateResultJson(s->results[0]));
+      Json out = Json::array();
+      for (const auto& g : s->results) out.push_back(GenerateResultJson(g));
+      SendJson(res, out);
+    };
+    return DeferResponse(res, streams, std::move(on_event),
+                         std::move(on_done));
   }
   SseHandlers h;
   h.on_event = [s, list](SseWriter& out, StreamSet::Event& ev) {

@@ -10,37 +10,37 @@
 #ifndef TESSERA_SERVER_ROUTES_H_
 #define TESSERA_SERVER_ROUTES_H_
 
-#include <httplib.h>
+#include "server/http_message.h"
 
 #include "server/serving_context.h"
 
 namespace tessera::server {
 
-void HandleCompletions(ServingContext& ctx, const httplib::Request& req,
-                       httplib::Response& res);
-void HandleChatCompletions(ServingContext& ctx, const httplib::Request& req,
-                           httplib::Response& res);
-void HandleGenerate(ServingContext& ctx, const httplib::Request& req,
-                    httplib::Response& res);
+void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
+                       HttpResponse& res);
+void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
+                           HttpResponse& res);
+void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
+                    HttpResponse& res);
 
-void HandleModels(ServingContext& ctx, const httplib::Request& req,
-                  httplib::Response& res);
-void HandleTokenize(ServingContext& ctx, const httplib::Request& req,
-                    httplib::Response& res);
-void HandleDetokenize(ServingContext& ctx, const httplib::Request& req,
-                      httplib::Response& res);
-void HandleHealth(ServingContext& ctx, const httplib::Request& req,
-                  httplib::Response& res);
-void HandleHealthGenerate(ServingContext& ctx, const httplib::Request& req,
-                          httplib::Response& res);
-void HandleServerInfo(ServingContext& ctx, const httplib::Request& req,
-                      httplib::Response& res);
-void HandleFlushCache(ServingContext& ctx, const httplib::Request& req,
-                      httplib::Response& res);
-void HandleAbortRequest(ServingContext& ctx, const httplib::Request& req,
-                        httplib::Response& res);
-void HandleMetrics(ServingContext& ctx, const httplib::Request& req,
-                   httplib::Response& res);
+void HandleModels(ServingContext& ctx, const HttpRequest& req,
+                  HttpResponse& res);
+void HandleTokenize(ServingContext& ctx, const HttpRequest& req,
+                    HttpResponse& res);
+void HandleDetokenize(ServingContext& ctx, const HttpRequest& req,
+                      HttpResponse& res);
+void HandleHealth(ServingContext& ctx, const HttpRequest& req,
+                  HttpResponse& res);
+void HandleHealthGenerate(ServingContext& ctx, const HttpRequest& req,
+                          HttpResponse& res);
+void HandleServerInfo(ServingContext& ctx, const HttpRequest& req,
+                      HttpResponse& res);
+void HandleFlushCache(ServingContext& ctx, const HttpRequest& req,
+                      HttpResponse& res);
+void HandleAbortRequest(ServingContext& ctx, const HttpRequest& req,
+                        HttpResponse& res);
+void HandleMetrics(ServingContext& ctx, const HttpRequest& req,
+                   HttpResponse& res);
 
 }  // namespace tessera::server
 

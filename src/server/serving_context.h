@@ -38,7 +38,10 @@ struct ServerOptions {
   std::string api_key;            // empty: no authentication
   std::string reasoning_parser;   // "" or a ReasoningParserNames() entry
   std::string tool_call_parser;   // "" or a ToolCallParserNames() entry
-  int http_threads = 512;         // connections served at once
+  int http_threads = 16;          // route handler threads
+  int max_connections = 8192;     // open connections; more get 503
+  int http_read_timeout = 10;     // seconds for a request's header
+  int http_keep_alive_timeout = 5;  // idle seconds between requests
   ProtocolLimits limits;
   // Extra facts for /server_info (plugin, device, dtype, flags).
   Json info = Json::object();

@@ -2,24 +2,88 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include "server/openai_response.h"
 
 namespace tessera::server {
 namespace {
 
-constexpr auto kPoll = std::chrono::milliseconds(100);
-constexpr int kHeartbeatPolls = 20;  // 2 s without output
 constexpr const char* kClientGone = "client disconnected";
 
-}  // namespace
+class SseBody : public AsyncBody {
+ public:
+  SseBody(std::shared_ptr<StreamSet> streams, SseHandlers handlers)
+      : streams_(std::move(streams)), h_(std::move(handlers)) {}
 
-void DrainAll(StreamSet& streams,
-              const std::function<void(StreamSet::Event&)>& on_event) {
-  while (!streams.all_finished()) {
-    for (auto& ev : streams.Next(kPoll)) on_event(ev);
+  bool streaming() const override { return true; }
+
+  void Start(std::function<void()> wake) override {
+    streams_->SetListener(wake);
+    wake();
   }
-}
+
+  bool Pump(std::string* chunk, HttpResponse* /*final*/) override {
+    SseWriter out(chunk);
+    if (!started_) {
+      started_ = true;
+      if (h_.on_start) h_.on_start(out);
+    }
+    for (auto& ev : streams_->Next(std::chrono::milliseconds(0))) {
+      if (ev.output.finished && IsServerAbort(ev.output.finish)) {
+        out.Write(SseError(AbortError(ev.output.finish)));
+      }
+      h_.on_event(out, ev);
+    }
+    if (!streams_->all_finished()) return false;
+    if (h_.on_end) h_.on_end(out);
+    return true;
+  }
+
+  std::string Heartbeat() override { return ": keep-alive\n\n"; }
+
+  void Cancel() override { streams_->CancelAll(kClientGone); }
+
+ private:
+  std::shared_ptr<StreamSet> streams_;
+  SseHandlers h_;
+  bool started_ = false;
+};
+
+class DeferredBody : public AsyncBody {
+ public:
+  DeferredBody(std::shared_ptr<StreamSet> streams,
+               std::function<void(StreamSet::Event&)> on_event,
+               std::function<void(HttpResponse&)> on_done)
+      : streams_(std::move(streams)),
+        on_event_(std::move(on_event)),
+        on_done_(std::move(on_done)) {}
+
+  bool streaming() const override { return false; }
+
+  void Start(std::function<void()> wake) override {
+    streams_->SetListener(wake);
+    wake();
+  }
+
+  bool Pump(std::string* /*chunk*/, HttpResponse* final) override {
+    for (auto& ev : streams_->Next(std::chrono::milliseconds(0))) {
+      on_event_(ev);
+    }
+    if (!streams_->all_finished()) return false;
+    on_done_(*final);
+    return true;
+  }
+
+  void Cancel() override { streams_->CancelAll(kClientGone); }
+
+ private:
+  std::shared_ptr<StreamSet> streams_;
+  std::function<void(StreamSet::Event&)> on_event_;
+  std::function<void(HttpResponse&)> on_done_;
+};
+
+}  // namespace
 
 bool IsServerAbort(const engine::FinishReason& finish) {
   if (finish.kind != engine::FinishReason::Kind::kAbort) return false;
@@ -28,41 +92,22 @@ bool IsServerAbort(const engine::FinishReason& finish) {
          m.find("abort_request") == std::string::npos;
 }
 
-void StartStreamingResponse(httplib::Response& res,
+void StartStreamingResponse(HttpResponse& res,
                             std::shared_ptr<StreamSet> streams,
                             SseHandlers handlers) {
-  StartSse(
-      res,
-      [streams, h = std::move(handlers)](SseWriter& out) {
-        if (h.on_start) h.on_start(out);
-        int idle = 0;
-        while (out.ok() && !streams->all_finished()) {
-          auto events = streams->Next(kPoll);
-          if (events.empty()) {
-            if (++idle >= kHeartbeatPolls) {
-              idle = 0;
-              out.Heartbeat();
-            }
-            continue;
-          }
-          idle = 0;
-          for (auto& ev : events) {
-            if (ev.output.finished && IsServerAbort(ev.output.finish)) {
-              out.Write(SseError(AbortError(ev.output.finish)));
-            }
-            h.on_event(out, ev);
-            if (!out.ok()) break;
-          }
-        }
-        if (!out.ok()) {
-          streams->CancelAll(kClientGone);
-          return;
-        }
-        if (h.on_end) h.on_end(out);
-      },
-      [streams](bool ok) {
-        if (!ok) streams->CancelAll(kClientGone);
-      });
+  res.status = 200;
+  res.content_type = "text/event-stream";
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.async =
+      std::make_shared<SseBody>(std::move(streams), std::move(handlers));
+}
+
+void DeferResponse(HttpResponse& res, std::shared_ptr<StreamSet> streams,
+                   std::function<void(StreamSet::Event&)> on_event,
+                   std::function<void(HttpResponse&)> on_done) {
+  res.async = std::make_shared<DeferredBody>(
+      std::move(streams), std::move(on_event), std::move(on_done));
 }
 
 }  // namespace tessera::server
