@@ -143,6 +143,7 @@ void HandleServerInfo(ServingContext& ctx, const HttpRequest&,
                 {"cache_hit_rate", st.cache_hit_rate},
                 {"retractions", st.retractions_total},
                 {"requests_total", st.requests_total},
+                {"aborted_requests", st.aborted_total},
                 {"kv_integrity",
                  integrity.ok() ? std::string("ok") : integrity.ToString()}};
   SendJson(res, j);

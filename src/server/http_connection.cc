@@ -128,8 +128,8 @@ void HttpConnection::OnPeerEof() {
     case State::kHandling:
     case State::kResponding:
       // Half-closed or gone: the answer still goes out (Tick probes a
-      // non-streaming wait, heartbeats probe a stream).
-      close_after_answer_ = true;
+      // non-streaming wait, heartbeats probe a stream), and so do those of
+      // requests already in the buffer (FinishExchange).
       return;
     case State::kClosing:
       Close("closed after the answer");
@@ -356,6 +356,11 @@ void HttpConnection::FinishExchange() {
   state_ = State::kIdle;
   phase_deadline_ = Clock::now() + limits_.keep_alive_timeout;
   ParseBuffered();  // a pipelined request may be waiting
+  if (peer_eof_ && (state_ == State::kIdle || state_ == State::kReceiving)) {
+    // The client sent its FIN: nothing more can come.
+    GracefulClose();
+    return;
+  }
   Read();
 }
 

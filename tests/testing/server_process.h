@@ -117,6 +117,7 @@ class ServerProcess {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string base_url() const {
     return "http://127.0.0.1:" + std::to_string(port_);
   }

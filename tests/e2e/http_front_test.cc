@@ -1,0 +1,367 @@
+// The HTTP front of `tessera serve` against slow, idle, oversized and odd
+// clients, over raw sockets (each test states what a client does byte by
+// byte). Each test checks that normal requests keep being served.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testing/server_process.h"
+#include "testing/subprocess.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+using testing::ServerProcess;
+
+constexpr const char* kBin = TSR_TESSERA_BIN;
+
+// A raw client socket; closed by the destructor.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ =
+        ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawClient() { Close(); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return connected_; }
+  // Sends everything; false once the server closed or reset.
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  void ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // Reads until the server closes or `timeout` passes.
+  std::string ReadAll(std::chrono::milliseconds timeout) {
+    std::string out;
+    const auto deadline = Clock::now() + timeout;
+    char chunk[65536];
+    while (Clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - Clock::now());
+      if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) <= 0) {
+        continue;
+      }
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) break;
+      out.append(chunk, static_cast<size_t>(n));
+    }
+    return out;
+  }
+  // Reads until `text` has arrived (or the server closed / timeout).
+  std::string ReadUntil(const std::string& text,
+                        std::chrono::milliseconds timeout) {
+    std::string out;
+    const auto deadline = Clock::now() + timeout;
+    char chunk[65536];
+    while (Clock::now() < deadline && out.find(text) == std::string::npos) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) break;
+      out.append(chunk, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+std::string PostRequest(const std::string& path, const std::string& body,
+                        const std::string& extra_headers = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: "
+         "application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+}
+
+int StatusOf(const std::string& response) {
+  if (response.rfind("HTTP/1.", 0) != 0 || response.size() < 12) return -1;
+  return std::stoi(response.substr(9, 3));
+}
+
+// The server's resident set in KiB, from /proc.
+long RssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+class HttpFrontTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // 2,000 client sockets plus the server's own in one test process.
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 16384);
+    setrlimit(RLIMIT_NOFILE, &limit);
+    model_dir_ = new std::string(
+        (fs::temp_directory_path() /
+         ("tessera_front_model_" + std::to_string(::getpid())))
+            .string());
+    const auto made = testing::RunShell(
+        testing::ShellQuote(kBin) +
+        " make-model --arch qwen3 --preset tiny --seed 9 --out " +
+        testing::ShellQuote(*model_dir_));
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  static void TearDownTestSuite() {
+    if (model_dir_ != nullptr) fs::remove_all(*model_dir_);
+    delete model_dir_;
+    model_dir_ = nullptr;
+  }
+
+  void StartServer(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--model-path", *model_dir_,
+                                     "--log-interval", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(server_.Start(kBin, args)) << server_.log();
+  }
+
+  // A one-token completion, timed.
+  double NormalRequestSeconds() {
+    const auto start = Clock::now();
+    const auto res = server_.Post(
+        "/v1/completions", Json{{"prompt", "hello"}, {"max_tokens", 1}}.dump());
+    EXPECT_EQ(res.status, 200) << res.body;
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  static std::string* model_dir_;
+  ServerProcess server_;
+};
+std::string* HttpFrontTest::model_dir_ = nullptr;
+
+// 2,000 connections that send nothing, and 200 that send their header a
+// byte at a time, hold no thread: a normal request still completes at once.
+TEST_F(HttpFrontTest, IdleAndSlowConnectionsDoNotStarveOthers) {
+  StartServer();
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 2000; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(idle.back()->connected()) << i;
+  }
+  std::vector<std::unique_ptr<RawClient>> slow;
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 200; ++i) {
+    slow.push_back(std::make_unique<RawClient>(server_.port()));
+  }
+  for (size_t b = 0; b < 5; ++b) {
+    for (auto& c : slow) c->Send(head.substr(b, 1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(NormalRequestSeconds(), 1.0);
+  EXPECT_LT(NormalRequestSeconds(), 1.0);
+}
+
+// A client that sends its header a byte at a time is cut off at the read
+// deadline (408), and an idle connection is closed.
+TEST_F(HttpFrontTest, HeaderDeadlineAndIdleTimeout) {
+  StartServer({"--http-read-timeout", "2", "--http-keep-alive-timeout", "1"});
+  RawClient slow(server_.port());
+  RawClient idle(server_.port());
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n";
+  const auto start = Clock::now();
+  std::string answer;
+  for (size_t i = 0; i < head.size(); ++i) {
+    if (!slow.Send(head.substr(i, 1))) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (Clock::now() - start > std::chrono::seconds(6)) break;
+  }
+  answer = slow.ReadAll(std::chrono::seconds(3));
+  EXPECT_EQ(StatusOf(answer), 408) << answer;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 8.0);
+  // The idle one was closed without an answer (the first request must come
+  // within the read timeout).
+  EXPECT_EQ(idle.ReadAll(std::chrono::seconds(4)), "");
+  EXPECT_LT(NormalRequestSeconds(), 1.0);
+}
+
+// 25 MB of headers: 431 as soon as the limit is passed, and the server's
+// memory barely moves; a 50 MB request line: 414.
+TEST_F(HttpFrontTest, HugeHeadersAndRequestLinesAreRefused) {
+  StartServer();
+  const long rss_before = RssKib(server_.pid());
+  {
+    RawClient c(server_.port());
+    c.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n");
+    const std::string line = "X-Filler: " + std::string(1000, 'a') + "\r\n";
+    std::string block;
+    for (int i = 0; i < 1000; ++i) block += line;  // ~1 MB
+    for (int i = 0; i < 25; ++i) {
+      if (!c.Send(block)) break;  // the server closes after its 431
+    }
+    const std::string answer = c.ReadAll(std::chrono::seconds(5));
+    EXPECT_EQ(StatusOf(answer), 431) << answer.substr(0, 300);
+  }
+  {
+    RawClient c(server_.port());
+    c.Send("GET /" + std::string(1 << 20, 'a'));
+    for (int i = 0; i < 50; ++i) {
+      if (!c.Send(std::string(1 << 20, 'a'))) break;
+    }
+    const std::string answer = c.ReadAll(std::chrono::seconds(5));
+    EXPECT_EQ(StatusOf(answer), 414) << answer.substr(0, 300);
+  }
+  const long rss_after = RssKib(server_.pid());
+  EXPECT_LT(rss_after - rss_before, 10 * 1024)
+      << "RSS " << rss_before << " -> " << rss_after << " KiB";
+  EXPECT_LT(NormalRequestSeconds(), 1.0);
+}
+
+// Five requests in one write get five answers, in order; a client that
+// shuts down its sending side after its request still gets the answer.
+TEST_F(HttpFrontTest, PipelinedAndHalfClosedClientsAreAnswered) {
+  StartServer();
+  {
+    RawClient c(server_.port());
+    std::string batch;
+    for (int i = 0; i < 5; ++i) {
+      batch += PostRequest("/tokenize",
+                           Json{{"prompt", "n" + std::to_string(i)}}.dump());
+    }
+    ASSERT_TRUE(c.Send(batch));
+    c.ShutdownWrite();
+    const std::string answers = c.ReadAll(std::chrono::seconds(10));
+    size_t pos = 0;
+    for (int i = 0; i < 5; ++i) {
+      const size_t at = answers.find("HTTP/1.1 200 OK", pos);
+      ASSERT_NE(at, std::string::npos) << "answer " << i << " of\n" << answers;
+      pos = at + 1;
+    }
+    EXPECT_EQ(answers.find("HTTP/1.1", pos), std::string::npos);
+    // In order: each answer's prompt text comes back in sequence.
+    size_t last = 0;
+    for (int i = 0; i < 5; ++i) {
+      const size_t at = answers.find("\"n" + std::to_string(i) + "\"");
+      ASSERT_NE(at, std::string::npos) << answers;
+      EXPECT_GT(at, last);
+      last = at;
+    }
+  }
+  {
+    // Half-close while a generation is still running.
+    RawClient c(server_.port());
+    ASSERT_TRUE(c.Send(PostRequest(
+        "/v1/completions",
+        Json{{"prompt", "hi"}, {"max_tokens", 64}, {"ignore_eos", true}}
+            .dump())));
+    c.ShutdownWrite();
+    const std::string answer = c.ReadAll(std::chrono::seconds(30));
+    const size_t final_at = answer.find("HTTP/1.1 200 OK");
+    ASSERT_NE(final_at, std::string::npos) << answer;
+    EXPECT_NE(answer.find("\"completion_tokens\":64"), std::string::npos)
+        << answer;
+  }
+}
+
+// A non-streaming request whose client goes away is cancelled, as a
+// stream's is: its KV returns to the pool.
+TEST_F(HttpFrontTest, NonStreamingRequestsOfVanishedClientsAreCancelled) {
+  StartServer();
+  std::vector<std::unique_ptr<RawClient>> gone;
+  for (int i = 0; i < 8; ++i) {
+    gone.push_back(std::make_unique<RawClient>(server_.port()));
+    ASSERT_TRUE(gone.back()->Send(PostRequest(
+        "/v1/completions", Json{{"prompt", "tell me a long story"},
+                                {"max_tokens", 1500},
+                                {"ignore_eos", true}}
+                               .dump())));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  gone.clear();  // close() every client
+  Json state;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    state = Json::parse(server_.Get("/server_info").body)["state"];
+    if (state["running_requests"] == 0 && state["queued_requests"] == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(state["running_requests"], 0) << state.dump();
+  EXPECT_EQ(state["kv_used_tokens"], 0) << state.dump();
+  // Cancelled, not finished: each of the eight was aborted.
+  EXPECT_GE(state["aborted_requests"].get<int64_t>(), 8) << state.dump();
+}
+
+// Beyond --max-connections a new connection is answered 503 at once.
+TEST_F(HttpFrontTest, ConnectionsBeyondTheLimitGet503) {
+  StartServer({"--max-connections", "8"});
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(std::make_unique<RawClient>(server_.port()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  RawClient extra(server_.port());
+  const std::string answer = extra.ReadAll(std::chrono::seconds(5));
+  EXPECT_EQ(StatusOf(answer), 503) << answer;
+  EXPECT_NE(answer.find("--max-connections"), std::string::npos) << answer;
+  held.clear();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LT(NormalRequestSeconds(), 1.0);
+}
+
+// SIGTERM while a client is still sending a large body and another holds a
+// stream: the server exits within the grace period plus a few seconds.
+TEST_F(HttpFrontTest, SigtermExitsWhileClientsAreMidRequest) {
+  StartServer({"--shutdown-grace", "2"});
+  RawClient uploading(server_.port());
+  ASSERT_TRUE(uploading.Send(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+      "50000000\r\n\r\n{\"prompt\": \""));
+  RawClient streaming(server_.port());
+  ASSERT_TRUE(streaming.Send(PostRequest(
+      "/v1/completions", Json{{"prompt", "hi"},
+                              {"max_tokens", 2000},
+                              {"ignore_eos", true},
+                              {"stream", true}}
+                             .dump())));
+  const std::string first =
+      streaming.ReadUntil("data:", std::chrono::seconds(10));
+  ASSERT_NE(first.find("data:"), std::string::npos) << first;
+  const auto start = Clock::now();
+  const int code = server_.Stop(30);
+  const double took =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(code, 0) << server_.log();
+  EXPECT_LT(took, 2 + 6.0) << server_.log();
+}
+
+}  // namespace
+}  // namespace tessera
