@@ -140,7 +140,11 @@ Status SafetensorsFile::Parse() {
   const size_t data_start = 8 + header_len;
   const uint64_t data_size = file_size - data_start;
   tensors_.reserve(root.size());
-  for (const auto& [name, entry] : root.items()) {
+  for (const auto& item : root.items()) {
+    // Named references, not a structured binding: lambdas below capture
+    // them (clang 14, used for the fuzz build, cannot capture bindings).
+    const std::string& name = item.key();
+    const Json& entry = item.value();
     if (name == "__metadata__") {
       if (!entry.is_object()) {
         return InvalidArgumentError(fmt::format(
