@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "bench/serving_bench.h"
+#include "bench/soak.h"
 #include "cli/bench_one_batch.h"
 #include "cli/command.h"
 #include "cli/generate_prompt.h"
@@ -70,6 +71,7 @@ using Json = nlohmann::ordered_json;
 
 struct BenchOptions {
   bool one_batch = false;
+  double soak_seconds = 0;  // > 0: the soak instead of the benchmark
   std::string model_path;
   std::vector<int64_t> batch_sizes = {1, 8, 32};
   int64_t input_len = 512;
@@ -391,9 +393,71 @@ Status CheckModeFlags(const BenchOptions& o) {
   return OkStatus();
 }
 
+std::string SoakTable(const Json& r) {
+  const Json& q = r["requests"];
+  std::string text = fmt::format(
+      "soak {} s at concurrency {}: {} requests ({} ok, {} refused, {} "
+      "disconnected, {} aborted, {} errors, {} lost)\n",
+      r["seconds"].dump(), r["concurrency"].dump(), q["total"].dump(),
+      q["ok"].dump(), q["refused"].dump(), q["disconnects"].dump(),
+      q["aborts"].dump(), q["errors"].dump(), q["lost"].dump());
+  const Json& m = r["resident_memory"];
+  text += fmt::format("resident memory {} -> {} MiB, slope {:.3f} MiB/10 min "
+                      "over the second half\n",
+                      m["start_mib"].dump(), m["end_mib"].dump(),
+                      m["slope_mib_per_10min"].get<double>());
+  for (const char* key : {"open_fds", "threads"}) {
+    const Json& f = r[key];
+    text += fmt::format("{}: {} -> {}, {} when idle after; second-half "
+                        "growth {:.1f}\n",
+                        key, f["start"].dump(), f["end"].dump(),
+                        f["idle"].dump(),
+                        f["second_half_growth"].get<double>());
+  }
+  text += r["passed"].get<bool>() ? "PASSED\n" : "FAILED\n";
+  for (const Json& why : r["failures"]) {
+    text += "  " + why.get<std::string>() + "\n";
+  }
+  return text;
+}
+
+int RunSoakCommand(BenchOptions& o) {
+  bench::SoakConfig config;
+  config.base_url = o.base_url_opt->count() > 0
+                        ? o.serving.base_url
+                        : fmt::format("http://{}:{}", o.host, o.port);
+  config.model = o.serving.model;
+  config.seconds = o.soak_seconds;
+  config.seed = o.seed;
+  config.concurrency =
+      o.max_concurrency_opt->count() > 0 ? o.serving.max_concurrency : 16;
+  config.progress = ::isatty(STDERR_FILENO) == 1;
+  auto report = bench::RunSoak(config);
+  if (!report.ok()) {
+    return ReportError(report.status(), FailureCodeOfServing(report.status()));
+  }
+  const int emitted = Emit(o, DumpJson(report->result), SoakTable(report->result));
+  if (emitted != kExitOk) return emitted;
+  if (!report->passed) {
+    return ReportError(InternalError("the soak failed: " +
+                                     report->failures.front()),
+                       kExitRuntimeFailure);
+  }
+  return kExitOk;
+}
+
 int RunBench(BenchOptions& o) {
   if (Status mode = CheckModeFlags(o); !mode.ok()) {
     return ReportError(mode, kExitBadInput);
+  }
+  if (o.soak_seconds > 0) {
+    if (o.one_batch) {
+      return ReportError(InvalidArgumentError("--soak runs against a server; "
+                                              "it does not go with "
+                                              "--one-batch"),
+                         kExitBadInput);
+    }
+    return RunSoakCommand(o);
   }
   return o.one_batch ? RunOneBatchBench(o) : RunServingBenchCommand(o);
 }
@@ -505,6 +569,15 @@ Command AddBenchCommand(CLI::App& root) {
                       "token ids are drawn from [0, V) (default: the "
                       "server's /server_info vocab_size)")
           ->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX})));
+
+  serving_option(
+      app->add_option("--soak", o->soak_seconds,
+                      "instead of the benchmark, a mixed load for SECONDS "
+                      "(streamed and whole chat and completions, clients "
+                      "that disconnect, aborted requests) that fails when "
+                      "the server's memory, descriptors or threads grow or "
+                      "a request is lost; with --max-concurrency (16)")
+          ->check(CLI::PositiveNumber));
 
   // --one-batch.
   const std::string one_batch = "--one-batch (the model runner alone)";

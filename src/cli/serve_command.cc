@@ -44,6 +44,7 @@
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
 #include "engine/engine.h"
+#include "metrics/process_metrics.h"
 #include "metrics/registry.h"
 #include "metrics/serving_metrics.h"
 #include "model/checkpoint.h"
@@ -280,6 +281,10 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   m.metrics =
       std::make_unique<metrics::ServingMetrics>(std::move(*serving_metrics));
   WireMetrics(*m.engine, *m.metrics);
+  if (Status process = metrics::RegisterProcessMetrics(m.registry.get());
+      !process.ok()) {
+    return ReportError(process, kExitRuntimeFailure);
+  }
   runtime::Runtime& runtime = *m.runtime;
   (void)metrics::RegisterOpFallbackMetric(m.registry.get(), [&runtime] {
     std::vector<metrics::OpFallbackCount> out;
