@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of fuzz/ with clang, AddressSanitizer and
-# UndefinedBehaviorSanitizer in build-asan/, then runs each for SECONDS
-# (default 30) on its seed corpus (fuzz/corpus/NAME, plus build-asan/corpus/
+# UndefinedBehaviorSanitizer in build-fuzz/, then runs each for SECONDS
+# (default 30) on its seed corpus (fuzz/corpus/NAME, plus build-fuzz/corpus/
 # NAME where new inputs accumulate between runs). Exits 1 with the crashing
-# input saved under build-asan/artifacts/ when a harness finds a crash, a
+# input saved under build-fuzz/artifacts/ when a harness finds a crash, a
 # hang (over 60 s for one input), a leak or a sanitizer report.
 #
 #   scripts/fuzz.sh [SECONDS] [NAME ...]     NAME: request_body sse_reader
@@ -22,14 +22,14 @@ if ((${#names[@]} == 0)); then
 fi
 
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-if [[ ! -f build-asan/CMakeCache.txt ]]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+if [[ ! -f build-fuzz/CMakeCache.txt ]]; then
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DTESSERA_FUZZ=ON \
-    -DCMAKE_C_FLAGS="$sanitize -fsanitize=fuzzer-no-link" \
-    -DCMAKE_CXX_FLAGS="$sanitize -fsanitize=fuzzer-no-link" >/dev/null
+    -DCMAKE_C_FLAGS="-O1 -gline-tables-only $sanitize -fsanitize=fuzzer-no-link" \
+    -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only $sanitize -fsanitize=fuzzer-no-link" >/dev/null
 fi
-if ! out="$(cmake --build build-asan --target fuzzers 2>&1)"; then
+if ! out="$(cmake --build build-fuzz --target fuzzers 2>&1)"; then
   printf '%s\n' "$out" >&2
   echo "fuzz: build failed (output above)" >&2
   exit 1
@@ -42,21 +42,21 @@ export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1"
 status=0
 for name in "${names[@]}"; do
-  mkdir -p "build-asan/corpus/$name" "build-asan/artifacts"
+  mkdir -p "build-fuzz/corpus/$name" "build-fuzz/artifacts"
   seeds=("fuzz/corpus/$name")
   if [[ -n "${extra_seeds[$name]:-}" ]]; then seeds+=("${extra_seeds[$name]}"); fi
-  log="build-asan/$name.log"
+  log="build-fuzz/$name.log"
   echo "== fuzz: $name for ${seconds} s"
-  if "build-asan/fuzz/${name}_fuzzer" -max_total_time="$seconds" \
+  if "build-fuzz/fuzz/${name}_fuzzer" -max_total_time="$seconds" \
       -timeout=60 -rss_limit_mb=6144 -max_len=65536 -print_final_stats=1 \
-      -artifact_prefix="build-asan/artifacts/$name-" \
-      "build-asan/corpus/$name" "${seeds[@]}" >"$log" 2>&1; then
+      -artifact_prefix="build-fuzz/artifacts/$name-" \
+      "build-fuzz/corpus/$name" "${seeds[@]}" >"$log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|INITED|DONE" \
       "$log" | sed 's/^/   /' || true
   else
     status=1
     tail -n 60 "$log" >&2
-    echo "fuzz: $name failed; the input is in build-asan/artifacts/" >&2
+    echo "fuzz: $name failed; the input is in build-fuzz/artifacts/" >&2
   fi
 done
 exit "$status"
