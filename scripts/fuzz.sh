@@ -21,14 +21,7 @@ if ((${#names[@]} == 0)); then
   names=(request_body sse_reader tokenizer_json jinja_template model_files)
 fi
 
-sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-if [[ ! -f build-fuzz/CMakeCache.txt ]]; then
-  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=None \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DTESSERA_FUZZ=ON \
-    -DCMAKE_C_FLAGS="-O1 -gline-tables-only $sanitize -fsanitize=fuzzer-no-link" \
-    -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only $sanitize -fsanitize=fuzzer-no-link" >/dev/null
-fi
+scripts/configure_clang_asan.sh
 if ! out="$(cmake --build build-fuzz --target fuzzers 2>&1)"; then
   printf '%s\n' "$out" >&2
   echo "fuzz: build failed (output above)" >&2

@@ -16,12 +16,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/doctor_checks.h"
 #include "cli/doctor_report.h"
 #include "cli/generate_prompt.h"
 #include "cli/read_bandwidth.h"
+#include "conformance/runner.h"
 #include "runtime/op_names.h"
 #include "runtime/plugin_discovery.h"
 #include "runtime/runtime.h"
@@ -113,6 +115,38 @@ void FillOtherDevices(DoctorReport& report, runtime::Runtime& rt) {
   }
 }
 
+// Loads, probes and initialises every plugin file once in a child process
+// before this process touches any: a plugin that crashes, aborts or exits
+// there (in its library constructor or an entry) is excluded with the
+// signal or exit code as its reason, instead of taking doctor down.
+void ScreenPluginsInChildren(runtime::RuntimeConfig& config) {
+  constexpr double kTrialTimeoutS = 60;
+  std::vector<std::string> explicit_paths;
+  if (!config.device_plugin_path.empty()) {
+    explicit_paths.push_back(config.device_plugin_path);
+  }
+  std::vector<std::string> files =
+      runtime::FindPluginFiles(explicit_paths, config.plugin_dirs);
+  if (!config.cpu_plugin_path.empty()) files.push_back(config.cpu_plugin_path);
+  for (const std::string& file : files) {
+    auto trial = conformance::RunIsolated(
+        [&file] {
+          runtime::LoadedCandidate c = runtime::LoadCandidate(file);
+          if (c.plugin != nullptr && c.record.probe_score > 0) {
+            (void)c.plugin->Init({});
+          }
+          return 0;
+        },
+        kTrialTimeoutS);
+    if (trial.ok()) continue;
+    config.excluded_plugins.emplace_back(
+        file, fmt::format("crashed when loaded in a separate process ({}); "
+                          "it was not loaded here — run `tessera "
+                          "plugin-check {}` for the failing step",
+                          trial.status().message(), file));
+  }
+}
+
 DoctorReport Diagnose(const DoctorOptions& options) {
   DoctorReport report;
   auto config = runtime::RuntimeConfig::FromEnvironment(options.flags);
@@ -122,6 +156,7 @@ DoctorReport Diagnose(const DoctorOptions& options) {
     report.hint = HintFor(config.status(), nullptr);
     return report;
   }
+  ScreenPluginsInChildren(*config);
   auto rt = runtime::Runtime::Create(*config, &report.plugins);
   if (!rt.ok()) {
     report.exit_code = 2;

@@ -72,7 +72,21 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Create(
     files.push_back(config.cpu_plugin_path);
   }
   std::vector<LoadedCandidate> loaded;
-  for (const auto& file : files) loaded.push_back(LoadCandidate(file));
+  for (const auto& file : files) {
+    auto excluded = std::find_if(
+        config.excluded_plugins.begin(), config.excluded_plugins.end(),
+        [&](const auto& e) { return SamePluginFile(e.first, file); });
+    if (excluded == config.excluded_plugins.end()) {
+      loaded.push_back(LoadCandidate(file));
+      continue;
+    }
+    LoadedCandidate skipped;
+    skipped.record.name = PluginNameFromPath(file);
+    skipped.record.path = file;
+    skipped.record.status = CandidateStatus::kRejected;
+    skipped.record.reason = excluded->second;
+    loaded.push_back(std::move(skipped));
+  }
 
   Status status = runtime->Build(std::move(loaded));
   if (candidates_out != nullptr) *candidates_out = runtime->candidates_;

@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -73,6 +74,11 @@ struct RuntimeConfig {
   // error).
   std::vector<PluginOption> plugin_options;
   std::vector<PluginOption> cpu_plugin_options;
+
+  // Plugin files not to load, each with why (doctor's trial loads in a
+  // child process found that it crashes): listed as rejected with that
+  // reason instead.
+  std::vector<std::pair<std::string, std::string>> excluded_plugins;
 
   std::set<tsr_op_id> disabled_ops;  // TESSERA_DISABLE_OPS
   bool log_ops = false;              // TESSERA_LOG_OPS

@@ -296,4 +296,26 @@ TEST(DoctorTest, DiscoveryListsBrokenPluginsWithReasons) {
   EXPECT_EQ((*FindPlugin(j, "abi2"))["abi_version"], "2.0");
 }
 
+// A plugin that crashes as it is loaded does not take doctor down: the
+// trial load in a child process names the signal, and the cpu plugin is
+// still selected.
+TEST(DoctorTest, PluginCrashingOnLoadIsReportedNotFatal) {
+  nlohmann::json j = DoctorJson(
+      "", {{"TESSERA_PLUGIN_PATH",
+            std::string(TSR_BROKEN_PLUGIN_DIR) + "/crashing"}});
+  EXPECT_EQ(j["ok"], true) << j.dump(2);
+  EXPECT_EQ(j["selected_plugin"], "cpu");
+  const nlohmann::json* p = FindPlugin(j, "crash");
+  ASSERT_NE(p, nullptr) << j.dump(2);
+  EXPECT_EQ((*p)["status"], "rejected");
+  EXPECT_TRUE(Contains((*p)["reason"].get<std::string>(), "SIGSEGV"))
+      << (*p)["reason"];
+  // Chosen explicitly, it is the same clear failure, not a crash.
+  Result chosen = Doctor("", {{"TESSERA_DEVICE_PLUGIN",
+                               std::string(TSR_BROKEN_PLUGIN_DIR) +
+                                   "/crashing/libtessera_plugin_crash.so"}});
+  EXPECT_EQ(chosen.exit_code, 2) << chosen.out;
+  EXPECT_TRUE(Contains(chosen.out, "SIGSEGV")) << chosen.out;
+}
+
 }  // namespace
