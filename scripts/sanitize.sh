@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds named test targets under a sanitizer and runs them:
 #   scripts/sanitize.sh asan       ASan + UBSan (clang, build-fuzz/, shared with
-#                                  scripts/fuzz.sh): the unit tests of base, kv,
+#                                  scripts/fuzz.sh): the unit tests of base,
 #                                  engine core, the server's protocol and HTTP
 #                                  connections, tokenizer and Jinja — every
 #                                  parser of outside input
@@ -27,7 +27,9 @@ case "$kind" in
   asan)
     dir=build-fuzz
     scripts/configure_clang_asan.sh
-    unit_tests=(base_test kv_test engine_core_test server_protocol_test
+    # (kv_test needs the cpu plugin, which clang does not build: asan-full
+    # and tsan cover it.)
+    unit_tests=(base_test engine_core_test server_protocol_test
                 http_connection_test tokenizer_test jinja_test)
     targets=("${unit_tests[@]}")
     export ASAN_OPTIONS="$common_asan"

@@ -66,13 +66,14 @@ class ThreadFedBody : public AsyncBody {
 
   bool Pump(std::string* chunk, HttpResponse* final) override {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& s : ready_) *chunk += s;
+    // A stream hands out what is ready; a whole answer collects it.
+    std::string& out = streaming_ ? *chunk : collected_;
+    for (const std::string& s : ready_) out += s;
+    ready_.clear();
     if (!streaming_ && done_) {
       final->status = 200;
-      final->set_content(*chunk, "text/plain");
-      chunk->clear();
+      final->set_content(collected_, "text/plain");
     }
-    ready_.clear();
     return done_;
   }
 
@@ -93,6 +94,7 @@ class ThreadFedBody : public AsyncBody {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> ready_;  // guarded by mu_
+  std::string collected_;          // a whole answer so far; guarded by mu_
   bool done_ = false;              // guarded by mu_
   bool cancelled_ = false;         // guarded by mu_
 };
