@@ -217,7 +217,9 @@ TEST_F(HttpFrontTest, PipelinedAndHalfClosedClientsAreAnswered) {
 // A non-streaming request whose client goes away is cancelled, as a
 // stream's is: its KV returns to the pool.
 TEST_F(HttpFrontTest, NonStreamingRequestsOfVanishedClientsAreCancelled) {
-  StartServer();
+  // One request runs at a time, so the others are still waiting (or just
+  // started) when their clients go, however fast the model is.
+  StartServer({"--max-running-requests", "1"});
   std::vector<std::unique_ptr<RawClient>> gone;
   for (int i = 0; i < 8; ++i) {
     gone.push_back(std::make_unique<RawClient>(server_.port()));
@@ -227,7 +229,7 @@ TEST_F(HttpFrontTest, NonStreamingRequestsOfVanishedClientsAreCancelled) {
                                 {"ignore_eos", true}}
                                .dump())));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   gone.clear();  // close() every client
   Json state;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
@@ -238,8 +240,8 @@ TEST_F(HttpFrontTest, NonStreamingRequestsOfVanishedClientsAreCancelled) {
   }
   EXPECT_EQ(state["running_requests"], 0) << state.dump();
   EXPECT_EQ(state["kv_used_tokens"], 0) << state.dump();
-  // Cancelled, not finished: each of the eight was aborted.
-  EXPECT_GE(state["aborted_requests"].get<int64_t>(), 8) << state.dump();
+  // Cancelled, not finished: at most the first two can have completed.
+  EXPECT_GE(state["aborted_requests"].get<int64_t>(), 6) << state.dump();
 }
 
 // Beyond --max-connections a new connection is answered 503 at once.
