@@ -530,7 +530,10 @@ MaybeApiError ParseTools(const Json& body, Json* tools, Json* tool_choice) {
     for (size_t i = 0; i < t.size(); ++i) {
       const std::string p = fmt::format("tools[{}]", i);
       const Json& tool = t[i];
-      if (!tool.is_object() || tool.value("type", "") != "function" ||
+      // Compared as JSON: a "type" that is not a string is a 400, never
+      // json::value's type_error (found by fuzz/request_body_fuzzer).
+      if (!tool.is_object() || !tool.contains("type") ||
+          tool["type"] != "function" ||
           !tool.contains("function") || !tool["function"].is_object()) {
         return BadRequest(fmt::format("'{}' must be {{\"type\": \"function\", "
                                       "\"function\": {{\"name\": ...}}}}",
@@ -567,7 +570,8 @@ MaybeApiError ParseTools(const Json& body, Json* tools, Json* tool_choice) {
       return std::nullopt;
     }
   } else if (c.is_object()) {
-    if (c.value("type", "") != "function" || !c.contains("function") ||
+    if (!c.contains("type") || c["type"] != "function" ||
+        !c.contains("function") ||
         !c["function"].is_object() || !c["function"].contains("name") ||
         !c["function"]["name"].is_string()) {
       return BadRequest(

@@ -326,6 +326,23 @@ TEST(ChatRequestTest, ChatSpecificFields) {
   EXPECT_EQ(r.tool_choice, "none");
 }
 
+// Found by fuzz/request_body_fuzzer: a "type" that is not a string threw
+// json's type_error (a 500) instead of a 400.
+TEST(ChatRequestTest, NonStringToolTypeIs400) {
+  ChatRequest r;
+  const std::string messages = R"("messages": [{"role": "user", "content": "x"}])";
+  ExpectBadParam(Chat(Parse("{" + messages +
+                            R"(, "tools": [{"type": {"name": "f"}}]})"),
+                      &r),
+                 "tools[0]", "must be");
+  ExpectBadParam(
+      Chat(Parse("{" + messages +
+                 R"(, "tools": [{"type": "function", "function": {"name": "f"}}],
+                     "tool_choice": {"type": 7, "function": {"name": "f"}}})"),
+           &r),
+      "tool_choice", "must be");
+}
+
 TEST(ChatRequestTest, Errors) {
   ChatRequest r;
   ExpectBadParam(ParseChatRequest(Parse(R"({"model": "m"})"), {}, &r),
