@@ -355,23 +355,20 @@ TEST_F(EngineTest, GroupLargerThanTheQueueIsInvalidArgument) {
   EngineOptions o;
   o.max_queued_requests = 4;
   Start(o);
-  std::vector<EngineRequest> group;
-  for (int i = 0; i < 5; ++i) {
-    EngineRequest r = Greedy(Prompt(10, 1), 4);
-    r.rid = "group-" + std::to_string(i);
-    group.push_back(std::move(r));
-  }
-  auto rejected = engine_->SubmitGroup(std::move(group));
+  auto group = [](const std::string& prefix, int size) {
+    std::vector<EngineRequest> requests;
+    for (int i = 0; i < size; ++i) {
+      EngineRequest r = Greedy(Prompt(10, 1), 4);
+      r.rid = prefix + std::to_string(i);
+      requests.push_back(std::move(r));
+    }
+    return requests;
+  };
+  auto rejected = engine_->SubmitGroup(group("group-", 5));
   EXPECT_EQ(rejected.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(rejected.status().message().find("--max-queued-requests"),
             std::string::npos);
-  std::vector<EngineRequest> fits;
-  for (int i = 0; i < 4; ++i) {
-    EngineRequest r = Greedy(Prompt(10, 1), 4);
-    r.rid = "fits-" + std::to_string(i);
-    fits.push_back(std::move(r));
-  }
-  auto queued = engine_->SubmitGroup(std::move(fits));
+  auto queued = engine_->SubmitGroup(group("fits-", 4));
   ASSERT_TRUE(queued.ok()) << queued.status().ToString();
   for (auto& s : *queued) Collect(*s);
 }

@@ -234,7 +234,7 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
   st->parsers = std::move(parsers);
   SseHandlers h;
   h.on_start = [p, st](SseWriter& out) {
-    for (size_t i = 0; i < st->parsers.size() && out.ok(); ++i) {
+    for (size_t i = 0; i < st->parsers.size(); ++i) {
       ChatDelta first;
       first.index = static_cast<int32_t>(i);
       first.role = true;

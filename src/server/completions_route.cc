@@ -128,7 +128,7 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
       c.index = static_cast<int32_t>(i);
       c.text = p->prompt_texts[prompt_of(i)];
       st->offsets[i] = CountUtf8Chars(c.text);
-      if (!out.Write(SseEvent(CompletionChunkJson(p->meta, c)))) return;
+      out.Write(SseEvent(CompletionChunkJson(p->meta, c)));
     }
   };
   h.on_event = [p, st, n, &ctx](SseWriter& out, StreamSet::Event& ev) {

@@ -53,9 +53,8 @@ std::string RawTokenBytes(const Tokenizer& tokenizer, int32_t id,
   if (!token) return "";
   if (token->size() == 6 && token->substr(0, 3) == "<0x" &&
       token->back() == '>') {
-    return std::string(1, static_cast<char>(
-                              std::stoi(std::string(token->substr(3, 2)),
-                                        nullptr, 16)));
+    return std::string(1, static_cast<char>(std::stoi(
+                              std::string(token->substr(3, 2)), nullptr, 16)));
   }
   std::string raw;
   if (tok::ByteLevelDecodeToken(*token, &raw)) return raw;
@@ -100,21 +99,11 @@ bool StreamSet::all_finished() const {
   return true;
 }
 
-std::vector<StreamSet::Event> StreamSet::Next(
-    std::chrono::milliseconds timeout) {
+std::vector<StreamSet::Event> StreamSet::TakeReady() {
   std::vector<Event> events;
-  // Block on the first unfinished stream, then collect the others without
-  // waiting: with one choice (the common case) this is a plain wait.
-  bool waited = false;
   for (size_t i = 0; i < streams_.size(); ++i) {
     if (done_[i]) continue;
-    auto outputs = streams_[i]->Wait(
-        waited ? std::chrono::milliseconds(0)
-               : (streams_.size() == 1 ? timeout
-                                       : std::min(timeout,
-                                                  std::chrono::milliseconds(5))));
-    waited = true;
-    for (auto& o : outputs) {
+    for (auto& o : streams_[i]->Wait(std::chrono::milliseconds(0))) {
       if (o.finished) done_[i] = true;
       events.push_back({i, std::move(o)});
     }

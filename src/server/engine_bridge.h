@@ -46,13 +46,13 @@ class StreamSet {
   void Add(std::shared_ptr<engine::RequestStream> stream);
   size_t size() const { return streams_.size(); }
   bool all_finished() const;
-  // Waits up to `timeout` for outputs of any unfinished stream and returns
-  // them in arrival order per stream.
-  std::vector<Event> Next(std::chrono::milliseconds timeout);
+  // The outputs that have arrived on unfinished streams, in arrival order
+  // per stream, without waiting (SetListener says when to call it).
+  std::vector<Event> TakeReady();
   // Cancels every unfinished stream (client gone, error).
   void CancelAll(const std::string& why);
   // Calls `listener` whenever any stream receives an output (see
-  // RequestStream::SetListener); Next(0) then takes it without waiting.
+  // RequestStream::SetListener); TakeReady then takes it.
   void SetListener(const std::function<void()>& listener);
 
  private:
@@ -62,9 +62,10 @@ class StreamSet {
 
 // Submits one group per prompt (n choices each) and returns all streams in
 // choice order; on an error the already submitted ones are cancelled.
-MaybeApiError SubmitAll(engine::Engine& engine,
-                        const std::vector<std::vector<engine::EngineRequest>>& groups,
-                        StreamSet* out);
+MaybeApiError SubmitAll(
+    engine::Engine& engine,
+    const std::vector<std::vector<engine::EngineRequest>>& groups,
+    StreamSet* out);
 
 // The API error for a sequence that ended by abort (engine failure or
 // shutdown): 503 while shutting down, else 500.

@@ -255,7 +255,6 @@ void HttpConnection::OnRequestComplete() {
   if (!ec) request->remote_addr = remote.address().to_string();
   version_ = request->version;
   keep_alive_ = message.keep_alive();
-  first_request_ = false;
   state_ = State::kHandling;
   host_.Dispatch(std::move(request),
                  [self = shared_from_this()](HttpResponse response) {

@@ -139,7 +139,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool header_checked_ = false;
   bool reading_ = false;
   bool peer_eof_ = false;
-  bool first_request_ = true;
   bool close_after_answer_ = false;
   Clock::time_point phase_deadline_;  // idle / header / body deadline
 

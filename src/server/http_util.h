@@ -29,13 +29,9 @@ bool ParseJsonBody(const HttpRequest& req, HttpResponse& res, Json* body);
 class SseWriter {
  public:
   explicit SseWriter(std::string* out) : out_(out) {}
-  // Appends raw bytes (an SseEvent / SseDone string). True: the connection
-  // reports a vanished client on its own.
-  bool Write(const std::string& bytes) {
-    out_->append(bytes);
-    return true;
-  }
-  bool ok() const { return true; }
+  // Appends raw bytes (an SseEvent / SseDone string). It cannot fail: the
+  // connection notices a vanished client on its own.
+  void Write(const std::string& bytes) { out_->append(bytes); }
 
  private:
   std::string* out_;

@@ -1,6 +1,5 @@
 #include "server/stream_pump.h"
 
-#include <chrono>
 #include <string>
 #include <utility>
 
@@ -29,7 +28,7 @@ class SseBody : public AsyncBody {
       started_ = true;
       if (h_.on_start) h_.on_start(out);
     }
-    for (auto& ev : streams_->Next(std::chrono::milliseconds(0))) {
+    for (auto& ev : streams_->TakeReady()) {
       if (ev.output.finished && IsServerAbort(ev.output.finish)) {
         out.Write(SseError(AbortError(ev.output.finish)));
       }
@@ -67,7 +66,7 @@ class DeferredBody : public AsyncBody {
   }
 
   bool Pump(std::string* /*chunk*/, HttpResponse* final) override {
-    for (auto& ev : streams_->Next(std::chrono::milliseconds(0))) {
+    for (auto& ev : streams_->TakeReady()) {
       on_event_(ev);
     }
     if (!streams_->all_finished()) return false;

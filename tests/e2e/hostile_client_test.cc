@@ -16,6 +16,7 @@
 
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
+#include "testing/tiny_model.h"
 
 namespace tessera {
 namespace {
@@ -50,26 +51,18 @@ std::string Splice(const Json& body, const std::string& raw) {
 class HostileClientTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    model_dir_ = new std::string(
-        (fs::temp_directory_path() /
-         ("tessera_hostile_model_" + std::to_string(::getpid())))
-            .string());
-    const auto made = testing::RunShell(
-        testing::ShellQuote(kBin) +
-        " make-model --arch qwen3 --preset tiny --seed 5 --out " +
-        testing::ShellQuote(*model_dir_));
-    ASSERT_EQ(made.exit_code, 0) << made.err;
+    model_ = new testing::ScratchTinyModel(kBin, 5);
+    ASSERT_TRUE(model_->ok()) << model_->error();
     server_ = new ServerProcess();
     ASSERT_TRUE(server_->Start(
-        kBin, {"--model-path", *model_dir_, "--log-interval", "0"}))
+        kBin, {"--model-path", model_->dir(), "--log-interval", "0"}))
         << server_->log();
   }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
-    if (model_dir_ != nullptr) fs::remove_all(*model_dir_);
-    delete model_dir_;
-    model_dir_ = nullptr;
+    delete model_;
+    model_ = nullptr;
   }
 
   // The server answers /health and a one-token completion.
@@ -90,10 +83,10 @@ class HostileClientTest : public ::testing::Test {
         << j.dump();
   }
 
-  static std::string* model_dir_;
+  static testing::ScratchTinyModel* model_;
   static ServerProcess* server_;
 };
-std::string* HostileClientTest::model_dir_ = nullptr;
+testing::ScratchTinyModel* HostileClientTest::model_ = nullptr;
 ServerProcess* HostileClientTest::server_ = nullptr;
 
 Json ChatBody() {
@@ -191,7 +184,7 @@ TEST_F(HostileClientTest, BusyPortIsAStartUpError) {
   const std::string port = std::to_string(server_->port());
   const auto second = testing::RunShell(
       "timeout 120 " + testing::ShellQuote(kBin) + " serve --model-path " +
-      testing::ShellQuote(*model_dir_) + " --port " + port);
+      testing::ShellQuote(model_->dir()) + " --port " + port);
   EXPECT_EQ(second.exit_code, 2) << second.err;
   EXPECT_NE(second.err.find("address already in use"), std::string::npos)
       << second.err;
@@ -227,14 +220,9 @@ TEST_F(HostileClientTest, OversizedPromptsAndUnsafeRidsAre400) {
 
 // n larger than the whole queue can never be queued: 400, not 503.
 TEST(HostileServerFlagsTest, ChoicesBeyondTheQueueAre400) {
-  const std::string dir = (fs::temp_directory_path() /
-                           ("tessera_hostile_q_" + std::to_string(::getpid())))
-                              .string();
-  ASSERT_EQ(testing::RunShell(testing::ShellQuote(kBin) +
-                              " make-model --arch qwen3 --preset tiny --out " +
-                              testing::ShellQuote(dir))
-                .exit_code,
-            0);
+  const testing::ScratchTinyModel model(kBin);
+  ASSERT_TRUE(model.ok()) << model.error();
+  const std::string& dir = model.dir();
   ServerProcess server;
   ASSERT_TRUE(server.Start(kBin, {"--model-path", dir, "--log-interval", "0",
                                   "--max-queued-requests", "4"}))
@@ -252,21 +240,14 @@ TEST(HostileServerFlagsTest, ChoicesBeyondTheQueueAre400) {
           .status,
       200);
   server.Stop();
-  fs::remove_all(dir);
 }
 
 // With --api-key: two Authorization headers are refused whatever their
 // order; a hostile --served-model-name is escaped in /metrics.
 TEST(HostileServerFlagsTest, DuplicateAuthorizationAndMetricsLabels) {
-  const std::string dir =
-      (fs::temp_directory_path() /
-       ("tessera_hostile_auth_" + std::to_string(::getpid())))
-          .string();
-  ASSERT_EQ(testing::RunShell(testing::ShellQuote(kBin) +
-                              " make-model --arch qwen3 --preset tiny --out " +
-                              testing::ShellQuote(dir))
-                .exit_code,
-            0);
+  const testing::ScratchTinyModel model(kBin);
+  ASSERT_TRUE(model.ok()) << model.error();
+  const std::string& dir = model.dir();
   const std::string name = "m\"} 1\nfake_metric{a=\"b\\";
   ServerProcess server;
   ASSERT_TRUE(
@@ -298,21 +279,14 @@ TEST(HostileServerFlagsTest, DuplicateAuthorizationAndMetricsLabels) {
             std::string::npos)
       << metrics.substr(0, 2000);
   server.Stop();
-  fs::remove_all(dir);
 }
 
 // Files that are not regular files are refused at start-up with a clear
 // error instead of blocking (a FIFO) or reading for ever (/dev/zero).
 TEST(HostileServerFlagsTest, ChatTemplateFromADeviceAndAFifoWeightsFile) {
-  const std::string dir =
-      (fs::temp_directory_path() /
-       ("tessera_hostile_files_" + std::to_string(::getpid())))
-          .string();
-  ASSERT_EQ(testing::RunShell(testing::ShellQuote(kBin) +
-                              " make-model --arch qwen3 --preset tiny --out " +
-                              testing::ShellQuote(dir))
-                .exit_code,
-            0);
+  const testing::ScratchTinyModel model(kBin);
+  ASSERT_TRUE(model.ok()) << model.error();
+  const std::string& dir = model.dir();
   const auto zero = testing::RunShell(
       "timeout 60 " + testing::ShellQuote(kBin) + " generate --model-path " +
       testing::ShellQuote(dir) +
@@ -329,7 +303,6 @@ TEST(HostileServerFlagsTest, ChatTemplateFromADeviceAndAFifoWeightsFile) {
   EXPECT_NE(fifo.exit_code, 124) << "blocked on the FIFO";
   EXPECT_NE(fifo.exit_code, 0);
   EXPECT_NE(fifo.err.find("not a regular file"), std::string::npos) << fifo.err;
-  fs::remove_all(dir);
 }
 
 }  // namespace

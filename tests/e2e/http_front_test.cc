@@ -22,6 +22,7 @@
 #include "testing/raw_client.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
+#include "testing/tiny_model.h"
 
 namespace tessera {
 namespace {
@@ -54,24 +55,16 @@ class HttpFrontTest : public ::testing::Test {
     getrlimit(RLIMIT_NOFILE, &limit);
     limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 16384);
     setrlimit(RLIMIT_NOFILE, &limit);
-    model_dir_ = new std::string(
-        (fs::temp_directory_path() /
-         ("tessera_front_model_" + std::to_string(::getpid())))
-            .string());
-    const auto made = testing::RunShell(
-        testing::ShellQuote(kBin) +
-        " make-model --arch qwen3 --preset tiny --seed 9 --out " +
-        testing::ShellQuote(*model_dir_));
-    ASSERT_EQ(made.exit_code, 0) << made.err;
+    model_ = new testing::ScratchTinyModel(kBin, 9);
+    ASSERT_TRUE(model_->ok()) << model_->error();
   }
   static void TearDownTestSuite() {
-    if (model_dir_ != nullptr) fs::remove_all(*model_dir_);
-    delete model_dir_;
-    model_dir_ = nullptr;
+    delete model_;
+    model_ = nullptr;
   }
 
   void StartServer(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--model-path", *model_dir_,
+    std::vector<std::string> args = {"--model-path", model_->dir(),
                                      "--log-interval", "0"};
     args.insert(args.end(), extra.begin(), extra.end());
     ASSERT_TRUE(server_.Start(kBin, args)) << server_.log();
@@ -86,10 +79,10 @@ class HttpFrontTest : public ::testing::Test {
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
 
-  static std::string* model_dir_;
+  static testing::ScratchTinyModel* model_;
   ServerProcess server_;
 };
-std::string* HttpFrontTest::model_dir_ = nullptr;
+testing::ScratchTinyModel* HttpFrontTest::model_ = nullptr;
 
 // 2,000 connections that send nothing, and 200 that send their header a
 // byte at a time, hold no thread: a normal request still completes at once.
@@ -223,11 +216,11 @@ TEST_F(HttpFrontTest, NonStreamingRequestsOfVanishedClientsAreCancelled) {
   std::vector<std::unique_ptr<RawClient>> gone;
   for (int i = 0; i < 8; ++i) {
     gone.push_back(std::make_unique<RawClient>(server_.port()));
-    ASSERT_TRUE(gone.back()->Send(PostRequest(
-        "/v1/completions", Json{{"prompt", "tell me a long story"},
-                                {"max_tokens", 1500},
-                                {"ignore_eos", true}}
-                               .dump())));
+    ASSERT_TRUE(gone.back()->Send(
+        PostRequest("/v1/completions", Json{{"prompt", "tell me a long story"},
+                                            {"max_tokens", 1500},
+                                            {"ignore_eos", true}}
+                                           .dump())));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   gone.clear();  // close() every client
@@ -278,12 +271,12 @@ TEST_F(HttpFrontTest, SigtermExitsWhileClientsAreMidRequest) {
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
       "50000000\r\n\r\n{\"prompt\": \""));
   RawClient streaming(server_.port());
-  ASSERT_TRUE(streaming.Send(PostRequest(
-      "/v1/completions", Json{{"prompt", "hi"},
-                              {"max_tokens", 2000},
-                              {"ignore_eos", true},
-                              {"stream", true}}
-                             .dump())));
+  ASSERT_TRUE(
+      streaming.Send(PostRequest("/v1/completions", Json{{"prompt", "hi"},
+                                                         {"max_tokens", 2000},
+                                                         {"ignore_eos", true},
+                                                         {"stream", true}}
+                                                        .dump())));
   const std::string first =
       streaming.ReadUntil("data:", std::chrono::seconds(10));
   ASSERT_NE(first.find("data:"), std::string::npos) << first;
