@@ -2,10 +2,13 @@
 //
 // Mutex is a capability, so members declared TSR_GUARDED_BY(mu_) are checked
 // by clang's -Wthread-safety. MutexLock holds it for a scope. Not recursive.
-// native() exposes the std::mutex for std::condition_variable_any users.
+// CondVar waits on a Mutex the caller holds (the analysis sees the lock
+// held throughout, as it is on return). native() exposes the std::mutex.
 #ifndef TESSERA_BASE_MUTEX_H_
 #define TESSERA_BASE_MUTEX_H_
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 
 #include "base/thread_annotations.h"
@@ -37,6 +40,32 @@ class TSR_SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex* const mu_;
+};
+
+// A condition variable for Mutex. Wait* require the mutex held; it is
+// released while waiting and held again on return (spurious wake-ups
+// happen: callers re-check their condition, or use the predicate forms).
+class CondVar {
+ public:
+  void Wait(Mutex* mu) TSR_REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->native(), std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();
+  }
+  // Returns false on timeout.
+  template <class Rep, class Period>
+  bool WaitFor(Mutex* mu, std::chrono::duration<Rep, Period> timeout)
+      TSR_REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->native(), std::adopt_lock);
+    const bool woke = cv_.wait_for(lock, timeout) == std::cv_status::no_timeout;
+    lock.release();
+    return woke;
+  }
+  void Signal() { cv_.notify_one(); }
+  void SignalAll() { cv_.notify_all(); }
+
+ private:
+  std::condition_variable cv_;
 };
 
 }  // namespace tessera

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "engine/model_executor.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 
@@ -37,7 +38,10 @@ StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
 
 Engine::Engine(model::ModelRunner& runner, const Tokenizer& tokenizer,
                EngineOptions options)
-    : runner_(runner), tokenizer_(tokenizer), options_(std::move(options)) {}
+    : runner_(runner),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      reporter_(options_.log_interval_s) {}
 
 Engine::~Engine() { Shutdown(0); }
 
@@ -59,32 +63,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
       new Engine(runner, tokenizer, std::move(options)));
   Engine* e = engine.get();
   e->scheduler_ = std::make_unique<Scheduler>(
-      runner, e->options_, [e](const Sequence& seq) {
-        RequestTiming t;
-        t.queue_s =
-            seq.first_admit
-                ? std::chrono::duration<double>(*seq.first_admit - seq.arrival)
-                      .count()
-                : SecondsSince(seq.arrival);
-        t.ttft_s = seq.ttft_s;
-        t.e2e_s = SecondsSince(seq.arrival);
-        t.itl_s = seq.itl_s;
-        t.prompt_tokens = seq.prompt_len();
-        t.completion_tokens = seq.generated();
-        t.cached_tokens = seq.cached_tokens;
-        t.aborted = seq.stream->cancelled() || !seq.last_token;
-        std::function<void(const RequestTiming&)> observer;
-        {
-          std::lock_guard<std::mutex> lock(e->mu_);
-          e->live_.erase(seq.stream->rid());
-          e->stats_.prompt_tokens_total += t.prompt_tokens;
-          e->stats_.cached_tokens_total += t.cached_tokens;
-          e->stats_.requests_total += 1;
-          if (seq.stream->cancelled()) e->stats_.aborted_total += 1;
-          observer = e->observer_;
-        }
-        if (observer) observer(t);
-      });
+      runner.kv_pool(), e->options_,
+      [e](const Sequence& seq) { e->OnFinished(seq); });
+  e->executor_ = std::make_unique<ModelExecutor>(runner);
   e->thread_ = std::thread([e] { e->Loop(); });
 
   // Warm-up: one short request through the whole path (allocates the
@@ -99,11 +80,37 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   stream->WaitFinal();
   TSR_RETURN_IF_ERROR(e->FlushCache());
   {
-    std::lock_guard<std::mutex> lock(e->mu_);
+    MutexLock lock(&e->mu_);
     e->stats_ = EngineStats{};
     e->stats_.ready = true;
   }
   return engine;
+}
+
+void Engine::OnFinished(const Sequence& seq) {
+  RequestTiming t;
+  t.queue_s = seq.first_admit ? std::chrono::duration<double>(
+                                    *seq.first_admit - seq.arrival)
+                                    .count()
+                              : SecondsSince(seq.arrival);
+  t.ttft_s = seq.ttft_s;
+  t.e2e_s = SecondsSince(seq.arrival);
+  t.itl_s = seq.itl_s;
+  t.prompt_tokens = seq.prompt_len();
+  t.completion_tokens = seq.generated();
+  t.cached_tokens = seq.cached_tokens;
+  t.aborted = seq.stream->cancelled() || !seq.last_token;
+  std::function<void(const RequestTiming&)> observer;
+  {
+    MutexLock lock(&mu_);
+    live_.erase(seq.stream->rid());
+    stats_.prompt_tokens_total += t.prompt_tokens;
+    stats_.cached_tokens_total += t.cached_tokens;
+    stats_.requests_total += 1;
+    if (seq.stream->cancelled()) stats_.aborted_total += 1;
+    observer = observer_;
+  }
+  if (observer) observer(t);
 }
 
 StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
@@ -186,7 +193,7 @@ StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
   }
   std::vector<std::shared_ptr<RequestStream>> streams;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!accepting_) {
       return UnavailableError("the server is shutting down");
     }
@@ -219,14 +226,14 @@ StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
       inbox_.push_back(std::move(seq));
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return streams;
 }
 
 bool Engine::Abort(const std::string& rid) {
   std::vector<std::shared_ptr<RequestStream>> streams;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // live_ is ordered: rid and "rid-..." follow each other from rid on.
     for (auto it = live_.lower_bound(rid);
          it != live_.end() && it->first.compare(0, rid.size(), rid) == 0;
@@ -237,8 +244,8 @@ bool Engine::Abort(const std::string& rid) {
       if (auto stream = it->second.lock()) streams.push_back(stream);
     }
   }
-  for (auto& stream : streams) stream->Cancel("aborted by /abort_request");
-  if (!streams.empty()) cv_.notify_all();
+  for (auto& stream : streams) stream->Cancel(AbortCause::kAbortRequest, "aborted by /abort_request");
+  if (!streams.empty()) cv_.SignalAll();
   return !streams.empty();
 }
 
@@ -246,14 +253,12 @@ Status Engine::RunOnScheduler(std::function<Status()> task) {
   auto promise = std::make_shared<std::promise<Status>>();
   std::future<Status> result = promise->get_future();
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ && !thread_.joinable()) {
-      return UnavailableError("the engine has stopped");
-    }
+    MutexLock lock(&mu_);
+    if (loop_done_) return UnavailableError("the engine has stopped");
     tasks_.push_back(
         [task = std::move(task), promise] { promise->set_value(task()); });
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return result.get();
 }
 
@@ -272,121 +277,98 @@ Status Engine::CheckIntegrity() {
 }
 
 EngineStats Engine::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 
 void Engine::SetTimingObserver(
     std::function<void(const RequestTiming&)> observer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   observer_ = std::move(observer);
 }
 
 void Engine::Shutdown(double grace_s) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     accepting_ = false;
     if (!stop_) {
       stop_ = true;
       shutdown_grace_s_ = grace_s;
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Engine::Loop() {
-  std::optional<SteadyClock::time_point> stop_at;
-  auto last_log = SteadyClock::now();
-  int64_t gen_at_last_log = 0;
-  auto last_rate = SteadyClock::now();
-  int64_t gen_at_last_rate = 0;
-  double gen_throughput = 0;
-  bool idle_wait = false;
-  while (true) {
-    std::deque<std::unique_ptr<Sequence>> incoming;
-    std::deque<std::function<void()>> tasks;
-    bool stopping = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      const auto wait = scheduler_->has_work() && !idle_wait
-                            ? std::chrono::milliseconds(0)
-                            : std::chrono::milliseconds(idle_wait ? 2 : 100);
-      cv_.wait_for(lock, wait,
-                   [&] { return stop_ || !inbox_.empty() || !tasks_.empty(); });
-      incoming.swap(inbox_);
-      tasks.swap(tasks_);
-      stopping = stop_;
-      if (stopping && !stop_at) {
-        stop_at = SteadyClock::now() +
-                  std::chrono::duration_cast<SteadyClock::duration>(
-                      std::chrono::duration<double>(
-                          std::max(0.0, shutdown_grace_s_)));
+  while (AwaitWork()) {
+    ScheduledBatch batch = scheduler_->Schedule();
+    if (batch.empty()) continue;
+    scheduler_->Postprocess(batch, executor_->Run(batch));
+  }
+  CloseInbox();
+}
+
+bool Engine::AwaitWork() {
+  PublishStats();
+  std::deque<std::unique_ptr<Sequence>> incoming;
+  std::deque<std::function<void()>> tasks;
+  bool stopping = false;
+  {
+    MutexLock lock(&mu_);
+    if (inbox_.empty() && tasks_.empty() && !stop_) {
+      // Running sequences: no wait. Only queued ones that cannot start
+      // (waiting for pages or a group leader): poll every 2 ms. Idle:
+      // until woken (the 100 ms bound keeps the stats fresh).
+      const bool runnable = scheduler_->running() > 0;
+      if (!runnable) {
+        const auto wait = scheduler_->has_work()
+                              ? std::chrono::milliseconds(2)
+                              : std::chrono::milliseconds(100);
+        cv_.WaitFor(&mu_, wait);
       }
     }
-    for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
-    for (auto& task : tasks) task();
-    if (stopping && SteadyClock::now() >= *stop_at && scheduler_->has_work()) {
-      scheduler_->AbortAll("the server is shutting down");
-    }
-    if (stopping && !scheduler_->has_work()) break;
-
-    StatusOr<bool> stepped = scheduler_->Step();
-    if (!stepped.ok()) {
-      TSR_LOG_ERROR("model step failed: {}; aborting the batch",
-                    stepped.status().ToString());
-      scheduler_->AbortAll("internal error: " + stepped.status().ToString());
-      idle_wait = false;
-    } else {
-      idle_wait = !*stepped && scheduler_->has_work();
-    }
-
-    // Stats and the periodic status line.
-    const auto now = SteadyClock::now();
-    const double rate_dt =
-        std::chrono::duration<double>(now - last_rate).count();
-    if (rate_dt >= 1.0) {
-      gen_throughput =
-          (scheduler_->generated_total() - gen_at_last_rate) / rate_dt;
-      gen_at_last_rate = scheduler_->generated_total();
-      last_rate = now;
-    }
-    EngineStats snapshot;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      scheduler_->FillStats(stats_);
-      stats_.queued =
-          scheduler_->waiting() + static_cast<int64_t>(inbox_.size());
-      stats_.gen_throughput = gen_throughput;
-      queued_ = scheduler_->waiting();
-      snapshot = stats_;
-    }
-    const double log_dt = std::chrono::duration<double>(now - last_log).count();
-    if (options_.log_interval_s > 0 && log_dt >= options_.log_interval_s &&
-        (snapshot.running > 0 || snapshot.queued > 0 ||
-         scheduler_->generated_total() != gen_at_last_log)) {
-      const double interval_tps =
-          (scheduler_->generated_total() - gen_at_last_log) / log_dt;
-      TSR_LOG_INFO(
-          "#running-req: {}, #queue-req: {}, batch: {}, token usage: {:.2f} "
-          "({}/{}), cache hit rate: {:.1f}%, gen throughput (token/s): {:.1f}",
-          snapshot.running, snapshot.queued, snapshot.last_batch_size,
-          snapshot.kv_capacity_tokens > 0
-              ? double(snapshot.kv_used_tokens) / snapshot.kv_capacity_tokens
-              : 0.0,
-          snapshot.kv_used_tokens, snapshot.kv_capacity_tokens,
-          100.0 * snapshot.cache_hit_rate, interval_tps);
-      last_log = now;
-      gen_at_last_log = scheduler_->generated_total();
+    incoming.swap(inbox_);
+    tasks.swap(tasks_);
+    stopping = stop_;
+    if (stopping && !stop_at_) {
+      stop_at_ = SteadyClock::now() +
+                 std::chrono::duration_cast<SteadyClock::duration>(
+                     std::chrono::duration<double>(
+                         std::max(0.0, shutdown_grace_s_)));
     }
   }
-  // Anything submitted during the last moments of shutdown.
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& seq : inbox_)
-    seq->stream->Push(seq->AbortOutput("the server is shutting down"));
-  inbox_.clear();
-  for (auto& task : tasks_) task();
-  tasks_.clear();
+  for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
+  for (auto& task : tasks) task();
+  if (stopping && SteadyClock::now() >= *stop_at_ && scheduler_->has_work()) {
+    scheduler_->AbortAll(AbortCause::kShutdown, "the server is shutting down");
+  }
+  return !(stopping && !scheduler_->has_work());
+}
+
+void Engine::PublishStats() {
+  MutexLock lock(&mu_);
+  scheduler_->FillStats(stats_);
+  stats_.queued = scheduler_->waiting() + static_cast<int64_t>(inbox_.size());
+  queued_ = scheduler_->waiting();
+  reporter_.Update(stats_);
+}
+
+void Engine::CloseInbox() {
+  std::deque<std::unique_ptr<Sequence>> late;
+  std::deque<std::function<void()>> tasks;
+  {
+    MutexLock lock(&mu_);
+    loop_done_ = true;  // from here on RunOnScheduler refuses
+    late.swap(inbox_);
+    tasks.swap(tasks_);
+  }
+  for (auto& seq : late) {
+    seq->stream->Push(seq->AbortOutput(AbortCause::kShutdown,
+                                       "the server is shutting down"));
+  }
+  for (auto& task : tasks) task();
+  PublishStats();
 }
 
 }  // namespace tessera::engine

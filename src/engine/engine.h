@@ -2,9 +2,14 @@
 // ModelRunner with a paged KV pool and a radix prefix cache, driven by one
 // scheduler thread.
 //
-// Each scheduler step (SGLang's event loop, in one thread):
-//   1. take new requests from the inbox; drop cancelled ones (client gone,
-//      /abort_request), freeing their KV;
+// The loop (Engine::Loop), one step per iteration on the scheduler thread:
+//   batch  = scheduler.Schedule();      bookkeeping only
+//   result = executor.Run(batch);       the forward pass and the sampler
+//   scheduler.Postprocess(batch, result);
+// with new requests, cancellations and tasks taken in between (AwaitWork).
+// What a step does, in order (SGLang's event loop):
+//   1. Schedule: drop cancelled requests (client gone, /abort_request),
+//      freeing their KV;
 //   2. decode: every running sequence whose prompt is done gets one slot for
 //      its next token; when the pool (after evicting unlocked cache leaves)
 //      cannot provide it, the most recently admitted sequence is RETRACTED:
@@ -18,37 +23,44 @@
 //      prompt starts like one admitted in the same step waits one step and
 //      then reuses that one's KV (in-batch prefix sharing); a prompt longer
 //      than the remaining budget is split into chunks over later steps;
-//   4. one forward pass over the mixed batch (prefill chunks and decode
-//      tokens together; the paged_attention op reads cached prefixes);
-//   5. sampling (host logit processors and logprobs only for the rows that
-//      need them), then per sequence: detokenize, stop tokens / strings /
+//   4. Run: one forward pass over the mixed batch (prefill chunks and decode
+//      tokens together; the paged_attention op reads cached prefixes), then
+//      sampling (host logit processors and logprobs only for the rows that
+//      need them);
+//   5. Postprocess: per sequence, detokenize, stop tokens / strings /
 //      length, push a RequestOutput; finished sequences give their KV to
 //      the radix cache (prompt and generated tokens).
-// A status line goes to the log every log_interval_s while busy.
+// A status line goes to the log every log_interval_s while busy
+// (StatusReporter).
 //
 // n > 1: SubmitGroup's requests share a prompt; the followers wait until
 // the leader's prompt KV is cached and then reuse it.
 //
 // Thread-safety: Submit*, Abort, Stats, RunOnScheduler and Shutdown may be
-// called from any thread. Everything else (runner, pool, cache, sequences)
-// belongs to the scheduler thread.
+// called from any thread; the state they share with the scheduler thread is
+// guarded by mu_ (annotated, checked by clang's -Wthread-safety). Everything
+// else (runner, pool, cache, sequences) belongs to the scheduler thread.
 #ifndef TESSERA_ENGINE_ENGINE_H_
 #define TESSERA_ENGINE_ENGINE_H_
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
+#include <optional>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
+#include "engine/engine_options.h"
+#include "engine/executor.h"
 #include "engine/request.h"
+#include "engine/status_reporter.h"
 #include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
 
@@ -56,51 +68,7 @@ namespace tessera::engine {
 
 class Scheduler;
 struct Sequence;
-
-enum class SchedulePolicy { kLongestPrefixMatch, kFirstComeFirstServed };
-StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name);
-
-struct EngineOptions {
-  int64_t context_length = 0;           // 0: the model's
-  int64_t chunked_prefill_size = 2048;  // tokens per step; <= 0: no chunking
-  int64_t max_running_requests = 256;
-  int64_t max_queued_requests = 0;  // 0: unlimited
-  SchedulePolicy policy = SchedulePolicy::kLongestPrefixMatch;
-  bool disable_radix_cache = false;
-  double log_interval_s = 5.0;   // <= 0: no periodic status line
-  std::vector<int32_t> eos_ids;  // the model's EOS ids
-};
-
-// Per-request timing for latency histograms, reported once per request.
-struct RequestTiming {
-  double queue_s = 0;         // arrival to first admission
-  double ttft_s = -1;         // arrival to first token (-1: none)
-  double e2e_s = 0;           // arrival to finish
-  std::vector<double> itl_s;  // gaps between consecutive tokens
-  int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
-  int64_t cached_tokens = 0;
-  bool aborted = false;
-};
-
-// A consistent snapshot, refreshed every scheduler step.
-struct EngineStats {
-  bool ready = false;
-  int64_t running = 0;
-  int64_t queued = 0;
-  int64_t last_batch_size = 0;
-  int64_t kv_capacity_tokens = 0;
-  int64_t kv_used_tokens = 0;    // live sequences + locked cache
-  int64_t kv_cached_tokens = 0;  // in the radix cache (locked or not)
-  double cache_hit_rate = 0;     // matched / queried prompt tokens
-  double gen_throughput = 0;     // tokens/s over the last interval
-  int64_t prompt_tokens_total = 0;
-  int64_t generation_tokens_total = 0;
-  int64_t cached_tokens_total = 0;
-  int64_t requests_total = 0;
-  int64_t aborted_total = 0;
-  int64_t retractions_total = 0;
-};
+using SteadyClock = std::chrono::steady_clock;
 
 class Engine {
  public:
@@ -130,7 +98,8 @@ class Engine {
   bool Abort(const std::string& rid);
 
   // Runs `task` on the scheduler thread between steps and waits for it
-  // (flush_cache, integrity checks). Unavailable after shutdown.
+  // (flush_cache, integrity checks). Unavailable once the loop has ended
+  // (a task is either run or refused, never left waiting).
   Status RunOnScheduler(std::function<Status()> task);
   // Drops every unlocked radix-cache entry; FailedPrecondition while
   // requests run.
@@ -155,24 +124,42 @@ class Engine {
   Engine(model::ModelRunner& runner, const Tokenizer& tokenizer,
          EngineOptions options);
   StatusOr<std::unique_ptr<Sequence>> Prepare(EngineRequest request);
+  // Called by the scheduler once per finished sequence.
+  void OnFinished(const Sequence& seq) TSR_EXCLUDES(mu_);
+
+  // Schedule -> Run -> Postprocess until AwaitWork says stop.
   void Loop();
+  // Between steps: publishes the stats, waits for work (not at all while
+  // sequences run), hands new requests to the scheduler, runs tasks,
+  // applies the shutdown grace. False when the loop must end; then every
+  // request and task still queued has been answered and later ones are
+  // refused.
+  bool AwaitWork() TSR_EXCLUDES(mu_);
+  void PublishStats() TSR_EXCLUDES(mu_);
+  // The loop's last act: answers what is still queued, refuses the rest.
+  void CloseInbox() TSR_EXCLUDES(mu_);
 
   model::ModelRunner& runner_;
   const Tokenizer& tokenizer_;
   EngineOptions options_;
-  std::unique_ptr<Scheduler> scheduler_;  // scheduler-thread state
+  // Scheduler-thread state.
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Executor> executor_;
+  StatusReporter reporter_;
+  std::optional<SteadyClock::time_point> stop_at_;  // shutdown deadline
 
-  mutable std::mutex mu_;  // guards everything below
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Sequence>> inbox_;
-  std::deque<std::function<void()>> tasks_;
-  std::map<std::string, std::weak_ptr<RequestStream>> live_;
-  std::function<void(const RequestTiming&)> observer_;
-  EngineStats stats_;
-  int64_t queued_ = 0;  // inbox + waiting, for max_queued_requests
-  bool accepting_ = true;
-  bool stop_ = false;
-  double shutdown_grace_s_ = 0;  // Shutdown's grace for running requests
+  mutable Mutex mu_;
+  CondVar cv_;  // inbox_, tasks_ or stop_ changed
+  std::deque<std::unique_ptr<Sequence>> inbox_ TSR_GUARDED_BY(mu_);
+  std::deque<std::function<void()>> tasks_ TSR_GUARDED_BY(mu_);
+  std::map<std::string, std::weak_ptr<RequestStream>> live_ TSR_GUARDED_BY(mu_);
+  std::function<void(const RequestTiming&)> observer_ TSR_GUARDED_BY(mu_);
+  EngineStats stats_ TSR_GUARDED_BY(mu_);
+  int64_t queued_ TSR_GUARDED_BY(mu_) = 0;  // inbox + waiting (max_queued)
+  bool accepting_ TSR_GUARDED_BY(mu_) = true;
+  bool stop_ TSR_GUARDED_BY(mu_) = false;
+  double shutdown_grace_s_ TSR_GUARDED_BY(mu_) = 0;
+  bool loop_done_ TSR_GUARDED_BY(mu_) = false;  // CloseInbox ran
 
   std::atomic<uint64_t> next_rid_{1};
   std::thread thread_;

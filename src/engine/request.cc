@@ -38,16 +38,36 @@ RequestOutput RequestStream::WaitFinal() {
   return last;
 }
 
-void RequestStream::Cancel(std::string why) {
+void RequestStream::Cancel(AbortCause cause, std::string why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (cancelled_.load()) return;
+  cancel_cause_ = cause;
   cancel_reason_ = std::move(why);
   cancelled_.store(true);
+}
+
+AbortCause RequestStream::cancel_cause() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancel_cause_;
 }
 
 std::string RequestStream::cancel_reason() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cancel_reason_;
+}
+
+std::string_view AbortCauseName(AbortCause cause) {
+  switch (cause) {
+    case AbortCause::kClientGone:
+      return "client_gone";
+    case AbortCause::kAbortRequest:
+      return "abort_request";
+    case AbortCause::kShutdown:
+      return "shutdown";
+    case AbortCause::kError:
+      return "error";
+  }
+  return "error";
 }
 
 }  // namespace tessera::engine

@@ -96,9 +96,12 @@ class RequestStream {
   bool finished() const { return finished_.load(); }
 
   // Asks the scheduler to abort (client went away, /abort_request,
-  // shutdown). Idempotent.
-  void Cancel(std::string why = "aborted by the client");
+  // shutdown). The first call wins; later ones are ignored.
+  void Cancel(AbortCause cause = AbortCause::kClientGone,
+              std::string why = "aborted by the client");
   bool cancelled() const { return cancelled_.load(); }
+  // The first Cancel's cause and message.
+  AbortCause cancel_cause() const;
   std::string cancel_reason() const;
 
  private:
@@ -107,6 +110,7 @@ class RequestStream {
   std::condition_variable cv_;
   std::deque<RequestOutput> pending_;
   std::shared_ptr<const std::function<void()>> listener_;  // guarded by mu_
+  AbortCause cancel_cause_ = AbortCause::kClientGone;
   std::string cancel_reason_;
   std::atomic<bool> finished_{false};
   std::atomic<bool> cancelled_{false};

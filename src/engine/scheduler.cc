@@ -38,43 +38,15 @@ int64_t PrefillTarget(const Sequence& s) {
   return static_cast<int64_t>(s.tokens.size()) - (s.generated() > 0 ? 1 : 0);
 }
 
-// log_softmax(row)[id] and the k largest entries (ties to the lower id).
-TokenLogprobs ComputeLogprobs(std::span<const float> row, int32_t id,
-                              int32_t k) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (float x : row) max = std::max(max, x);
-  double sum = 0;
-  for (float x : row) sum += std::exp(static_cast<double>(x) - max);
-  const double lse = max + std::log(sum);
-  TokenLogprobs out;
-  out.id = id;
-  out.logprob = static_cast<float>(row[id] - lse);
-  if (k > 0) {
-    std::vector<int32_t> idx(row.size());
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
-    const size_t kk = std::min<size_t>(static_cast<size_t>(k), idx.size());
-    auto better = [&](int32_t a, int32_t b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    };
-    std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), better);
-    for (size_t i = 0; i < kk; ++i) {
-      out.top.emplace_back(idx[i], static_cast<float>(row[idx[i]] - lse));
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
-Scheduler::Scheduler(model::ModelRunner& runner, const EngineOptions& options,
+Scheduler::Scheduler(kv::KvPool& pool, const EngineOptions& options,
                      FinishFn on_finish)
-    : runner_(runner),
-      options_(options),
+    : options_(options),
       on_finish_(std::move(on_finish)),
-      cache_(kv::RadixCacheOptions{runner.kv_pool().page_size(),
+      cache_(kv::RadixCacheOptions{pool.page_size(),
                                    options.disable_radix_cache}),
-      kv_(runner.kv_pool(), cache_),
-      sampler_(runner.runtime(), runner.device(), runner.stream()) {}
+      kv_(pool, cache_) {}
 
 void Scheduler::Enqueue(std::unique_ptr<Sequence> seq) {
   waiting_.push_back(std::move(seq));
@@ -111,7 +83,7 @@ void Scheduler::ReapCancelled() {
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     Sequence* s = it->get();
     if (s->stream->cancelled()) {
-      Finish(s, s->AbortOutput(s->stream->cancel_reason()));
+      Finish(s, s->AbortOutput(s->stream->cancel_cause(), s->stream->cancel_reason()));
       it = waiting_.erase(it);
     } else {
       ++it;
@@ -119,17 +91,17 @@ void Scheduler::ReapCancelled() {
   }
   for (auto& s : running_) {
     if (s->stream->cancelled()) {
-      Finish(s.get(), s->AbortOutput(s->stream->cancel_reason()));
+      Finish(s.get(), s->AbortOutput(s->stream->cancel_cause(), s->stream->cancel_reason()));
     }
   }
   RemoveFinished();
 }
 
-void Scheduler::AbortAll(const std::string& why) {
-  for (auto& s : waiting_) Finish(s.get(), s->AbortOutput(why));
+void Scheduler::AbortAll(AbortCause cause, const std::string& why) {
+  for (auto& s : waiting_) Finish(s.get(), s->AbortOutput(cause, why));
   waiting_.clear();
   for (auto& s : running_) {
-    if (!s->finished) Finish(s.get(), s->AbortOutput(why));
+    if (!s->finished) Finish(s.get(), s->AbortOutput(cause, why));
   }
   running_.clear();
   chunked_ = nullptr;
@@ -163,7 +135,7 @@ void Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
       // Alone and still out of room: the pool cannot hold this sequence
       // (Submit bounds prompt + max tokens by the pool, so only a pool
       // shared with something else gets here).
-      Finish(s, s->AbortOutput("the KV cache pool is too small for this "
+      Finish(s, s->AbortOutput(AbortCause::kError, "the KV cache pool is too small for this "
                                "request; start the server with a larger "
                                "--max-total-tokens"));
       decode.erase(decode.begin() + static_cast<std::ptrdiff_t>(i));
@@ -201,13 +173,18 @@ void Scheduler::SortWaiting() {
   waiting_ = std::move(sorted);
 }
 
-void Scheduler::SchedulePrefill(
-    int64_t budget, std::vector<std::pair<Sequence*, int64_t>>& prefill) {
+void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
+  // A prefill row samples when it completes a fresh prompt (a resumed
+  // sequence already has its pending token).
+  auto add_row = [&batch](Sequence* s, int64_t n) {
+    const bool completes = s->kv_len + n >= PrefillTarget(*s);
+    batch.rows.push_back({s, n, completes && s->generated() == 0, true});
+  };
   if (chunked_ != nullptr) {
     Sequence* s = chunked_;
     const int64_t n = std::min(PrefillTarget(*s) - s->kv_len, budget);
     if (n > 0 && kv_.Reserve(s->kv, s->kv_len + n).ok()) {
-      prefill.emplace_back(s, n);
+      add_row(s, n);
       budget -= n;
       if (s->kv_len + n >= PrefillTarget(*s)) chunked_ = nullptr;
     }
@@ -265,7 +242,7 @@ void Scheduler::SchedulePrefill(
     it = waiting_.erase(it);
     if (n > 0) admitted.push_back(s);
     if (n > 0) {
-      prefill.emplace_back(s, n);
+      add_row(s, n);
       budget -= n;
       if (s->kv_len + n < target) {
         chunked_ = s;
@@ -275,61 +252,49 @@ void Scheduler::SchedulePrefill(
   }
 }
 
-Status Scheduler::RunBatch(
-    const std::vector<Sequence*>& decode,
-    const std::vector<std::pair<Sequence*, int64_t>>& prefill) {
-  struct Row {
-    Sequence* seq;
-    int64_t n;
-    bool sample;
-  };
-  std::vector<Row> rows;
-  model::Batch batch;
-  for (Sequence* s : decode) {
-    rows.push_back({s, 1, true});
-    batch.sequences.push_back(
-        {std::span<const int32_t>(s->tokens).last(1), s->kv_len, s->kv.pages});
+ScheduledBatch Scheduler::Schedule() {
+  ReapCancelled();
+  ScheduledBatch batch;
+  if (!has_work()) {
+    last_batch_size_ = 0;
+    return batch;
   }
-  for (const auto& [s, n] : prefill) {
-    const bool completes = s->kv_len + n >= PrefillTarget(*s);
-    rows.push_back({s, n, completes && s->generated() == 0});
-    batch.sequences.push_back(
-        {std::span<const int32_t>(s->tokens).subspan(s->kv_len, n), s->kv_len,
-         s->kv.pages});
+  std::vector<Sequence*> decode;
+  for (auto& s : running_) {
+    if (!s->prefilling()) decode.push_back(s.get());
   }
+  ReserveDecode(decode);
+  for (Sequence* s : decode) batch.rows.push_back({s, 1, true, false});
+  batch.num_decode = static_cast<int64_t>(decode.size());
+  int64_t budget = std::numeric_limits<int64_t>::max();
+  if (options_.chunked_prefill_size > 0) {
+    budget = std::max(
+        options_.chunked_prefill_size - static_cast<int64_t>(decode.size()),
+        std::min(kMinPrefillBudget, options_.chunked_prefill_size));
+  }
+  SchedulePrefill(budget, batch);
+  last_batch_size_ = batch.size();
+  return batch;
+}
 
-  bool host = false;
-  for (const Row& r : rows) host |= r.sample && r.seq->needs_host_logits();
-  tsr_tensor logits{};
-  model::Logits host_logits;
-  if (host) {
-    TSR_ASSIGN_OR_RETURN(host_logits, runner_.Forward(batch));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i].sample && rows[i].seq->processor.active()) {
-        auto row = std::span<float>(host_logits.data)
-                       .subspan(i * host_logits.vocab, host_logits.vocab);
-        rows[i].seq->processor.Apply(row);
-      }
-    }
-    TSR_ASSIGN_OR_RETURN(logits, runner_.UploadLogits(host_logits));
-  } else {
-    TSR_ASSIGN_OR_RETURN(logits, runner_.ForwardOnDevice(batch));
+void Scheduler::Postprocess(const ScheduledBatch& batch,
+                            StatusOr<StepResult> result) {
+  if (result.ok() && result->ids.size() != batch.rows.size()) {
+    result = InternalError(fmt::format("the executor returned {} ids for {} rows",
+                                       result->ids.size(), batch.rows.size()));
   }
-  std::vector<model::SampleRow> sample_rows(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!rows[i].sample) continue;  // greedy placeholder, result unused
-    Sequence* s = rows[i].seq;
-    sample_rows[i].params = s->request.sampling;
-    sample_rows[i].rng = &s->rng;
+  if (!result.ok()) {
+    TSR_LOG_ERROR("model step failed: {}; aborting the batch",
+                  result.status().ToString());
+    AbortAll(AbortCause::kError,
+             "internal error: " + result.status().ToString());
+    return;
   }
-  TSR_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
-                       sampler_.Sample(logits, sample_rows));
-
-  for (size_t i = 0; i < rows.size(); ++i) {
-    Sequence* s = rows[i].seq;
-    s->kv_len += rows[i].n;
-    const bool was_prefill = i >= decode.size();
-    if (was_prefill) {
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const BatchRow& row = batch.rows[i];
+    Sequence* s = row.seq;
+    s->kv_len += row.n;
+    if (row.prefill) {
       Status cached = kv_.CacheComputed(
           std::span<const int32_t>(s->tokens).first(s->kv_len), s->kv);
       if (!cached.ok()) {
@@ -340,50 +305,19 @@ Status Scheduler::RunBatch(
         s->group->leader_prefilled = true;
       }
     }
-    if (!rows[i].sample) continue;
-    std::optional<TokenLogprobs> lp;
-    if (s->request.top_logprobs >= 0) {
-      lp = ComputeLogprobs(host_logits.Row(static_cast<int64_t>(i)), ids[i],
-                           s->request.top_logprobs);
-    }
+    if (!row.sample) continue;
     ++generated_total_;
-    RequestOutput out = s->AcceptToken(ids[i], std::move(lp));
+    RequestOutput out = s->AcceptToken(
+        result->ids[i], i < result->logprobs.size()
+                            ? std::move(result->logprobs[i])
+                            : std::nullopt);
     if (out.finished) {
       Finish(s, std::move(out));
     } else {
       s->stream->Push(std::move(out));
     }
   }
-  return OkStatus();
-}
-
-StatusOr<bool> Scheduler::Step() {
-  ReapCancelled();
-  if (!has_work()) return false;
-  std::vector<Sequence*> decode;
-  for (auto& s : running_) {
-    if (!s->prefilling()) decode.push_back(s.get());
-  }
-  ReserveDecode(decode);
-  int64_t budget = std::numeric_limits<int64_t>::max();
-  if (options_.chunked_prefill_size > 0) {
-    budget = std::max(
-        options_.chunked_prefill_size - static_cast<int64_t>(decode.size()),
-        std::min(kMinPrefillBudget, options_.chunked_prefill_size));
-  }
-  std::vector<std::pair<Sequence*, int64_t>> prefill;
-  SchedulePrefill(budget, prefill);
-  // A sequence admitted this step with its whole prompt cached (a resumed
-  // one) decodes from the next step on.
-  if (decode.empty() && prefill.empty()) {
-    last_batch_size_ = 0;
-    return !running_.empty();
-  }
-  Status ran = RunBatch(decode, prefill);
   RemoveFinished();
-  last_batch_size_ = static_cast<int64_t>(decode.size() + prefill.size());
-  TSR_RETURN_IF_ERROR(ran);
-  return true;
 }
 
 void Scheduler::FillStats(EngineStats& stats) const {

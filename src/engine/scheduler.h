@@ -1,7 +1,15 @@
-// Scheduler: the scheduler thread's state and one step of continuous
-// batching (see engine.h for the step, in order). It owns the radix cache,
-// the KV cache manager, the sampler and the waiting / running sequences;
-// the ModelRunner (and its KV pool) belongs to the Engine's caller.
+// Scheduler: the scheduler thread's state and the bookkeeping halves of
+// one step of continuous batching (see engine.h for the step, in order):
+//   Schedule()             reap cancelled requests, reserve decode slots
+//                          (retracting when the pool runs out), admit and
+//                          chunk prefills under the token budget;
+//   Postprocess(b, result) advance KV lengths, cache computed prompts,
+//                          accept sampled tokens (stops, detokenization),
+//                          finish and release.
+// It owns the radix cache, the KV cache manager and the waiting / running
+// sequences; it never touches the device (the Executor runs the batch), so
+// it can be tested with a fake executor. The KV pool belongs to the
+// Engine's caller.
 //
 // Invariants between steps: every running sequence holds KV for its first
 // kv_len tokens (seq.kv covers them); waiting sequences hold no KV; at most
@@ -19,12 +27,12 @@
 #include <vector>
 
 #include "base/status.h"
-#include "engine/engine.h"
+#include "engine/engine_options.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/sequence.h"
+#include "engine/step_batch.h"
+#include "kv/kv_pool.h"
 #include "kv/radix_cache.h"
-#include "model/model_runner.h"
-#include "model/sampler.h"
 
 namespace tessera::engine {
 
@@ -33,18 +41,24 @@ class Scheduler {
   // Called once per finished sequence (after its last output was pushed).
   using FinishFn = std::function<void(const Sequence&)>;
 
-  Scheduler(model::ModelRunner& runner, const EngineOptions& options,
+  Scheduler(kv::KvPool& pool, const EngineOptions& options,
             FinishFn on_finish);
 
   void Enqueue(std::unique_ptr<Sequence> seq);
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
 
-  // One step; returns false when there was nothing to run. An error is a
-  // device/model failure: the caller aborts everything with its message.
-  StatusOr<bool> Step();
+  // The next batch, its KV reserved. Empty when nothing can run now (no
+  // work; only queued requests that do not fit; a resumed request whose
+  // whole prompt was cached, which decodes from the next step on).
+  ScheduledBatch Schedule();
 
-  // Finishes every sequence with an abort output carrying `why`.
-  void AbortAll(const std::string& why);
+  // Applies the executor's result to `batch` (the last Schedule()'s). A
+  // failed step aborts every request with the error (the device state of
+  // the batch is unknown).
+  void Postprocess(const ScheduledBatch& batch, StatusOr<StepResult> result);
+
+  // Finishes every sequence with an abort output carrying `cause`, `why`.
+  void AbortAll(AbortCause cause, const std::string& why);
 
   // Fills the scheduler's part of the stats.
   void FillStats(EngineStats& stats) const;
@@ -64,19 +78,15 @@ class Scheduler {
   void ReserveDecode(std::vector<Sequence*>& decode);
   void Retract(Sequence* seq);
   // Admits waiting sequences / continues the chunked one under `budget`.
-  void SchedulePrefill(int64_t budget, std::vector<std::pair<Sequence*, int64_t>>& prefill);
+  void SchedulePrefill(int64_t budget, ScheduledBatch& batch);
   void SortWaiting();
-  Status RunBatch(const std::vector<Sequence*>& decode,
-                  const std::vector<std::pair<Sequence*, int64_t>>& prefill);
   void Finish(Sequence* seq, RequestOutput last);
   void RemoveFinished();
 
-  model::ModelRunner& runner_;
   const EngineOptions& options_;
   FinishFn on_finish_;
   kv::RadixCache cache_;
   KvCacheManager kv_;
-  model::Sampler sampler_;
 
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order

@@ -65,10 +65,11 @@ RequestOutput Sequence::AcceptToken(int32_t id,
   return out;
 }
 
-RequestOutput Sequence::AbortOutput(const std::string& why) {
+RequestOutput Sequence::AbortOutput(AbortCause cause, const std::string& why) {
   RequestOutput out;
   out.finished = true;
   out.finish.kind = FinishReason::Kind::kAbort;
+  out.finish.cause = cause;
   out.finish.message = why;
   out.prompt_tokens = prompt_len();
   out.completion_tokens = generated();

@@ -52,7 +52,7 @@ struct Sequence {
   // set when the request asked for them.
   RequestOutput AcceptToken(int32_t id, std::optional<TokenLogprobs> logprobs);
   // The final output of a sequence that ends without a new token.
-  RequestOutput AbortOutput(const std::string& why);
+  RequestOutput AbortOutput(AbortCause cause, const std::string& why);
 
   bool prefilling() const {
     return kv_len < static_cast<int64_t>(tokens.size()) - (generated() > 0);

@@ -82,4 +82,14 @@ ApiError ApiErrorFromStatus(const Status& status) {
   }
 }
 
+ApiError AbortError(const engine::FinishReason& finish) {
+  if (finish.cause == engine::AbortCause::kShutdown) {
+    return ServiceUnavailable(finish.message.empty()
+                                  ? "the server is shutting down"
+                                  : finish.message);
+  }
+  return InternalServerError(finish.message.empty() ? "request aborted"
+                                                    : finish.message);
+}
+
 }  // namespace tessera::server

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "engine/finish_reason.h"
 
 namespace tessera::server {
 
@@ -56,6 +57,11 @@ ApiError InternalServerError(std::string message);
 // NotFound → 404, ResourceExhausted/Unavailable → 503, Unimplemented → 400
 // unsupported, everything else → 500. Requires !status.ok().
 ApiError ApiErrorFromStatus(const Status& status);
+
+// The API error for a sequence that ended by abort, by its cause: 503 for
+// a shutdown, 500 for everything else (a failure, /abort_request; a gone
+// client reads nothing).
+ApiError AbortError(const engine::FinishReason& finish);
 
 }  // namespace tessera::server
 

@@ -175,7 +175,7 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
   for (size_t i = 0; i < streams->size(); ++i) {
     auto made = ChoiceParsers::Create(ctx.options, *p);
     if (!made.ok()) {
-      streams->CancelAll("server misconfiguration");
+      streams->CancelAll(engine::AbortCause::kError, "server misconfiguration");
       return SendError(res, InternalServerError(made.status().message()));
     }
     parsers.push_back(std::move(*made));

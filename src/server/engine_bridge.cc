@@ -115,9 +115,9 @@ void StreamSet::SetListener(const std::function<void()>& listener) {
   for (auto& stream : streams_) stream->SetListener(listener);
 }
 
-void StreamSet::CancelAll(const std::string& why) {
+void StreamSet::CancelAll(engine::AbortCause cause, const std::string& why) {
   for (size_t i = 0; i < streams_.size(); ++i) {
-    if (!done_[i]) streams_[i]->Cancel(why);
+    if (!done_[i]) streams_[i]->Cancel(cause, why);
   }
 }
 
@@ -128,20 +128,13 @@ MaybeApiError SubmitAll(
   for (const auto& group : groups) {
     auto streams = engine.SubmitGroup(group);
     if (!streams.ok()) {
-      out->CancelAll("another prompt of the request was rejected");
+      out->CancelAll(engine::AbortCause::kError,
+                     "another prompt of the request was rejected");
       return ApiErrorFromStatus(streams.status());
     }
     for (auto& s : *streams) out->Add(std::move(s));
   }
   return std::nullopt;
-}
-
-ApiError AbortError(const engine::FinishReason& finish) {
-  if (finish.message.find("shutting down") != std::string::npos) {
-    return ServiceUnavailable(finish.message);
-  }
-  return InternalServerError(finish.message.empty() ? "request aborted"
-                                                    : finish.message);
 }
 
 }  // namespace tessera::server

@@ -50,7 +50,7 @@ class StreamSet {
   // per stream, without waiting (SetListener says when to call it).
   std::vector<Event> TakeReady();
   // Cancels every unfinished stream (client gone, error).
-  void CancelAll(const std::string& why);
+  void CancelAll(engine::AbortCause cause, const std::string& why);
   // Calls `listener` whenever any stream receives an output (see
   // RequestStream::SetListener); TakeReady then takes it.
   void SetListener(const std::function<void()>& listener);
@@ -66,10 +66,6 @@ MaybeApiError SubmitAll(
     engine::Engine& engine,
     const std::vector<std::vector<engine::EngineRequest>>& groups,
     StreamSet* out);
-
-// The API error for a sequence that ended by abort (engine failure or
-// shutdown): 503 while shutting down, else 500.
-ApiError AbortError(const engine::FinishReason& finish);
 
 }  // namespace tessera::server
 

@@ -190,7 +190,9 @@ Json FinishReasonJson(const FinishReason& reason) {
     case FinishReason::Kind::kLength:
       return Json{{"type", "length"}, {"length", reason.length}};
     case FinishReason::Kind::kAbort:
-      return Json{{"type", "abort"}, {"message", reason.message}};
+      return Json{{"type", "abort"},
+                  {"message", reason.message},
+                  {"cause", std::string(engine::AbortCauseName(reason.cause))}};
   }
   return nullptr;
 }

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "server/api_error.h"
 #include "server/openai_response.h"
 
 namespace tessera::server {
@@ -161,13 +162,25 @@ TEST(GenerateResponseTest, Shapes) {
   FinishReason text_stop;
   text_stop.matched_text = "\n";
   EXPECT_EQ(FinishReasonJson(text_stop)["matched"], "\n");
-  FinishReason length{FinishReason::Kind::kLength, {}, {}, 16, ""};
+  FinishReason length;
+  length.kind = FinishReason::Kind::kLength;
+  length.length = 16;
   EXPECT_EQ(DumpCompact(FinishReasonJson(length)),
             R"({"type":"length","length":16})");
   EXPECT_EQ(OpenAiFinishReason(length), "length");
-  FinishReason abort{FinishReason::Kind::kAbort, {}, {}, 0, "client left"};
+  FinishReason abort;
+  abort.kind = FinishReason::Kind::kAbort;
+  abort.cause = engine::AbortCause::kClientGone;
+  abort.message = "client left";
   EXPECT_EQ(DumpCompact(FinishReasonJson(abort)),
-            R"({"type":"abort","message":"client left"})");
+            R"({"type":"abort","message":"client left","cause":"client_gone"})");
+  EXPECT_FALSE(abort.server_abort());
+  abort.cause = engine::AbortCause::kShutdown;
+  EXPECT_TRUE(abort.server_abort());
+  EXPECT_EQ(AbortError(abort).http_status, 503);
+  abort.cause = engine::AbortCause::kError;
+  abort.message = "a message that mentions the client and shutting down";
+  EXPECT_EQ(AbortError(abort).http_status, 500);
   res.finish_reason.reset();
   EXPECT_TRUE(GenerateResultJson(res)["meta_info"]["finish_reason"].is_null());
 }

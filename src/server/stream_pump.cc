@@ -29,7 +29,7 @@ class SseBody : public AsyncBody {
       if (h_.on_start) h_.on_start(out);
     }
     for (auto& ev : streams_->TakeReady()) {
-      if (ev.output.finished && IsServerAbort(ev.output.finish)) {
+      if (ev.output.finished && ev.output.finish.server_abort()) {
         out.Write(SseError(AbortError(ev.output.finish)));
       }
       h_.on_event(out, ev);
@@ -41,7 +41,7 @@ class SseBody : public AsyncBody {
 
   std::string Heartbeat() override { return ": keep-alive\n\n"; }
 
-  void Cancel() override { streams_->CancelAll(kClientGone); }
+  void Cancel() override { streams_->CancelAll(engine::AbortCause::kClientGone, kClientGone); }
 
  private:
   std::shared_ptr<StreamSet> streams_;
@@ -74,7 +74,7 @@ class DeferredBody : public AsyncBody {
     return true;
   }
 
-  void Cancel() override { streams_->CancelAll(kClientGone); }
+  void Cancel() override { streams_->CancelAll(engine::AbortCause::kClientGone, kClientGone); }
 
  private:
   std::shared_ptr<StreamSet> streams_;
@@ -83,13 +83,6 @@ class DeferredBody : public AsyncBody {
 };
 
 }  // namespace
-
-bool IsServerAbort(const engine::FinishReason& finish) {
-  if (finish.kind != engine::FinishReason::Kind::kAbort) return false;
-  const std::string& m = finish.message;
-  return !m.empty() && m.find("client") == std::string::npos &&
-         m.find("abort_request") == std::string::npos;
-}
 
 void StartStreamingResponse(HttpResponse& res,
                             std::shared_ptr<StreamSet> streams,

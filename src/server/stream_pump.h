@@ -29,9 +29,6 @@
 
 namespace tessera::server {
 
-// True for aborts the client did not ask for (they become error events).
-bool IsServerAbort(const engine::FinishReason& finish);
-
 struct SseHandlers {
   std::function<void(SseWriter&)> on_start;  // may be empty
   std::function<void(SseWriter&, StreamSet::Event&)> on_event;

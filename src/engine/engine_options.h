@@ -1,0 +1,62 @@
+// EngineOptions (the serve flags the engine reads), EngineStats (the
+// snapshot /server_info and /metrics report) and RequestTiming (one
+// finished request's latencies). Plain value types.
+#ifndef TESSERA_ENGINE_ENGINE_OPTIONS_H_
+#define TESSERA_ENGINE_ENGINE_OPTIONS_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tessera::engine {
+
+enum class SchedulePolicy { kLongestPrefixMatch, kFirstComeFirstServed };
+StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name);
+
+struct EngineOptions {
+  int64_t context_length = 0;           // 0: the model's
+  int64_t chunked_prefill_size = 2048;  // tokens per step; <= 0: no chunking
+  int64_t max_running_requests = 256;
+  int64_t max_queued_requests = 0;  // 0: unlimited
+  SchedulePolicy policy = SchedulePolicy::kLongestPrefixMatch;
+  bool disable_radix_cache = false;
+  double log_interval_s = 5.0;   // <= 0: no periodic status line
+  std::vector<int32_t> eos_ids;  // the model's EOS ids
+};
+
+// Per-request timing for latency histograms, reported once per request.
+struct RequestTiming {
+  double queue_s = 0;         // arrival to first admission
+  double ttft_s = -1;         // arrival to first token (-1: none)
+  double e2e_s = 0;           // arrival to finish
+  std::vector<double> itl_s;  // gaps between consecutive tokens
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+  bool aborted = false;
+};
+
+// A consistent snapshot, refreshed every scheduler step.
+struct EngineStats {
+  bool ready = false;
+  int64_t running = 0;
+  int64_t queued = 0;
+  int64_t last_batch_size = 0;
+  int64_t kv_capacity_tokens = 0;
+  int64_t kv_used_tokens = 0;    // live sequences + locked cache
+  int64_t kv_cached_tokens = 0;  // in the radix cache (locked or not)
+  double cache_hit_rate = 0;     // matched / queried prompt tokens
+  double gen_throughput = 0;     // tokens/s over the last interval
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  int64_t cached_tokens_total = 0;
+  int64_t requests_total = 0;
+  int64_t aborted_total = 0;
+  int64_t retractions_total = 0;
+};
+
+}  // namespace tessera::engine
+
+#endif  // TESSERA_ENGINE_ENGINE_OPTIONS_H_
