@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "base/bounded_json.h"
-#include "cli/generate_prompt.h"
+#include "prompt/prompt_tools.h"
 #include "server/http_util.h"
 #include "server/native_protocol.h"
 #include "server/openai_request.h"
@@ -25,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)server::ParseCompletionRequest(*parsed, limits, &completion);
   server::GenerateRequest generate;
   (void)server::ParseGenerateRequest(*parsed, limits, &generate);
-  (void)cli::ParseTokenizeRequest(*parsed);
-  (void)cli::ParseDetokenizeRequest(*parsed);
+  (void)prompt::ParseTokenizeRequest(*parsed);
+  (void)prompt::ParseDetokenizeRequest(*parsed);
   (void)jinja::Value::FromJson(*parsed);
   (void)parsed->dump();
   return 0;

@@ -1,5 +1,11 @@
 #include "base/file_checks.h"
 
+#include <sstream>
+
+#include <fstream>
+
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -26,6 +32,27 @@ Status CheckRegularFile(const std::string& path, size_t max_bytes,
         what, path, static_cast<uint64_t>(st.st_size), max_bytes >> 20));
   }
   return OkStatus();
+}
+
+StatusOr<std::string> ReadTextFile(const std::string& path,
+                                    const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgumentError(
+        fmt::format("{} {} is a directory; give a file", what, path));
+  }
+  TSR_RETURN_IF_ERROR(CheckRegularFile(path, kMaxTextFileBytes, what));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return NotFoundError(
+        fmt::format("cannot open {} {}; check the path", what, path));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    return InternalError(fmt::format("error reading {} {}", what, path));
+  }
+  return ss.str();
 }
 
 }  // namespace tessera

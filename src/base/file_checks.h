@@ -26,6 +26,12 @@ inline constexpr size_t kMaxTextFileBytes = size_t{256} << 20;
 Status CheckRegularFile(const std::string& path, size_t max_bytes,
                         std::string_view what);
 
+// Reads a whole text file named from outside (CheckRegularFile first).
+// `what` names it in errors: InvalidArgument for a directory or an
+// unreadable kind of file, NotFound when it cannot be opened.
+StatusOr<std::string> ReadTextFile(const std::string& path,
+                                   const std::string& what);
+
 }  // namespace tessera
 
 #endif  // TESSERA_BASE_FILE_CHECKS_H_

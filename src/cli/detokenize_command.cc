@@ -15,7 +15,8 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/generate_prompt.h"
+#include "cli/cli_io.h"
+#include "prompt/prompt_tools.h"
 
 namespace tessera::cli {
 namespace {
@@ -32,9 +33,9 @@ int RunDetokenize(const DetokenizeOptions& options) {
   if (!text.ok()) return ReportError(text.status(), kExitBadInput);
   auto body = ParseJsonText(*text, "--request");
   if (!body.ok()) return ReportError(body.status(), kExitBadInput);
-  auto request = ParseDetokenizeRequest(*body);
+  auto request = prompt::ParseDetokenizeRequest(*body);
   if (!request.ok()) return ReportError(request.status(), kExitBadInput);
-  auto tools = PromptTools::Load(options.model_path, /*chat_template_file=*/"");
+  auto tools = prompt::PromptTools::Load(options.model_path, /*chat_template_file=*/"");
   if (!tools.ok()) return ReportError(tools.status(), kExitBadInput);
   if (Status ids = (*tools)->CheckTokenIds(request->tokens); !ids.ok()) {
     return ReportError(ids, kExitBadInput);

@@ -8,18 +8,25 @@
 // greedy). --seed fixes the sampler's generator (same seed, same tokens);
 // without it a random seed is drawn and reported. Generation stops at any
 // EOS id (generation_config.json, config.json and the tokenizer's eos
-// token) unless --ignore-eos, or after --max-new-tokens (128), capped to the
-// model's max_position_embeddings with a warning. The prompt is prefilled
-// in chunks of --chunked-prefill-size tokens (2048), each over the KV cache
-// of the ones before.
+// token) unless --ignore-eos, at --stop strings and --stop-token-ids, or
+// after --max-new-tokens (128), capped to the model's
+// max_position_embeddings with a warning; --min-new-tokens, the repetition
+// / presence / frequency penalties and --top-logprobs work as in the API.
+// The request runs through the same serving engine as `tessera serve`
+// (src/engine: scheduler, executor, sampler, stop handling), so generate
+// and serve give the same tokens for the same request and seed. The prompt
+// is prefilled in chunks of --chunked-prefill-size tokens (2048), each over
+// the KV cache of the ones before.
 //
 // Output: without --json, the continuation streams to stdout (flushed per
 // token) and the timing line goes to stderr. With --json, stdout holds
 // exactly one JSON object: prompt (the text the model saw: the rendered
 // chat with --chat), prompt_ids, output_ids (the prompt excluded, a final
 // EOS included), text (the continuation: prompt + text is the decoded
-// whole), finish_reason ("stop" | "length"), token counts, seconds and
-// tokens/s of prefill and decode, the sampling settings and the device.
+// whole), finish_reason ("stop" | "length"), matched_stop (the stop string
+// or id that ended it), token counts, seconds and tokens/s of prefill and
+// decode, logprobs (with --top-logprobs), the sampling settings and the
+// device.
 // Logs always go to stderr.
 //
 // Exit codes: 0 done; 2 bad input (flags, a missing or unsupported model
@@ -30,14 +37,17 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <random>
 #include <string>
 
 #include "cli/command.h"
-#include "cli/generate_loop.h"
-#include "cli/generate_prompt.h"
+#include "cli/cli_io.h"
+#include "prompt/prompt_tools.h"
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
+#include "engine/engine.h"
 #include "model/checkpoint.h"
 #include "model/model_runner.h"
 #include "runtime/runtime.h"
@@ -59,6 +69,13 @@ struct GenerateOptions {
   double min_p = 0.0;
   uint64_t seed = 0;
   bool ignore_eos = false;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  int64_t min_new_tokens = 0;
+  double repetition_penalty = 1.0;
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  int32_t top_logprobs = -1;
   int64_t chunked_prefill_size = 2048;
   bool json = false;
   std::string quantization = "none";
@@ -93,6 +110,14 @@ Status CheckFlags(const GenerateOptions& o) {
   if (o.top_k < -1) {
     return InvalidArgumentError(
         fmt::format("--top-k {} must be >= 0 (0 or -1: all tokens)", o.top_k));
+  }
+  if (o.top_logprobs < -1 || o.top_logprobs > 20) {
+    return InvalidArgumentError(fmt::format(
+        "--top-logprobs {} must be in [0, 20]", o.top_logprobs));
+  }
+  if (o.min_new_tokens < 0) {
+    return InvalidArgumentError(fmt::format(
+        "--min-new-tokens {} must be >= 0", o.min_new_tokens));
   }
   if (!(o.min_p >= 0 && o.min_p <= 1)) {
     return InvalidArgumentError(
@@ -151,9 +176,9 @@ int RunGenerate(const GenerateOptions& o) {
     return ReportError(flags, kExitBadInput);
   }
   // Tokenizer and prompt first: cheap, and most mistakes show here.
-  auto tools = PromptTools::Load(o.model_path, o.chat_template);
+  auto tools = prompt::PromptTools::Load(o.model_path, o.chat_template);
   if (!tools.ok()) return ReportError(tools.status(), kExitBadInput);
-  PreparedPrompt prompt;
+  prompt::PreparedPrompt prompt;
   if (o.chat) {
     Json messages = Json::array({{{"role", "user"}, {"content", o.prompt}}});
     auto rendered =
@@ -190,37 +215,59 @@ int RunGenerate(const GenerateOptions& o) {
                            prompt_len, context)),
                        kExitBadInput);
   }
-  GenerateParams params;
-  params.max_new_tokens = o.max_new_tokens;
-  params.prefill_chunk_tokens =
-      o.chunked_prefill_size > 0 ? o.chunked_prefill_size : prompt_len;
-  if (prompt_len + params.max_new_tokens > context) {
-    params.max_new_tokens = context - prompt_len;
+  int64_t max_new_tokens = o.max_new_tokens;
+  if (prompt_len + max_new_tokens > context) {
+    max_new_tokens = context - prompt_len;
     fmt::print(stderr,
                "warning: --max-new-tokens {} with a {}-token prompt exceeds "
                "the context of {}; generating at most {}\n",
-               o.max_new_tokens, prompt_len, context, params.max_new_tokens);
+               o.max_new_tokens, prompt_len, context, max_new_tokens);
   }
   const ResolvedSampling sampling =
       ResolveSampling(o, (*checkpoint)->generation_config());
-  params.sampling = sampling.ToParams();
-  params.seed =
+  engine::EngineRequest request;
+  request.rid = "generate";
+  request.prompt_ids = prompt.ids;
+  request.max_new_tokens = max_new_tokens;
+  request.sampling = sampling.ToParams();
+  request.seed =
       o.seed_opt->count() > 0
           ? o.seed
           : (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-  if (!o.ignore_eos) params.eos_ids = EosIds(**checkpoint, tokenizer);
+  request.ignore_eos = o.ignore_eos;
+  request.stop = o.stop;
+  request.stop_token_ids = o.stop_token_ids;
+  request.logit.repetition_penalty = float(o.repetition_penalty);
+  request.logit.presence_penalty = float(o.presence_penalty);
+  request.logit.frequency_penalty = float(o.frequency_penalty);
+  request.logit.min_tokens = int32_t(o.min_new_tokens);
+  request.top_logprobs = o.top_logprobs;
 
   auto rt = StartUsableRuntime(o.flags);
   if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   model::ModelRunnerOptions runner_options;
-  runner_options.kv_capacity_tokens = prompt_len + params.max_new_tokens;
+  runner_options.kv_capacity_tokens = prompt_len + max_new_tokens;
   ApplyQuantizationFlag(o.quantization, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   runner_options.max_batch_tokens =
-      std::min(prompt_len, params.prefill_chunk_tokens);
+      o.chunked_prefill_size > 0 ? std::min(prompt_len, o.chunked_prefill_size)
+                                 : prompt_len;
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
   if (!runner.ok()) {
     return ReportError(runner.status(), ModelFailureCode(runner.status()));
+  }
+  // The same engine `serve` runs, with one request: stop strings and ids,
+  // penalties, logprobs and seeds behave exactly as they do over HTTP.
+  engine::EngineOptions engine_options;
+  engine_options.context_length = context;
+  engine_options.chunked_prefill_size = o.chunked_prefill_size;
+  engine_options.max_running_requests = 1;
+  engine_options.log_interval_s = 0;
+  engine_options.eos_ids = EosIds(**checkpoint, tokenizer);
+  auto engine =
+      engine::Engine::Create(**runner, tokenizer, engine_options);
+  if (!engine.ok()) {
+    return ReportError(engine.status(), ModelFailureCode(engine.status()));
   }
   const runtime::Device& device = (*runner)->device();
   fmt::print(stderr,
@@ -235,45 +282,89 @@ int RunGenerate(const GenerateOptions& o) {
              prompt_len);
   std::fflush(stderr);
 
-  std::function<void(std::string_view)> on_text;
-  if (!o.json) {
-    on_text = [](std::string_view piece) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    };
+  const auto submitted = std::chrono::steady_clock::now();
+  auto stream = (*engine)->Submit(request);
+  if (!stream.ok()) return ReportError(stream.status(), kExitBadInput);
+  std::vector<int32_t> output_ids;
+  std::string text;
+  Json logprobs = Json::array();
+  engine::RequestOutput last;
+  std::optional<std::chrono::steady_clock::time_point> first_token;
+  while (!last.finished) {
+    for (engine::RequestOutput& out :
+         (*stream)->Wait(std::chrono::milliseconds(100))) {
+      if (!first_token && !out.token_ids.empty()) {
+        first_token = std::chrono::steady_clock::now();
+      }
+      output_ids.insert(output_ids.end(), out.token_ids.begin(),
+                        out.token_ids.end());
+      text += out.text;
+      for (const engine::TokenLogprobs& lp : out.logprobs) {
+        Json top = Json::array();
+        for (const auto& [id, value] : lp.top) top.push_back({id, value});
+        logprobs.push_back(
+            {{"id", lp.id}, {"logprob", lp.logprob}, {"top", std::move(top)}});
+      }
+      if (!o.json && !out.text.empty()) {
+        std::fwrite(out.text.data(), 1, out.text.size(), stdout);
+        std::fflush(stdout);
+      }
+      if (out.finished) last = std::move(out);
+    }
   }
-  auto result = Generate(**runner, tokenizer, prompt.ids, params, on_text);
-  if (!result.ok()) {
+  const auto done = std::chrono::steady_clock::now();
+  (*engine)->Shutdown(0);
+  if (last.finish.kind == engine::FinishReason::Kind::kAbort) {
     if (!o.json) std::fputc('\n', stdout);
-    return ReportError(result.status().WithContext("generating"),
-                       ModelFailureCode(result.status()));
+    return ReportError(InternalError(last.finish.message)
+                           .WithContext("generating"),
+                       kExitRuntimeFailure);
   }
+  const std::string finish_reason =
+      last.finish.kind == engine::FinishReason::Kind::kLength ? "length"
+                                                              : "stop";
+  const double prefill_s =
+      first_token ? std::chrono::duration<double>(*first_token - submitted)
+                        .count()
+                  : 0.0;
+  const double decode_s =
+      first_token
+          ? std::chrono::duration<double>(done - *first_token).count()
+          : 0.0;
+  const int64_t decode_tokens =
+      std::max<int64_t>(0, int64_t(output_ids.size()) - 1);
+  const double prefill_tps = prefill_s > 0 ? prompt_len / prefill_s : 0.0;
+  const double decode_tps = decode_s > 0 ? decode_tokens / decode_s : 0.0;
   const std::string stats = fmt::format(
       "prefill: {} tokens in {:.1f} ms ({:.1f} tok/s); decode: {} tokens in "
       "{:.1f} ms ({:.1f} tok/s); finish_reason: {}",
-      result->prefill_tokens, result->prefill_seconds * 1e3,
-      result->prefill_tokens_per_s(), result->decode_tokens,
-      result->decode_seconds * 1e3, result->decode_tokens_per_s(),
-      result->finish_reason);
+      prompt_len, prefill_s * 1e3, prefill_tps, decode_tokens, decode_s * 1e3,
+      decode_tps, finish_reason);
   if (o.json) {
     Json out = Json::object();
     out["prompt"] = prompt.text;
     out["prompt_ids"] = prompt.ids;
-    out["output_ids"] = result->output_ids;
-    out["text"] = result->text;
-    out["finish_reason"] = result->finish_reason;
-    out["prompt_tokens"] = result->prefill_tokens;
-    out["completion_tokens"] = result->output_ids.size();
-    out["prefill_seconds"] = result->prefill_seconds;
-    out["decode_seconds"] = result->decode_seconds;
-    out["prefill_tokens_per_s"] = result->prefill_tokens_per_s();
-    out["decode_tokens_per_s"] = result->decode_tokens_per_s();
+    out["output_ids"] = output_ids;
+    out["text"] = text;
+    out["finish_reason"] = finish_reason;
+    if (last.finish.matched_text) {
+      out["matched_stop"] = *last.finish.matched_text;
+    } else if (last.finish.matched_token) {
+      out["matched_stop"] = *last.finish.matched_token;
+    }
+    out["prompt_tokens"] = prompt_len;
+    out["completion_tokens"] = output_ids.size();
+    out["prefill_seconds"] = prefill_s;
+    out["decode_seconds"] = decode_s;
+    out["prefill_tokens_per_s"] = prefill_tps;
+    out["decode_tokens_per_s"] = decode_tps;
+    if (o.top_logprobs >= 0) out["logprobs"] = std::move(logprobs);
     out["sampling"] = {{"temperature", sampling.temperature},
                        {"top_p", sampling.top_p},
                        {"top_k", sampling.top_k},
                        {"min_p", sampling.min_p},
-                       {"seed", params.seed},
-                       {"max_new_tokens", params.max_new_tokens},
+                       {"seed", *request.seed},
+                       {"max_new_tokens", max_new_tokens},
                        {"ignore_eos", o.ignore_eos}};
     out["plugin"] = (*rt)->plugin().name();
     out["device"] = device.Label();
@@ -332,6 +423,31 @@ Command AddGenerateCommand(CLI::App& root) {
   command.app->add_flag("--ignore-eos", o->ignore_eos,
                         "do not stop at EOS; always generate "
                         "--max-new-tokens");
+  command.app->add_option("--stop", o->stop,
+                          "stop when this text is generated (repeatable; "
+                          "the text is not part of the output)");
+  command.app->add_option("--stop-token-ids", o->stop_token_ids,
+                          "stop when one of these token ids is sampled");
+  command.app
+      ->add_option("--min-new-tokens", o->min_new_tokens,
+                   "generate at least this many tokens before any stop id")
+      ->capture_default_str();
+  command.app
+      ->add_option("--repetition-penalty", o->repetition_penalty,
+                   "> 1 discourages tokens seen in prompt and output")
+      ->capture_default_str();
+  command.app
+      ->add_option("--presence-penalty", o->presence_penalty,
+                   "[-2, 2]: subtracted once from every generated token")
+      ->capture_default_str();
+  command.app
+      ->add_option("--frequency-penalty", o->frequency_penalty,
+                   "[-2, 2]: subtracted per occurrence of a generated token")
+      ->capture_default_str();
+  command.app->add_option(
+      "--top-logprobs", o->top_logprobs,
+      "with --json: each generated token's logprob and the N likeliest "
+      "alternatives (0: the token's alone)");
   command.app
       ->add_option("--chunked-prefill-size", o->chunked_prefill_size,
                    "prefill the prompt in chunks of at most this many tokens "

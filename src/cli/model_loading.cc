@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "cli/generate_prompt.h"
+#include "cli/cli_io.h"
+#include "prompt/prompt_tools.h"
 
 namespace tessera::cli {
 

@@ -40,7 +40,8 @@
 
 #include "base/logging.h"
 #include "cli/command.h"
-#include "cli/generate_prompt.h"
+#include "cli/cli_io.h"
+#include "prompt/prompt_tools.h"
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
 #include "engine/engine.h"
@@ -183,7 +184,7 @@ void WireMetrics(engine::Engine& engine, metrics::ServingMetrics& m) {
 // Everything `serve` builds after the HTTP port is open, in build order
 // (destroyed in reverse: the engine stops before the runner it drives).
 struct LoadedModel {
-  std::unique_ptr<PromptTools> prompts;
+  std::unique_ptr<prompt::PromptTools> prompts;
   std::unique_ptr<model::Checkpoint> checkpoint;
   std::unique_ptr<runtime::Runtime> runtime;
   std::unique_ptr<model::ModelRunner> runner;
@@ -195,7 +196,7 @@ struct LoadedModel {
 // Loads the model and starts the engine; on failure returns the exit code
 // after printing the error.
 int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
-  auto prompts = PromptTools::Load(o.model_path, o.chat_template);
+  auto prompts = prompt::PromptTools::Load(o.model_path, o.chat_template);
   if (!prompts.ok()) return ReportError(prompts.status(), kExitBadInput);
   m.prompts = std::move(*prompts);
   auto checkpoint = model::Checkpoint::Open(o.model_path);
@@ -338,7 +339,7 @@ int RunServe(ServeOptions o) {
         "preset tiny, random weights, from {}); pass --model-path for a "
         "real model",
         kDemoName, o.model_path);
-  } else if (Status dir = CheckModelDir(o.model_path); !dir.ok()) {
+  } else if (Status dir = prompt::CheckModelDir(o.model_path); !dir.ok()) {
     return ReportError(dir, kExitBadInput);
   }
   if (o.server.served_model_name.empty()) {

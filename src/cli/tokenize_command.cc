@@ -20,7 +20,8 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/generate_prompt.h"
+#include "cli/cli_io.h"
+#include "prompt/prompt_tools.h"
 
 namespace tessera::cli {
 namespace {
@@ -34,9 +35,9 @@ struct TokenizeOptions {
   std::string chat_template;
 };
 
-StatusOr<std::string> TokenizeOne(PromptTools& tools, const Json& body) {
-  TSR_ASSIGN_OR_RETURN(TokenizeRequest request, ParseTokenizeRequest(body));
-  TSR_ASSIGN_OR_RETURN(PreparedPrompt prompt, tools.Prepare(request));
+StatusOr<std::string> TokenizeOne(prompt::PromptTools& tools, const Json& body) {
+  TSR_ASSIGN_OR_RETURN(prompt::TokenizeRequest request, prompt::ParseTokenizeRequest(body));
+  TSR_ASSIGN_OR_RETURN(prompt::PreparedPrompt prompt, tools.Prepare(request));
   Json out = Json::object();
   out["tokens"] = prompt.ids;
   out["prompt"] = prompt.text;
@@ -58,7 +59,7 @@ int RunTokenize(const TokenizeOptions& options) {
     if (!text.ok()) return ReportError(text.status(), kExitBadInput);
     single = std::move(text).value();
   }
-  auto tools = PromptTools::Load(options.model_path, options.chat_template);
+  auto tools = prompt::PromptTools::Load(options.model_path, options.chat_template);
   if (!tools.ok()) return ReportError(tools.status(), kExitBadInput);
 
   if (!options.request.empty()) {

@@ -56,18 +56,4 @@ std::string RequestStream::cancel_reason() const {
   return cancel_reason_;
 }
 
-std::string_view AbortCauseName(AbortCause cause) {
-  switch (cause) {
-    case AbortCause::kClientGone:
-      return "client_gone";
-    case AbortCause::kAbortRequest:
-      return "abort_request";
-    case AbortCause::kShutdown:
-      return "shutdown";
-    case AbortCause::kError:
-      return "error";
-  }
-  return "error";
-}
-
 }  // namespace tessera::engine

@@ -53,9 +53,9 @@ void HandleTokenize(ServingContext& ctx, const HttpRequest& req,
                     HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
-  StatusOr<cli::TokenizeRequest> parsed = cli::ParseTokenizeRequest(body);
+  StatusOr<prompt::TokenizeRequest> parsed = prompt::ParseTokenizeRequest(body);
   if (!parsed.ok()) return SendError(res, ApiErrorFromStatus(parsed.status()));
-  StatusOr<cli::PreparedPrompt> prompt = ctx.prompts->Prepare(*parsed);
+  StatusOr<prompt::PreparedPrompt> prompt = ctx.prompts->Prepare(*parsed);
   if (!prompt.ok()) return SendError(res, ApiErrorFromStatus(prompt.status()));
   SendJson(res, TokenizeResponseJson(prompt->ids, prompt->text));
 }
@@ -64,7 +64,7 @@ void HandleDetokenize(ServingContext& ctx, const HttpRequest& req,
                       HttpResponse& res) {
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
-  StatusOr<cli::DetokenizeRequest> parsed = cli::ParseDetokenizeRequest(body);
+  StatusOr<prompt::DetokenizeRequest> parsed = prompt::ParseDetokenizeRequest(body);
   if (!parsed.ok()) return SendError(res, ApiErrorFromStatus(parsed.status()));
   if (Status ok = ctx.prompts->CheckTokenIds(parsed->tokens); !ok.ok()) {
     return SendError(res, ApiErrorFromStatus(ok));

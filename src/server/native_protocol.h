@@ -19,7 +19,7 @@
 //
 // POST /tokenize and /detokenize take the same bodies as `tessera tokenize` /
 // `tessera detokenize`, parsed by the same code (ParseTokenizeRequest in
-// src/cli/generate_prompt.h), and answer
+// src/prompt/prompt_tools.h), and answer
 //   {"tokens": [...], "count": N, "prompt": "<rendered text>"} and
 //   {"text": "..."}.
 // Stateless; thread-safe.

@@ -18,7 +18,7 @@
 #include <mutex>
 #include <string>
 
-#include "cli/generate_prompt.h"
+#include "prompt/prompt_tools.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
@@ -53,7 +53,7 @@ struct ServingContext {
 
   const ServerOptions& options;
   engine::Engine* engine = nullptr;
-  cli::PromptTools* prompts = nullptr;
+  prompt::PromptTools* prompts = nullptr;
   metrics::Registry* registry = nullptr;
   metrics::ServingMetrics* metrics = nullptr;
   std::atomic<bool> ready{false};     // model loaded and warmed up

@@ -303,7 +303,8 @@ TEST_P(ServeOnPlatformTest, ClientDisconnectMidStreamFreesItsKv) {
     }
     auto res = server.PostStream(path, body.dump(), /*max_events=*/5);
     EXPECT_EQ(res.status, 200);
-    EXPECT_EQ(SseData(res.body).size(), 5u);
+    // The client stops reading after 5 events (a read may bring a few more).
+    EXPECT_GE(SseData(res.body).size(), 5u);
     const Json after = WaitIdle(server);
     EXPECT_EQ(after["running_requests"], 0) << path;
     EXPECT_EQ(after["kv_used_tokens"], 0) << path;
@@ -359,6 +360,79 @@ TEST_P(ServeOnPlatformTest, KvPoolExhaustionCompletesEveryRequestThroughRetracti
     ASSERT_TRUE(std::regex_search(m, match, line)) << m;
     EXPECT_EQ(std::stoi(match[1]), state["retractions"].get<int>());
   }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// `tessera generate` is a client of the same engine as the server: with
+// stop strings, stop ids, penalties, min tokens, logprobs and a seed it
+// gives the tokens and logprobs /v1/completions gives for that request.
+TEST(ServeTest, GenerateCliAnswersLikeTheServer) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", dir, "--log-interval", "0"});
+  auto generate = [&](const std::string& flags) {
+    const auto run = testing::RunShell(
+        std::string(kBin) + " generate --json --model-path " +
+        testing::ShellQuote(dir) + " --prompt 'Once upon a time' " + flags);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    Json out = Json::parse(run.out, nullptr, false);
+    EXPECT_TRUE(out.is_object()) << run.out << run.err;
+    return out.is_object() ? out : Json::object();
+  };
+  const Json greedy = generate("--temperature 0 --max-new-tokens 48");
+  ASSERT_TRUE(greedy.contains("text"));
+  const std::string greedy_text = greedy["text"];
+  ASSERT_GT(greedy_text.size(), 40u);
+  const Json prompt_ids = greedy["prompt_ids"];
+  const auto greedy_ids = greedy["output_ids"].get<std::vector<int>>();
+
+  struct Case {
+    std::string flags;
+    Json body;  // /v1/completions fields besides prompt
+  };
+  const std::string stop = greedy_text.substr(25, 4);
+  const std::vector<Case> cases = {
+      {"--temperature 0 --max-new-tokens 48 --stop " + testing::ShellQuote(stop),
+       {{"temperature", 0}, {"max_tokens", 48}, {"stop", {stop}}}},
+      {"--temperature 0 --max-new-tokens 48 --stop-token-ids " +
+           std::to_string(greedy_ids[7]),
+       {{"temperature", 0}, {"max_tokens", 48},
+        {"stop_token_ids", {greedy_ids[7]}}}},
+      {"--temperature 0.9 --top-p 0.95 --seed 11 --max-new-tokens 40 "
+       "--repetition-penalty 1.3 --presence-penalty 0.4 "
+       "--frequency-penalty 0.3 --top-logprobs 2",
+       {{"temperature", 0.9}, {"top_p", 0.95}, {"seed", 11},
+        {"max_tokens", 40}, {"repetition_penalty", 1.3},
+        {"presence_penalty", 0.4}, {"frequency_penalty", 0.3},
+        {"logprobs", 2}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flags);
+    const Json cli = generate(c.flags);
+    Json body = c.body;
+    body["prompt"] = prompt_ids;
+    auto res = server.Post("/v1/completions", body.dump());
+    ASSERT_EQ(res.status, 200) << res.body;
+    const Json choice = Json::parse(res.body)["choices"][0];
+    EXPECT_EQ(cli["text"], choice["text"]);
+    EXPECT_EQ(cli["finish_reason"], choice["finish_reason"]);
+    if (body.contains("logprobs")) {
+      const Json& want = choice["logprobs"]["token_logprobs"];
+      ASSERT_EQ(cli["logprobs"].size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(cli["logprobs"][i]["logprob"].get<double>(),
+                    want[i].get<double>(), 1e-4);
+        EXPECT_EQ(cli["logprobs"][i]["top"].size(), 2u);
+      }
+    }
+  }
+  // The stop string and id really stopped generation early.
+  const Json stopped = generate(cases[0].flags);
+  EXPECT_EQ(stopped["matched_stop"], stop);
+  EXPECT_EQ(stopped["text"], greedy_text.substr(0, 25));
+  const Json stopped_id = generate(cases[1].flags);
+  EXPECT_EQ(stopped_id["output_ids"].size(), 8u);
+  EXPECT_EQ(stopped_id["matched_stop"], greedy_ids[7]);
   EXPECT_EQ(server.Stop(), 0);
 }
 

@@ -1,44 +1,19 @@
-#include "cli/generate_prompt.h"
+#include "prompt/prompt_tools.h"
 
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <limits>
-#include <sstream>
 
 #include "base/bounded_json.h"
 #include "base/file_checks.h"
 
-namespace tessera::cli {
+namespace tessera::prompt {
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-StatusOr<std::string> ReadWholeFile(const std::string& path,
-                                    const std::string& what) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    return InvalidArgumentError(
-        fmt::format("{} {} is a directory; give a file", what, path));
-  }
-  TSR_RETURN_IF_ERROR(CheckRegularFile(path, kMaxTextFileBytes, what));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFoundError(
-        fmt::format("cannot open {} {}; check the path", what, path));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    return InternalError(fmt::format("error reading {} {}", what, path));
-  }
-  return ss.str();
-}
 
 const char* JsonTypeName(const Json& value) {
   if (value.is_number_integer()) return "an integer";
@@ -81,57 +56,6 @@ Status CheckKeys(const Json& body, std::initializer_list<const char*> allowed,
 }
 
 }  // namespace
-
-int ReportError(const Status& status, int exit_code) {
-  std::string message = status.message();
-  std::string line;
-  for (size_t i = 0; i < message.size(); ++i) {
-    if (message[i] == '\n') {
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      if (i + 1 < message.size()) line += "; ";
-    } else {
-      line += message[i];
-    }
-  }
-  std::fflush(stdout);
-  fmt::print(stderr, "error: {}\n", line);
-  std::fflush(stderr);
-  return exit_code;
-}
-
-StatusOr<std::string> ReadRequestArgument(const std::string& argument) {
-  if (argument.empty() || argument[0] != '@') return argument;
-  const std::string path = argument.substr(1);
-  if (path.empty()) {
-    return InvalidArgumentError(
-        "--request '@' needs a file name after '@' (or '@-' for stdin)");
-  }
-  if (path == "-") {
-    std::string text{std::istreambuf_iterator<char>(std::cin),
-                     std::istreambuf_iterator<char>()};
-    return text;
-  }
-  return ReadWholeFile(path, "request file");
-}
-
-StatusOr<Json> ParseJsonText(const std::string& text, const std::string& what) {
-  auto parsed = ParseBoundedOrderedJson(text);
-  if (parsed.ok()) return std::move(*parsed);
-  {
-    // Syntax errors read "[json.exception.parse_error.101] parse error at".
-    std::string detail = parsed.status().message();
-    if (auto pos = detail.find("] "); pos != std::string::npos) {
-      detail = detail.substr(pos + 2);
-    }
-    return InvalidArgumentError(
-        fmt::format("{} is not valid JSON: {}", what, detail));
-  }
-}
-
-std::string DumpJson(const Json& value) {
-  return value.dump(-1, ' ', /*ensure_ascii=*/false,
-                    Json::error_handler_t::replace);
-}
 
 StatusOr<TokenizeRequest> ParseTokenizeRequest(const Json& body) {
   if (!body.is_object()) {
@@ -305,7 +229,7 @@ StatusOr<const ChatTemplate*> PromptTools::Template() {
     } else {
       TSR_ASSIGN_OR_RETURN(
           std::string source,
-          ReadWholeFile(chat_template_file_, "--chat-template file"));
+          ReadTextFile(chat_template_file_, "--chat-template file"));
       auto loaded = ChatTemplate::FromString(source, tokenizer_->bos_token(),
                                              tokenizer_->eos_token());
       if (!loaded.ok()) {
@@ -329,7 +253,7 @@ StatusOr<const ChatTemplate*> PromptTools::Template() {
     // chat_template.jinja alone: FromTokenizerConfig needs the config file.
     TSR_ASSIGN_OR_RETURN(
         std::string source,
-        ReadWholeFile((fs::path(model_dir_) / "chat_template.jinja").string(),
+        ReadTextFile((fs::path(model_dir_) / "chat_template.jinja").string(),
                       "chat template"));
     TSR_ASSIGN_OR_RETURN(
         ChatTemplate loaded,
@@ -389,4 +313,4 @@ Status PromptTools::CheckTokenIds(const std::vector<int32_t>& ids) const {
   return OkStatus();
 }
 
-}  // namespace tessera::cli
+}  // namespace tessera::prompt

@@ -1,7 +1,7 @@
-// Prompt preparation for `tessera tokenize`, `tessera detokenize` and
-// `tessera generate`: a model directory's tokenizer and chat template, and
-// the JSON request bodies of the first two (shaped like the server's
-// /tokenize and /detokenize bodies).
+// Prompt preparation, shared by the HTTP server and the CLI (`tessera
+// tokenize`, `detokenize`, `generate`, `serve`): a model directory's
+// tokenizer and chat template, and the JSON bodies of /tokenize and
+// /detokenize (the CLI's --request takes the same bodies).
 //
 // Tokenize request, exactly one of:
 //   {"prompt": "text", "add_special_tokens": true}
@@ -22,8 +22,8 @@
 // Thread-safety: PromptTools is immutable after Load apart from the lazily
 // loaded chat template, whose loading is serialised by a mutex: every method
 // may be called from several threads (the server's handlers do).
-#ifndef TESSERA_CLI_GENERATE_PROMPT_H_
-#define TESSERA_CLI_GENERATE_PROMPT_H_
+#ifndef TESSERA_PROMPT_PROMPT_TOOLS_H_
+#define TESSERA_PROMPT_PROMPT_TOOLS_H_
 
 #include <nlohmann/json.hpp>
 
@@ -38,34 +38,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
-namespace tessera::cli {
-
-// Exit codes shared by tokenize, detokenize and generate.
-inline constexpr int kExitOk = 0;
-// The device or the model failed while running (a plugin error, out of
-// device memory, an I/O error after the inputs were accepted).
-inline constexpr int kExitRuntimeFailure = 1;
-// What the command was given cannot be used: bad flags, a malformed or
-// mistyped request, a missing model directory or tokenizer, a chat template
-// that is absent or fails on the request, an unusable plugin choice.
-inline constexpr int kExitBadInput = 2;
-
-// Prints "error: <message>" as one line on stderr (newlines in the message
-// become "; ") and returns `exit_code`.
-int ReportError(const Status& status, int exit_code);
-
-// A --request value: inline JSON text, "@path" for a file's contents or
-// "@-" for stdin. Errors name the file.
-StatusOr<std::string> ReadRequestArgument(const std::string& argument);
-
-// Parses JSON text; the error gives the parser's position. `what` names the
-// text in messages ("--request").
-StatusOr<nlohmann::ordered_json> ParseJsonText(const std::string& text,
-                                               const std::string& what);
-
-// Serialises for output; invalid UTF-8 in strings (which a tokenizer never
-// produces) is replaced rather than throwing.
-std::string DumpJson(const nlohmann::ordered_json& value);
+namespace tessera::prompt {
 
 struct TokenizeRequest {
   std::optional<std::string> prompt;  // set: plain text; else messages
@@ -135,6 +108,6 @@ class PromptTools {
 // otherwise.
 Status CheckModelDir(const std::string& model_dir);
 
-}  // namespace tessera::cli
+}  // namespace tessera::prompt
 
-#endif  // TESSERA_CLI_GENERATE_PROMPT_H_
+#endif  // TESSERA_PROMPT_PROMPT_TOOLS_H_
