@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
 #include <numeric>
 #include <thread>
 
@@ -371,6 +372,42 @@ TEST_F(EngineTest, GroupLargerThanTheQueueIsInvalidArgument) {
   auto queued = engine_->SubmitGroup(group("fits-", 4));
   ASSERT_TRUE(queued.ok()) << queued.status().ToString();
   for (auto& s : *queued) Collect(*s);
+}
+
+}  // namespace
+}  // namespace tessera::engine
+
+namespace tessera::engine {
+namespace {
+
+// A task handed to RunOnScheduler while the engine shuts down is either run
+// or refused with Unavailable; before the loop closed its inbox under the
+// lock, one queued after the loop's last drain was never run and its caller
+// blocked for ever.
+TEST_F(EngineTest, TasksRacingShutdownAreRunOrRefusedNeverLost) {
+  for (int round = 0; round < 8; ++round) {
+    Start();
+    std::atomic<int> ran{0};
+    auto hammer = std::async(std::launch::async, [&]() -> Status {
+      while (true) {
+        Status s = engine_->RunOnScheduler([&] {
+          ran.fetch_add(1);
+          return OkStatus();
+        });
+        if (!s.ok()) return s;
+      }
+    });
+    while (ran.load() < 3) std::this_thread::yield();
+    engine_->Shutdown(0);
+    ASSERT_EQ(hammer.wait_for(std::chrono::seconds(10)),
+              std::future_status::ready)
+        << "RunOnScheduler blocked after shutdown (round " << round << ")";
+    EXPECT_EQ(hammer.get().code(), StatusCode::kUnavailable);
+    // Submit after shutdown is refused too.
+    auto late = engine_->Submit(Greedy(Prompt(4, 1), 2));
+    EXPECT_EQ(late.status().code(), StatusCode::kUnavailable);
+    engine_.reset();
+  }
 }
 
 }  // namespace
