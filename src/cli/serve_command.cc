@@ -4,6 +4,7 @@
 // --mem-fraction-static F] [--chunked-prefill-size 2048]
 // [--max-running-requests 256] [--max-queued-requests N]
 // [--schedule-policy lpm|fcfs] [--disable-radix-cache]
+// [--max-inflight-launches 2 | --disable-overlap-schedule]
 // [--reasoning-parser qwen3] [--tool-call-parser qwen]
 // [--dtype auto|float32|bfloat16] [--cpu-threads N] [--log-interval S]
 // [--shutdown-grace S] [--platform NAME | --device-plugin PATH]`
@@ -80,6 +81,8 @@ struct ServeOptions {
   int64_t max_queued_requests = 0;
   std::string schedule_policy = "lpm";
   bool disable_radix_cache = false;
+  int64_t max_inflight_launches = 2;
+  bool disable_overlap_schedule = false;
   std::string dtype = "auto";
   std::string quantization = "none";
   std::string kv_cache_dtype = "auto";
@@ -265,6 +268,8 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   eo.max_queued_requests = o.max_queued_requests;
   eo.policy = *engine::ParseSchedulePolicy(o.schedule_policy);
   eo.disable_radix_cache = o.disable_radix_cache;
+  eo.max_inflight_launches =
+      o.disable_overlap_schedule ? 1 : o.max_inflight_launches;
   eo.log_interval_s = o.log_interval;
   eo.eos_ids = EosIds(*m.checkpoint, m.prompts->tokenizer());
   auto engine = engine::Engine::Create(*m.runner, m.prompts->tokenizer(), eo);
@@ -474,6 +479,13 @@ Command AddServeCommand(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--disable-radix-cache", o->disable_radix_cache,
                 "turn the prefix cache off");
+  app->add_option("--max-inflight-launches", o->max_inflight_launches,
+                  "steps launched before the host postprocesses the oldest: "
+                  "2 overlaps the host's work with the device's, 1 is the "
+                  "serial loop")
+      ->capture_default_str();
+  app->add_flag("--disable-overlap-schedule", o->disable_overlap_schedule,
+                "the serial loop (same as --max-inflight-launches 1)");
   app->add_option("--reasoning-parser", o->server.reasoning_parser,
                   "split <think> blocks into reasoning_content (qwen3)");
   app->add_option("--tool-call-parser", o->server.tool_call_parser,

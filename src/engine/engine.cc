@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <future>
 #include <random>
 #include <utility>
@@ -58,6 +59,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   }
   if (options.max_running_requests < 1) {
     return InvalidArgumentError("--max-running-requests must be at least 1");
+  }
+  if (options.max_inflight_launches < 1 || options.max_inflight_launches > 2) {
+    return InvalidArgumentError(fmt::format(
+        "--max-inflight-launches {} must be 1 (serial) or 2 (overlap)",
+        options.max_inflight_launches));
   }
   std::unique_ptr<Engine> engine(
       new Engine(runner, tokenizer, std::move(options)));
@@ -301,15 +307,26 @@ void Engine::Shutdown(double grace_s) {
 }
 
 void Engine::Loop() {
-  while (AwaitWork()) {
+  std::deque<ScheduledBatch> inflight;  // launched, not yet postprocessed
+  const size_t max_inflight = static_cast<size_t>(options_.max_inflight_launches);
+  while (AwaitWork(!inflight.empty())) {
     ScheduledBatch batch = scheduler_->Schedule();
-    if (batch.empty()) continue;
-    scheduler_->Postprocess(batch, executor_->Run(batch));
+    const bool launched = !batch.empty();
+    if (launched) {
+      executor_->Launch(batch);
+      inflight.push_back(std::move(batch));
+    }
+    // Postprocess the oldest batch once the next is on its way (or when
+    // nothing new could be launched).
+    if (!inflight.empty() && (inflight.size() >= max_inflight || !launched)) {
+      scheduler_->Postprocess(inflight.front(), executor_->Collect());
+      inflight.pop_front();
+    }
   }
   CloseInbox();
 }
 
-bool Engine::AwaitWork() {
+bool Engine::AwaitWork(bool busy) {
   PublishStats();
   std::deque<std::unique_ptr<Sequence>> incoming;
   std::deque<std::function<void()>> tasks;
@@ -317,10 +334,10 @@ bool Engine::AwaitWork() {
   {
     MutexLock lock(&mu_);
     if (inbox_.empty() && tasks_.empty() && !stop_) {
-      // Running sequences: no wait. Only queued ones that cannot start
-      // (waiting for pages or a group leader): poll every 2 ms. Idle:
-      // until woken (the 100 ms bound keeps the stats fresh).
-      const bool runnable = scheduler_->running() > 0;
+      // Running sequences or a batch in flight: no wait. Only queued ones
+      // that cannot start (waiting for pages or a group leader): poll every
+      // 2 ms. Idle: until woken (the 100 ms bound keeps the stats fresh).
+      const bool runnable = busy || scheduler_->running() > 0;
       if (!runnable) {
         const auto wait = scheduler_->has_work()
                               ? std::chrono::milliseconds(2)
@@ -343,7 +360,7 @@ bool Engine::AwaitWork() {
   if (stopping && SteadyClock::now() >= *stop_at_ && scheduler_->has_work()) {
     scheduler_->AbortAll(AbortCause::kShutdown, "the server is shutting down");
   }
-  return !(stopping && !scheduler_->has_work());
+  return busy || !(stopping && !scheduler_->has_work());
 }
 
 void Engine::PublishStats() {

@@ -3,10 +3,15 @@
 // scheduler thread.
 //
 // The loop (Engine::Loop), one step per iteration on the scheduler thread:
-//   batch  = scheduler.Schedule();      bookkeeping only
-//   result = executor.Run(batch);       the forward pass and the sampler
-//   scheduler.Postprocess(batch, result);
+//   batch = scheduler.Schedule();                 bookkeeping only
+//   executor.Launch(batch);                       forward + sampler, queued
+//   scheduler.Postprocess(oldest, executor.Collect());
 // with new requests, cancellations and tasks taken in between (AwaitWork).
+// Overlap scheduling (max_inflight_launches 2, the default): step n + 1 is
+// scheduled and launched before step n is collected, so the device runs
+// while the host detokenizes, checks stops and builds the next batch; the
+// tokens step n samples reach step n + 1 on the device. With 1 the loop is
+// serial: launch, collect, postprocess.
 // What a step does, in order (SGLang's event loop):
 //   1. Schedule: drop cancelled requests (client gone, /abort_request),
 //      freeing their KV;
@@ -134,7 +139,8 @@ class Engine {
   // applies the shutdown grace. False when the loop must end; then every
   // request and task still queued has been answered and later ones are
   // refused.
-  bool AwaitWork() TSR_EXCLUDES(mu_);
+  // `busy`: a batch is in flight (never wait, never stop).
+  bool AwaitWork(bool busy) TSR_EXCLUDES(mu_);
   void PublishStats() TSR_EXCLUDES(mu_);
   // The loop's last act: answers what is still queued, refuses the rest.
   void CloseInbox() TSR_EXCLUDES(mu_);

@@ -22,6 +22,10 @@ struct EngineOptions {
   int64_t max_queued_requests = 0;  // 0: unlimited
   SchedulePolicy policy = SchedulePolicy::kLongestPrefixMatch;
   bool disable_radix_cache = false;
+  // Overlap scheduling: batches launched and not yet postprocessed. 2 (the
+  // default): step n + 1 is scheduled and launched while step n runs; 1:
+  // the serial loop (--disable-overlap-schedule).
+  int64_t max_inflight_launches = 2;
   double log_interval_s = 5.0;   // <= 0: no periodic status line
   std::vector<int32_t> eos_ids;  // the model's EOS ids
 };

@@ -317,6 +317,54 @@ TEST_F(EngineTest, LogprobsAndPenaltiesRunOnTheHostPath) {
   EXPECT_EQ(b.ids, std::vector<int32_t>(6, 777));
 }
 
+// Overlap scheduling changes when the host works, never what it computes:
+// a mix of greedy, seeded sampling, stop strings / ids, penalties and
+// logprobs, all at once, gives the same tokens serial and overlapped.
+TEST_F(EngineTest, OverlapOnAndOffGiveIdenticalTokens) {
+  auto requests = [] {
+    std::vector<EngineRequest> out;
+    for (int i = 0; i < 12; ++i) {
+      EngineRequest r = Greedy(Prompt(8 + 5 * i, 20 + i), 10 + i);
+      if (i % 3 == 1) {
+        r.sampling.temperature = 0.9f;
+        r.sampling.top_p = 0.9f;
+        r.seed = 1000 + i;
+      }
+      if (i % 4 == 2) r.stop_token_ids = {7, 11, 13, 17, 19, 23};
+      if (i % 5 == 3) r.stop = {"e", "a"};
+      if (i == 5) r.logit.presence_penalty = 1.0f;
+      if (i == 9) r.top_logprobs = 2;
+      if (i % 2 == 0) r.ignore_eos = false;
+      out.push_back(std::move(r));
+    }
+    return out;
+  };
+  std::vector<std::vector<Collected>> runs;
+  for (int64_t inflight : {1, 2}) {
+    EngineOptions o;
+    o.max_inflight_launches = inflight;
+    o.chunked_prefill_size = 32;  // chunks and prefill/decode mixing too
+    Start(o);
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (EngineRequest& r : requests()) {
+      auto s = engine_->Submit(std::move(r));
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      streams.push_back(*s);
+    }
+    std::vector<Collected> got;
+    for (auto& s : streams) got.push_back(Collect(*s));
+    runs.push_back(std::move(got));
+    Status integrity = engine_->CheckIntegrity();
+    EXPECT_TRUE(integrity.ok()) << integrity.ToString();
+  }
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[0][i].ids, runs[1][i].ids) << "request " << i;
+    EXPECT_EQ(runs[0][i].text, runs[1][i].text) << "request " << i;
+    EXPECT_EQ(runs[0][i].last.finish.kind, runs[1][i].last.finish.kind);
+    EXPECT_FALSE(runs[1][i].ids.empty());
+  }
+}
+
 TEST_F(EngineTest, InvalidRequestsAreRejectedUpFront) {
   Start();
   EXPECT_EQ(engine_->Submit(Greedy({}, 4)).status().code(),

@@ -1,16 +1,23 @@
-// Executor: runs one scheduled batch — the model's forward pass and the
+// Executor: runs scheduled batches — the model's forward pass and the
 // sampler — and returns a token per sampled row. The engine's loop is
-//   batch = scheduler.Schedule(); result = executor.Run(batch);
-//   scheduler.Postprocess(batch, result);
+//   batch = scheduler.Schedule(); executor.Launch(batch);
+//   scheduler.Postprocess(batch, executor.Collect());
 // so the scheduler never touches the device and tests can drive it with a
-// fake executor (scheduler_test.cc).
+// fake executor (scheduler_test.cc). With overlap scheduling the engine
+// launches batch n + 1 before it collects batch n, so the device computes
+// while the host postprocesses and schedules.
 //
-// Contract: Run reads each row's tokens [kv_len, kv_len + n) and page list
-// (already covering kv_len + n positions) and writes those positions' K/V;
-// it does not change kv_len or any other bookkeeping (Postprocess does).
-// It may use a row's logit processor and advances a sampled row's seeded
-// generator by exactly one draw. An error means the step's device state is
-// unknown; the engine aborts the requests.
+// Contract: Launch enqueues the work of each row — its new tokens
+// [kv_start, kv_start + n) at the positions kv_start.., through its page
+// list (already covering kv_start + n positions) — and returns without
+// waiting for the device where it can. A row with input_from >= 0 feeds
+// the id that row `input_from` of the previous Launch sampled (still on the
+// device) instead of a host token. Launch may use a row's logit processor
+// and advances a sampled row's seeded generator by exactly one draw. It
+// never changes bookkeeping (Schedule and Postprocess do).
+// Collect returns the results in launch order, one per Launch; an error
+// means the step's device state is unknown (the engine aborts the
+// requests). At most two launches are outstanding.
 //
 // Thread-safety: called from the scheduler thread only.
 #ifndef TESSERA_ENGINE_EXECUTOR_H_
@@ -24,7 +31,14 @@ namespace tessera::engine {
 class Executor {
  public:
   virtual ~Executor() = default;
-  virtual StatusOr<StepResult> Run(const ScheduledBatch& batch) = 0;
+  virtual void Launch(const ScheduledBatch& batch) = 0;
+  virtual StatusOr<StepResult> Collect() = 0;
+
+  // Launch and Collect in one (the serial step).
+  StatusOr<StepResult> Run(const ScheduledBatch& batch) {
+    Launch(batch);
+    return Collect();
+  }
 };
 
 }  // namespace tessera::engine

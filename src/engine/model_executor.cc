@@ -38,33 +38,57 @@ ModelExecutor::ModelExecutor(model::ModelRunner& runner)
     : runner_(runner),
       sampler_(runner.runtime(), runner.device(), runner.stream()) {}
 
-StatusOr<StepResult> ModelExecutor::Run(const ScheduledBatch& batch) {
+void ModelExecutor::Launch(const ScheduledBatch& batch) {
+  InFlight f;
+  f.rows = batch.size();
+  if (inflight_.size() >= 2) {
+    f.status = InternalError("more than two launches outstanding");
+  } else {
+    f.status = LaunchStep(batch, f);
+  }
+  inflight_.push_back(std::move(f));
+}
+
+StatusOr<StepResult> ModelExecutor::Collect() {
+  if (inflight_.empty()) return InternalError("Collect without a Launch");
+  InFlight f = std::move(inflight_.front());
+  inflight_.pop_front();
+  TSR_RETURN_IF_ERROR(f.status);
+  if (f.staging >= 0) {
+    TSR_RETURN_IF_ERROR(ids_copied_[f.staging]->Synchronize());
+    const std::vector<int32_t>& ids = host_ids_[f.staging];
+    f.result.ids.assign(ids.begin(), ids.begin() + f.rows);
+    f.result.logprobs.resize(static_cast<size_t>(f.rows));
+  }
+  return std::move(f.result);
+}
+
+Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
+  static const int32_t kPlaceholder = 0;
   model::Batch input;
   input.sequences.reserve(batch.rows.size());
   bool host = false;
+  int64_t token = 0;
   for (const BatchRow& r : batch.rows) {
     const Sequence& s = *r.seq;
-    input.sequences.push_back(
-        {std::span<const int32_t>(s.tokens).subspan(s.kv_len, r.n), s.kv_len,
-         s.kv.pages});
+    std::span<const int32_t> tokens;
+    if (r.input_from >= 0) {
+      if (last_ids_.buffer == nullptr || r.input_from >= last_ids_.rows) {
+        return InternalError(
+            "a row feeds a token the previous launch did not sample");
+      }
+      input.device_tokens.push_back({token, r.input_from});
+      tokens = std::span<const int32_t>(&kPlaceholder, 1);
+    } else {
+      tokens = std::span<const int32_t>(s.tokens).subspan(r.kv_start, r.n);
+    }
+    input.sequences.push_back({tokens, r.kv_start, s.kv.pages});
+    token += r.n;
     host |= r.sample && s.needs_host_logits();
   }
-
-  tsr_tensor logits{};
-  model::Logits host_logits;
-  if (host) {
-    TSR_ASSIGN_OR_RETURN(host_logits, runner_.Forward(input));
-    for (size_t i = 0; i < batch.rows.size(); ++i) {
-      const BatchRow& r = batch.rows[i];
-      if (r.sample && r.seq->processor.active()) {
-        r.seq->processor.Apply(std::span<float>(host_logits.data)
-                                   .subspan(i * host_logits.vocab,
-                                            host_logits.vocab));
-      }
-    }
-    TSR_ASSIGN_OR_RETURN(logits, runner_.UploadLogits(host_logits));
-  } else {
-    TSR_ASSIGN_OR_RETURN(logits, runner_.ForwardOnDevice(input));
+  if (!input.device_tokens.empty()) {
+    input.token_source = last_ids_.buffer;
+    input.token_source_offset = last_ids_.offset;
   }
 
   std::vector<model::SampleRow> sample_rows(batch.rows.size());
@@ -74,18 +98,54 @@ StatusOr<StepResult> ModelExecutor::Run(const ScheduledBatch& batch) {
     sample_rows[i].params = r.seq->request.sampling;
     sample_rows[i].rng = &r.seq->rng;
   }
-  StepResult result;
-  TSR_ASSIGN_OR_RETURN(result.ids, sampler_.Sample(logits, sample_rows));
-  result.logprobs.resize(batch.rows.size());
-  for (size_t i = 0; i < batch.rows.size(); ++i) {
-    const BatchRow& r = batch.rows[i];
-    if (r.sample && r.seq->request.top_logprobs >= 0) {
-      result.logprobs[i] =
-          ComputeLogprobs(host_logits.Row(static_cast<int64_t>(i)),
-                          result.ids[i], r.seq->request.top_logprobs);
+
+  if (host) {
+    // Logit processors and logprobs need the logits on the host: this step
+    // completes here (Forward waits for the stream).
+    TSR_ASSIGN_OR_RETURN(model::Logits host_logits, runner_.Forward(input));
+    for (size_t i = 0; i < batch.rows.size(); ++i) {
+      const BatchRow& r = batch.rows[i];
+      if (r.sample && r.seq->processor.active()) {
+        r.seq->processor.Apply(std::span<float>(host_logits.data)
+                                   .subspan(i * host_logits.vocab,
+                                            host_logits.vocab));
+      }
     }
+    TSR_ASSIGN_OR_RETURN(tsr_tensor logits, runner_.UploadLogits(host_logits));
+    TSR_ASSIGN_OR_RETURN(last_ids_, sampler_.Enqueue(logits, sample_rows));
+    std::vector<int32_t> ids(static_cast<size_t>(last_ids_.rows));
+    TSR_RETURN_IF_ERROR(runner_.stream().CopyDeviceToHost(
+        ids.data(), *last_ids_.buffer, last_ids_.offset, ids.size() * 4));
+    TSR_RETURN_IF_ERROR(runner_.stream().Synchronize());
+    f.result.logprobs.resize(batch.rows.size());
+    for (size_t i = 0; i < batch.rows.size(); ++i) {
+      const BatchRow& r = batch.rows[i];
+      if (r.sample && r.seq->request.top_logprobs >= 0) {
+        f.result.logprobs[i] =
+            ComputeLogprobs(host_logits.Row(static_cast<int64_t>(i)), ids[i],
+                            r.seq->request.top_logprobs);
+      }
+    }
+    f.result.ids = std::move(ids);
+    return OkStatus();
   }
-  return result;
+
+  TSR_ASSIGN_OR_RETURN(tsr_tensor logits, runner_.ForwardOnDevice(input));
+  TSR_ASSIGN_OR_RETURN(last_ids_, sampler_.Enqueue(logits, sample_rows));
+  const int k = next_staging_;
+  next_staging_ ^= 1;
+  runtime::Stream& stream = runner_.stream();
+  if (ids_copied_[k] == nullptr) {
+    TSR_ASSIGN_OR_RETURN(ids_copied_[k], runtime::Event::Create(
+                                             stream.plugin(), stream.device()));
+  }
+  host_ids_[k].resize(static_cast<size_t>(last_ids_.rows));
+  TSR_RETURN_IF_ERROR(stream.CopyDeviceToHost(
+      host_ids_[k].data(), *last_ids_.buffer, last_ids_.offset,
+      host_ids_[k].size() * 4));
+  TSR_RETURN_IF_ERROR(ids_copied_[k]->Record(stream));
+  f.staging = k;
+  return OkStatus();
 }
 
 }  // namespace tessera::engine

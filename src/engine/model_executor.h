@@ -3,10 +3,14 @@
 // that need them, then the device sampler.
 //
 // Per step: when no sampled row needs host logits the logits stay on the
-// device (ForwardOnDevice -> Sampler); otherwise they come to the host once
-// (Forward), each such row's LogitProcessor adjusts its row in place, the
-// rows go back up (UploadLogits) and logprobs are computed from the
-// adjusted rows (what the sampler saw).
+// device (ForwardOnDevice -> Sampler::Enqueue) and Launch returns once the
+// work is queued: the sampled ids are copied to a host buffer behind an
+// event that Collect waits for, and stay on the device as the next step's
+// input tokens (Batch::device_tokens). Otherwise the logits come to the
+// host once (Forward, which waits), each such row's LogitProcessor adjusts
+// its row in place, the rows go back up (UploadLogits) and logprobs are
+// computed from the adjusted rows (what the sampler saw); that step is
+// complete when Launch returns.
 //
 // Thread-safety: not thread-safe; the scheduler thread drives it (and the
 // runner's stream). The runner must outlive it.
@@ -14,7 +18,9 @@
 #define TESSERA_ENGINE_MODEL_EXECUTOR_H_
 
 #include <cstdint>
+#include <deque>
 #include <span>
+#include <vector>
 
 #include "engine/executor.h"
 #include "model/model_runner.h"
@@ -26,11 +32,29 @@ class ModelExecutor : public Executor {
  public:
   explicit ModelExecutor(model::ModelRunner& runner);
 
-  StatusOr<StepResult> Run(const ScheduledBatch& batch) override;
+  void Launch(const ScheduledBatch& batch) override;
+  StatusOr<StepResult> Collect() override;
 
  private:
+  struct InFlight {
+    Status status;       // the launch's error, if any
+    StepResult result;   // ids filled by Collect when on the device
+    int staging = -1;    // host_ids_ slot awaiting the device; -1: ready
+    int64_t rows = 0;
+  };
+  // Enqueues the step; fills `f` (complete for the host-logits path).
+  Status LaunchStep(const ScheduledBatch& batch, InFlight& f);
+
   model::ModelRunner& runner_;
   model::Sampler sampler_;
+  std::deque<InFlight> inflight_;
+  // The previous launch's sampled ids, on the device.
+  model::DeviceIds last_ids_;
+  // Host copies of the sampled ids, one per outstanding launch, each ready
+  // once ids_copied_[i] completes.
+  std::vector<int32_t> host_ids_[2];
+  runtime::EventPtr ids_copied_[2];
+  int next_staging_ = 0;
 };
 
 // log_softmax(row)[id] and the k largest entries (ties to the lower id).

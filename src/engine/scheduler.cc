@@ -72,11 +72,13 @@ void Scheduler::Finish(Sequence* seq, RequestOutput last) {
 }
 
 void Scheduler::RemoveFinished() {
-  running_.erase(std::remove_if(running_.begin(), running_.end(),
-                                [](const std::unique_ptr<Sequence>& s) {
-                                  return s->finished;
-                                }),
-                 running_.end());
+  auto done = std::stable_partition(
+      running_.begin(), running_.end(),
+      [](const std::unique_ptr<Sequence>& s) { return !s->finished; });
+  for (auto it = done; it != running_.end(); ++it) {
+    retired_.push_back(std::move(*it));
+  }
+  running_.erase(done, running_.end());
 }
 
 void Scheduler::ReapCancelled() {
@@ -84,6 +86,7 @@ void Scheduler::ReapCancelled() {
     Sequence* s = it->get();
     if (s->stream->cancelled()) {
       Finish(s, s->AbortOutput(s->stream->cancel_cause(), s->stream->cancel_reason()));
+      retired_.push_back(std::move(*it));
       it = waiting_.erase(it);
     } else {
       ++it;
@@ -98,12 +101,15 @@ void Scheduler::ReapCancelled() {
 }
 
 void Scheduler::AbortAll(AbortCause cause, const std::string& why) {
-  for (auto& s : waiting_) Finish(s.get(), s->AbortOutput(cause, why));
+  for (auto& s : waiting_) {
+    Finish(s.get(), s->AbortOutput(cause, why));
+    retired_.push_back(std::move(s));
+  }
   waiting_.clear();
   for (auto& s : running_) {
     if (!s->finished) Finish(s.get(), s->AbortOutput(cause, why));
   }
-  running_.clear();
+  RemoveFinished();
   chunked_ = nullptr;
 }
 
@@ -123,7 +129,7 @@ void Scheduler::Retract(Sequence* seq) {
   ++retractions_;
 }
 
-void Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
+bool Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
   size_t i = 0;
   while (i < decode.size()) {
     Sequence* s = decode[i];
@@ -131,6 +137,9 @@ void Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
       ++i;
       continue;
     }
+    // Retraction needs every token on the host: wait for the batch in
+    // flight (the slots reserved so far stay reserved for the next try).
+    if (inflight_ > 0) return false;
     if (running_.size() == 1) {
       // Alone and still out of room: the pool cannot hold this sequence
       // (Submit bounds prompt + max tokens by the pool, so only a pool
@@ -149,6 +158,7 @@ void Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
     auto it = std::find(decode.begin(), decode.end(), victim);
     if (it != decode.end()) decode.erase(it);
   }
+  return true;
 }
 
 void Scheduler::SortWaiting() {
@@ -178,7 +188,7 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
   // sequence already has its pending token).
   auto add_row = [&batch](Sequence* s, int64_t n) {
     const bool completes = s->kv_len + n >= PrefillTarget(*s);
-    batch.rows.push_back({s, n, completes && s->generated() == 0, true});
+    batch.rows.push_back({s, n, 0, completes && s->generated() == 0, true, -1});
   };
   if (chunked_ != nullptr) {
     Sequence* s = chunked_;
@@ -205,13 +215,19 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
       continue;
     }
     const auto& t = s->tokens;
-    if (!cache_.disabled() && !admitted.empty()) {
+    if (!cache_.disabled() &&
+        (!admitted.empty() || !prefills_in_flight_.empty())) {
       const int64_t cached = cache_.PrefixLength(
           std::span<const int32_t>(t).first(t.size() - 1));
       const int64_t share = std::max<int64_t>(kInBatchShareTokens,
                                               cache_.page_size());
       bool defer = false;
       for (const Sequence* other : admitted) {
+        defer = defer || CommonPrefix(t, other->tokens) - cached >= share;
+      }
+      // Also prompts computed by the batch in flight: their KV reaches the
+      // cache when it is postprocessed.
+      for (const Sequence* other : prefills_in_flight_) {
         defer = defer || CommonPrefix(t, other->tokens) - cached >= share;
       }
       if (defer) {
@@ -255,16 +271,30 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
 ScheduledBatch Scheduler::Schedule() {
   ReapCancelled();
   ScheduledBatch batch;
-  if (!has_work()) {
-    last_batch_size_ = 0;
+  last_batch_size_ = 0;
+  if (!has_work()) return batch;
+  auto blocked = [&batch] {
+    batch.rows.clear();
+    batch.num_decode = 0;
+    batch.blocked = true;
     return batch;
-  }
+  };
   std::vector<Sequence*> decode;
   for (auto& s : running_) {
-    if (!s->prefilling()) decode.push_back(s.get());
+    if (s->prefilling()) continue;
+    if (s->pending_row >= 0) {
+      // Its next token is being sampled by the batch in flight.
+      if (s->pending_batch != last_batch_id_ || s->needs_host_logits()) {
+        return blocked();  // logit processors need that token on the host
+      }
+      if (s->generated() + 1 >= s->max_new_tokens) continue;  // its last
+    }
+    decode.push_back(s.get());
   }
-  ReserveDecode(decode);
-  for (Sequence* s : decode) batch.rows.push_back({s, 1, true, false});
+  if (!ReserveDecode(decode)) return blocked();
+  for (Sequence* s : decode) {
+    batch.rows.push_back({s, 1, 0, true, false, -1});
+  }
   batch.num_decode = static_cast<int64_t>(decode.size());
   int64_t budget = std::numeric_limits<int64_t>::max();
   if (options_.chunked_prefill_size > 0) {
@@ -273,12 +303,41 @@ ScheduledBatch Scheduler::Schedule() {
         std::min(kMinPrefillBudget, options_.chunked_prefill_size));
   }
   SchedulePrefill(budget, batch);
+  if (batch.empty()) return batch;
+
+  // Commit: the rows' positions now count as computed (stream order makes
+  // them so before any later step reads them).
+  batch.id = ++last_batch_id_;
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    BatchRow& row = batch.rows[i];
+    Sequence* s = row.seq;
+    if (s->pending_row >= 0) row.input_from = s->pending_row;
+    row.kv_start = s->kv_len;
+    s->kv_len += row.n;
+    if (row.sample) {
+      s->pending_batch = batch.id;
+      s->pending_row = static_cast<int64_t>(i);
+    }
+    if (row.prefill) prefills_in_flight_.push_back(s);
+  }
+  ++inflight_;
   last_batch_size_ = batch.size();
   return batch;
 }
 
 void Scheduler::Postprocess(const ScheduledBatch& batch,
                             StatusOr<StepResult> result) {
+  // Sequences retired before this call may still be referenced by this
+  // batch (and no later one): they go when it is done.
+  std::vector<std::unique_ptr<Sequence>> done_with;
+  done_with.swap(retired_);
+  --inflight_;
+  for (const BatchRow& row : batch.rows) {
+    if (!row.prefill) continue;
+    auto it = std::find(prefills_in_flight_.begin(), prefills_in_flight_.end(),
+                        row.seq);
+    if (it != prefills_in_flight_.end()) prefills_in_flight_.erase(it);
+  }
   if (result.ok() && result->ids.size() != batch.rows.size()) {
     result = InternalError(fmt::format("the executor returned {} ids for {} rows",
                                        result->ids.size(), batch.rows.size()));
@@ -293,15 +352,21 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const BatchRow& row = batch.rows[i];
     Sequence* s = row.seq;
-    s->kv_len += row.n;
+    if (row.sample && s->pending_batch == batch.id &&
+        s->pending_row == static_cast<int64_t>(i)) {
+      s->pending_row = -1;  // the token arrives now
+    }
+    if (s->finished) continue;  // ended meanwhile: the token is discarded
     if (row.prefill) {
       Status cached = kv_.CacheComputed(
-          std::span<const int32_t>(s->tokens).first(s->kv_len), s->kv);
+          std::span<const int32_t>(s->tokens).first(row.kv_start + row.n),
+          s->kv);
       if (!cached.ok()) {
         TSR_LOG_WARN("caching the prompt of {}: {}", s->stream->rid(),
                      cached.ToString());
       }
-      if (s->kv_len >= PrefillTarget(*s) && s->group_leader && s->group) {
+      if (row.kv_start + row.n >= PrefillTarget(*s) && s->group_leader &&
+          s->group) {
         s->group->leader_prefilled = true;
       }
     }

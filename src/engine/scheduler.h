@@ -47,12 +47,23 @@ class Scheduler {
   void Enqueue(std::unique_ptr<Sequence> seq);
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
 
-  // The next batch, its KV reserved. Empty when nothing can run now (no
-  // work; only queued requests that do not fit; a resumed request whose
-  // whole prompt was cached, which decodes from the next step on).
+  // The next batch, its KV reserved and its rows committed (kv_len
+  // advanced). Empty when nothing can run now (no work; only queued
+  // requests that do not fit; a resumed request whose whole prompt was
+  // cached, which decodes from the next step on), and empty with
+  // `blocked` when it needs the batch in flight postprocessed first (a
+  // retraction, or a logit processor that must see the pending token).
+  //
+  // Overlap: Schedule may run while the previous batch is in flight (not
+  // yet postprocessed). A sequence whose token that batch is sampling gets
+  // a decode row reading that token on the device (input_from); a
+  // sequence that reaches its length with that token gets none.
   ScheduledBatch Schedule();
 
-  // Applies the executor's result to `batch` (the last Schedule()'s). A
+  // Applies the executor's result to `batch` (the oldest scheduled batch
+  // not yet postprocessed): caches computed prompts, accepts sampled tokens
+  // (a token for a sequence that ended meanwhile, e.g. at a stop string
+  // the step before, is discarded; its KV slot goes with the sequence). A
   // failed step aborts every request with the error (the device state of
   // the batch is unknown).
   void Postprocess(const ScheduledBatch& batch, StatusOr<StepResult> result);
@@ -74,8 +85,9 @@ class Scheduler {
   // Drops cancelled sequences (pushing their abort output).
   void ReapCancelled();
   // Gives each decoding sequence a slot for its next token, retracting the
-  // most recently admitted ones when the pool runs out.
-  void ReserveDecode(std::vector<Sequence*>& decode);
+  // most recently admitted ones when the pool runs out. False when that
+  // would need a retraction while a batch is in flight.
+  bool ReserveDecode(std::vector<Sequence*>& decode);
   void Retract(Sequence* seq);
   // Admits waiting sequences / continues the chunked one under `budget`.
   void SchedulePrefill(int64_t budget, ScheduledBatch& batch);
@@ -90,7 +102,15 @@ class Scheduler {
 
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
+  // Finished sequences a launched batch may still point at; freed by the
+  // Postprocess after the next.
+  std::vector<std::unique_ptr<Sequence>> retired_;
   Sequence* chunked_ = nullptr;  // running, prompt split over steps
+  // Overlap: scheduled batches not yet postprocessed, the last one's id,
+  // and the sequences whose prompt rows they compute.
+  int64_t inflight_ = 0;
+  uint64_t last_batch_id_ = 0;
+  std::vector<const Sequence*> prefills_in_flight_;
   int64_t last_batch_size_ = 0;
   int64_t retractions_ = 0;
   int64_t generated_total_ = 0;

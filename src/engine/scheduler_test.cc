@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <numeric>
 
 #include "engine/executor.h"
@@ -22,16 +23,23 @@ constexpr int32_t kToken = 7;  // what the fake executor samples
 // Samples kToken for every row and records what it was asked to run.
 class FakeExecutor : public Executor {
  public:
-  StatusOr<StepResult> Run(const ScheduledBatch& batch) override {
+  void Launch(const ScheduledBatch& batch) override {
     ++steps;
-    last_tokens = batch.num_tokens();
     StepResult r;
-    r.ids.assign(batch.rows.size(), kToken);
+    r.ids.assign(batch.rows.size(), next_id);
     r.logprobs.resize(batch.rows.size());
+    results_.push_back(std::move(r));
+  }
+  StatusOr<StepResult> Collect() override {
+    StepResult r = std::move(results_.front());
+    results_.pop_front();
     return r;
   }
   int steps = 0;
-  int64_t last_tokens = 0;
+  int32_t next_id = kToken;  // what the next Launch samples for every row
+
+ private:
+  std::deque<StepResult> results_;
 };
 
 class SchedulerTest : public ::testing::Test {
@@ -82,11 +90,12 @@ class SchedulerTest : public ::testing::Test {
   // Queues a request; returns its stream.
   std::shared_ptr<RequestStream> Add(const std::string& rid,
                                      std::vector<int32_t> prompt,
-                                     int64_t max_new = 4) {
+                                     int64_t max_new = 4,
+                                     std::vector<int32_t> stop_ids = {}) {
     EngineRequest r;
     r.rid = rid;
     r.prompt_ids = std::move(prompt);
-    auto stops = StopTokens::Create({}, {}, false, 300);
+    auto stops = StopTokens::Create({}, stop_ids, false, 300);
     auto matcher = StopMatcher::Create({});
     auto processor = LogitProcessor::Create({}, 300, r.prompt_ids);
     EXPECT_TRUE(stops.ok() && matcher.ok() && processor.ok());
@@ -308,6 +317,94 @@ TEST_F(SchedulerTest, FailedStepAbortsEveryRequestAsAnError) {
   }
   EXPECT_FALSE(scheduler_->has_work());
   EXPECT_EQ(scheduler_->kv().UsedTokens(), 0);
+}
+
+// Overlap: batch n + 1 is scheduled while batch n is in flight. A sequence
+// whose token batch n samples decodes it in n + 1 straight from the device
+// (input_from); when that token turns out to stop the sequence, n + 1's
+// token for it is discarded and its KV goes with the sequence.
+TEST_F(SchedulerTest, OverlapFeedsTheInFlightTokenAndDiscardsTheOneAfterAStop) {
+  Make(64);
+  constexpr int32_t kStop = 42;
+  auto a = Add("a", Iota(10, 1), 20, {kStop});
+  auto b = Add("b", Iota(6, 100), 20);
+  ScheduledBatch b1 = scheduler_->Schedule();
+  ASSERT_EQ(b1.size(), 2);
+  executor_.next_id = kStop;  // batch 1 samples the stop id for both
+  executor_.Launch(b1);
+  ScheduledBatch b2 = scheduler_->Schedule();  // batch 1 still in flight
+  ASSERT_EQ(Rids(b2), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(b2.rows[0].input_from, 0);
+  EXPECT_EQ(b2.rows[1].input_from, 1);
+  EXPECT_EQ(b2.rows[0].kv_start, 10);  // the pending token's position
+  EXPECT_EQ(b2.rows[1].kv_start, 6);
+  executor_.next_id = kToken;
+  executor_.Launch(b2);
+  scheduler_->Postprocess(b1, executor_.Collect());
+  // a stopped at batch 1's token; b did not (kStop is not b's stop id).
+  auto a_out = a->Wait(std::chrono::milliseconds(0));
+  ASSERT_EQ(a_out.size(), 1u);
+  EXPECT_TRUE(a_out[0].finished);
+  EXPECT_EQ(a_out[0].token_ids, (std::vector<int32_t>{kStop}));
+  ScheduledBatch b3 = scheduler_->Schedule();  // batch 2 in flight
+  EXPECT_EQ(Rids(b3), (std::vector<std::string>{"b"}));
+  executor_.Launch(b3);
+  scheduler_->Postprocess(b2, executor_.Collect());
+  scheduler_->Postprocess(b3, executor_.Collect());
+  EXPECT_TRUE(a->Wait(std::chrono::milliseconds(0)).empty());  // discarded
+  auto b_out = b->Wait(std::chrono::milliseconds(0));
+  ASSERT_EQ(b_out.size(), 3u);
+  EXPECT_EQ(b_out[2].completion_tokens, 3);
+  b->Cancel();
+  RunToCompletion();
+  EXPECT_EQ(scheduler_->kv().UsedTokens(), 0);
+}
+
+TEST_F(SchedulerTest, OverlapGivesNoRowBeyondTheLengthLimit) {
+  Make(64);
+  auto a = Add("a", Iota(10, 1), 2);
+  ScheduledBatch b1 = scheduler_->Schedule();
+  executor_.Launch(b1);
+  ScheduledBatch b2 = scheduler_->Schedule();
+  ASSERT_EQ(b2.size(), 1);  // token 2 of 2: decoded
+  executor_.Launch(b2);
+  scheduler_->Postprocess(b1, executor_.Collect());
+  ScheduledBatch b3 = scheduler_->Schedule();
+  EXPECT_TRUE(b3.empty());  // its last token is in flight: nothing more
+  EXPECT_FALSE(b3.blocked);
+  scheduler_->Postprocess(b2, executor_.Collect());
+  auto outs = a->Wait(std::chrono::milliseconds(0));
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(outs.back().finish.kind, FinishReason::Kind::kLength);
+  EXPECT_FALSE(scheduler_->has_work());
+  EXPECT_EQ(scheduler_->kv().UsedTokens(), 0);
+}
+
+TEST_F(SchedulerTest, RetractionWaitsForTheBatchInFlight) {
+  Make(8);
+  Add("old", Iota(14, 1), 10);
+  Step();
+  Add("young", Iota(14, 100), 10);
+  Step();
+  // Decode with a batch in flight until the pool runs out: Schedule then
+  // asks for the in-flight batch first instead of retracting.
+  ScheduledBatch inflight = scheduler_->Schedule();
+  executor_.Launch(inflight);
+  bool blocked = false;
+  for (int i = 0; i < 4 && !blocked; ++i) {
+    ScheduledBatch next = scheduler_->Schedule();
+    blocked = next.blocked;
+    if (!blocked) executor_.Launch(next);
+    scheduler_->Postprocess(inflight, executor_.Collect());
+    if (!blocked) inflight = std::move(next);
+  }
+  EXPECT_TRUE(blocked);
+  EXPECT_EQ(scheduler_->retractions(), 0);
+  // With nothing in flight the same step retracts the younger request.
+  Step();
+  EXPECT_EQ(scheduler_->retractions(), 1);
+  RunToCompletion();
+  EXPECT_EQ(finished_, (std::vector<std::string>{"old", "young"}));
 }
 
 }  // namespace

@@ -76,6 +76,11 @@ struct Sequence {
   SequenceKv kv;
   int64_t max_new_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens matched at first admission
+  // Overlap: row `pending_row` of batch `pending_batch` samples this
+  // sequence's next token, not accepted yet (-1: none pending). Then
+  // kv_len == tokens.size() (the pending token's position is next).
+  uint64_t pending_batch = 0;
+  int64_t pending_row = -1;
   bool admitted_once = false;
   bool finished = false;
 

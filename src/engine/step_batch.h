@@ -6,9 +6,10 @@
 //   Scheduler::Postprocess(batch, result)
 //
 // A row is one sequence's part of the step: decode rows (one new token at
-// position kv_len) come first, then prefill rows (n prompt tokens from
-// kv_len on, a whole prompt or one chunk). Only rows with `sample` get a
+// position kv_start) come first, then prefill rows (n prompt tokens from
+// kv_start on, a whole prompt or one chunk). Only rows with `sample` get a
 // token: decode rows, and the prefill row that completes a fresh prompt.
+// Schedule has already advanced each sequence's kv_len past its rows.
 //
 // Thread-safety: plain values; the Sequence pointers belong to the
 // scheduler thread and are valid until Postprocess returns.
@@ -27,14 +28,23 @@ struct Sequence;
 
 struct BatchRow {
   Sequence* seq = nullptr;
-  int64_t n = 1;        // new tokens: seq->tokens[kv_len, kv_len + n)
-  bool sample = true;   // a token is sampled for this row
+  int64_t n = 1;         // new tokens: positions [kv_start, kv_start + n)
+  int64_t kv_start = 0;  // the sequence's KV length before this row
+  bool sample = true;    // a token is sampled for this row
   bool prefill = false;  // a prompt row (its KV goes to the radix cache)
+  // Overlap: this decode row's input token is the one row `input_from` of
+  // the previous batch sampled, still on the device (-1: seq->tokens has
+  // it, at kv_start).
+  int64_t input_from = -1;
 };
 
 struct ScheduledBatch {
+  uint64_t id = 0;             // increasing per scheduled batch
   std::vector<BatchRow> rows;  // decode rows, then prefill rows
   int64_t num_decode = 0;      // rows[0, num_decode) are decode rows
+  // Empty because scheduling must wait for the batch in flight to be
+  // postprocessed (its tokens are needed on the host first).
+  bool blocked = false;
 
   bool empty() const { return rows.empty(); }
   int64_t size() const { return static_cast<int64_t>(rows.size()); }

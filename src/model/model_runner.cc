@@ -30,9 +30,15 @@ tsr_tensor StridedView(const Buffer& buffer, DType dtype, uint64_t offset,
 }
 
 // Grows `buffer` to at least `bytes` (contents are not kept).
-Status Reserve(runtime::Device& device, BufferPtr& buffer, uint64_t bytes,
-               const char* what) {
+// Grows `buffer` to `bytes`. Before freeing an old buffer it waits once
+// for `stream` (queued work may still use it); `synced` remembers that.
+Status Reserve(runtime::Device& device, runtime::Stream* stream, bool& synced,
+               BufferPtr& buffer, uint64_t bytes, const char* what) {
   if (buffer != nullptr && buffer->size() >= bytes) return OkStatus();
+  if (buffer != nullptr && stream != nullptr && !synced) {
+    TSR_RETURN_IF_ERROR(stream->Synchronize());
+    synced = true;
+  }
   buffer.reset();
   auto fresh = device.Allocate(bytes);
   if (!fresh.ok()) {
@@ -261,6 +267,7 @@ Status ModelRunner::ValidateBatch(const Batch& batch, StepShape& shape) const {
 
 Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
   Workspace& w = *ws_;
+  bool synced = false;
   const uint64_t es = DTypeSize(act_dtype_);
   const int64_t h = config_.hidden_size;
   const int64_t qkv_dim =
@@ -273,33 +280,33 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
     w.tokens = std::max(w.tokens, (shape.tokens + 63) / 64 * 64);
   }
   const uint64_t t = static_cast<uint64_t>(w.tokens);
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.residual, t * h * es, "residual"));
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.normed, t * h * es, "normed"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.residual, t * h * es, "residual"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.normed, t * h * es, "normed"));
   // Fused layers keep their intermediates inside the plugin.
   if (fused_layer_ == nullptr) {
-    TSR_RETURN_IF_ERROR(Reserve(device_, w.hidden, t * h * es, "hidden"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv, t * qkv_dim * es, "qkv"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, w.attn, t * q_dim * es, "attention"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.hidden, t * h * es, "hidden"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.qkv, t * qkv_dim * es, "qkv"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.attn, t * q_dim * es, "attention"));
     if (kv_dtype_ != act_dtype_) {
       const uint64_t ks = DTypeSize(kv_dtype_);
-      TSR_RETURN_IF_ERROR(Reserve(device_, w.qkv_kv, t * qkv_dim * ks, "qkv"));
+      TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.qkv_kv, t * qkv_dim * ks, "qkv"));
       TSR_RETURN_IF_ERROR(
-          Reserve(device_, w.attn_kv, t * q_dim * ks, "attention"));
+          Reserve(device_, stream_.get(), synced, w.attn_kv, t * q_dim * ks, "attention"));
     }
-    TSR_RETURN_IF_ERROR(Reserve(device_, w.gate_up, t * 2 * inter * es, "mlp"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, w.act, t * inter * es, "mlp"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.gate_up, t * 2 * inter * es, "mlp"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.act, t * inter * es, "mlp"));
   }
   TSR_RETURN_IF_ERROR(
-      Reserve(device_, w.rows_h, shape.sequences * h * es, "last rows"));
+      Reserve(device_, stream_.get(), synced, w.rows_h, shape.sequences * h * es, "last rows"));
   const uint64_t v = static_cast<uint64_t>(config_.vocab_size);
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.logits, shape.rows * v * es, "logits"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.logits, shape.rows * v * es, "logits"));
   if (act_dtype_ != TSR_DTYPE_F32) {
     TSR_RETURN_IF_ERROR(
-        Reserve(device_, w.logits_f32, shape.rows * v * 4, "logits"));
+        Reserve(device_, stream_.get(), synced, w.logits_f32, shape.rows * v * 4, "logits"));
   }
   const uint64_t meta_ints = 3 * shape.tokens + 3 * shape.sequences + 1 +
                              shape.sequences * shape.max_pages;
-  TSR_RETURN_IF_ERROR(Reserve(device_, w.meta, meta_ints * 4, "metadata"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.meta, meta_ints * 4, "metadata"));
   return OkStatus();
 }
 
@@ -307,8 +314,20 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
 // seq_lens [B], query_start [B + 1], last_rows [B], block_table [B, P].
 Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
   const int64_t t = shape.tokens, b = shape.sequences, p = shape.max_pages;
-  host_meta_.assign(static_cast<size_t>(3 * t + 3 * b + 1 + b * p), 0);
-  int32_t* ids = host_meta_.data();
+  const int k = next_meta_;
+  next_meta_ ^= 1;
+  if (meta_copied_[k] != nullptr) {
+    // The copy from this buffer was queued two steps ago; in steady state
+    // it finished long since.
+    TSR_RETURN_IF_ERROR(meta_copied_[k]->Synchronize());
+  } else {
+    TSR_ASSIGN_OR_RETURN(meta_copied_[k],
+                         runtime::Event::Create(stream_->plugin(),
+                                                stream_->device()));
+  }
+  std::vector<int32_t>& host_meta = host_meta_[k];
+  host_meta.assign(static_cast<size_t>(3 * t + 3 * b + 1 + b * p), 0);
+  int32_t* ids = host_meta.data();
   int32_t* positions = ids + t;
   int32_t* slots = positions + t;
   int32_t* seq_lens = slots + t;
@@ -341,8 +360,41 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
   w.query_start = w.seq_lens + 4 * b;
   w.last_rows = w.query_start + 4 * (b + 1);
   w.block_table = w.last_rows + 4 * b;
-  return stream_->CopyHostToDevice(*w.meta, 0, host_meta_.data(),
-                                   host_meta_.size() * sizeof(int32_t));
+  TSR_RETURN_IF_ERROR(stream_->CopyHostToDevice(
+      *w.meta, 0, host_meta.data(), host_meta.size() * sizeof(int32_t)));
+  return meta_copied_[k]->Record(*stream_);
+}
+
+Status ModelRunner::ResolveDeviceTokens(const Batch& batch,
+                                        const StepShape& shape) {
+  if (batch.device_tokens.empty()) return OkStatus();
+  if (batch.token_source == nullptr) {
+    return InvalidArgumentError("a batch with device tokens needs a source");
+  }
+  const Workspace& w = *ws_;
+  // Runs of consecutive tokens with consecutive sources become one copy
+  // (the usual case: the decode rows keep their order between steps).
+  const auto& dt = batch.device_tokens;
+  size_t i = 0;
+  while (i < dt.size()) {
+    size_t j = i + 1;
+    while (j < dt.size() && dt[j].token == dt[j - 1].token + 1 &&
+           dt[j].source == dt[j - 1].source + 1) {
+      ++j;
+    }
+    if (dt[i].token < 0 || dt[j - 1].token >= shape.tokens || dt[i].source < 0 ||
+        batch.token_source_offset + (dt[j - 1].source + 1) * 4 >
+            batch.token_source->size()) {
+      return InvalidArgumentError("a device token is out of range");
+    }
+    TSR_RETURN_IF_ERROR(stream_->CopyDeviceToDevice(
+        *w.meta, w.ids + static_cast<uint64_t>(dt[i].token) * 4,
+        *batch.token_source,
+        batch.token_source_offset + static_cast<uint64_t>(dt[i].source) * 4,
+        static_cast<uint64_t>(j - i) * 4));
+    i = j;
+  }
+  return OkStatus();
 }
 
 Status ModelRunner::Launch(tsr_op_id op, std::span<const tsr_tensor> inputs,
@@ -616,14 +668,9 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
 StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
   StepShape shape;
   TSR_RETURN_IF_ERROR(ValidateBatch(batch, shape));
-  if (pending_) {
-    // The previous step's metadata copy reads host_meta_.
-    TSR_RETURN_IF_ERROR(stream_->Synchronize());
-    pending_ = false;
-  }
   TSR_RETURN_IF_ERROR(EnsureWorkspace(shape));
   TSR_RETURN_IF_ERROR(UploadMetadata(batch, shape));
-  pending_ = true;
+  TSR_RETURN_IF_ERROR(ResolveDeviceTokens(batch, shape));
 
   const Workspace& w = *ws_;
   const DType x = act_dtype_;
@@ -697,7 +744,6 @@ StatusOr<Logits> ModelRunner::Forward(const Batch& batch) {
   TSR_RETURN_IF_ERROR(stream_->CopyDeviceToHost(
       out.data.data(), *F32Logits(), 0, out.data.size() * sizeof(float)));
   TSR_RETURN_IF_ERROR(stream_->Synchronize());
-  pending_ = false;
   return out;
 }
 

@@ -93,11 +93,28 @@ struct SequenceInput {
   std::span<const int32_t> pages;   // covers cached_len + tokens.size()
 };
 
+// A new token whose id is still on the device (sampled by an earlier step
+// on the runner's stream, not read back yet): token `token` of the step
+// (index into the sequences' new tokens, concatenated) takes the I32 at
+// index `source` of the batch's token_source. Its host value in
+// `sequences` is a placeholder and is ignored.
+struct DeviceToken {
+  int64_t token = 0;
+  int64_t source = 0;
+};
+
 struct Batch {
   std::vector<SequenceInput> sequences;
   // false: one logits row per sequence (its last new token).
   // true: one row per new token, sequences in order.
   bool all_logits = false;
+  // Overlap scheduling: ids of this step that the previous step sampled
+  // (Sampler::Enqueue's DeviceIds, I32 [n] at token_source_offset). The
+  // runner copies them into the step's ids on the stream, after the
+  // metadata upload and before the embedding reads them.
+  std::vector<DeviceToken> device_tokens;
+  const runtime::Buffer* token_source = nullptr;
+  uint64_t token_source_offset = 0;  // bytes
 };
 
 // Logits copied to the host: rows x vocab, F32, row-major.
@@ -122,9 +139,10 @@ class ModelRunner {
   ModelRunner& operator=(const ModelRunner&) = delete;
 
   // Runs the batch and leaves F32 logits [rows, V] on the device (rows as
-  // Batch::all_logits says). The view stays valid until the next Forward;
-  // work may still be queued on stream() (stream order makes it safe to
-  // use there).
+  // Batch::all_logits says). Enqueues only (it waits for the stream just
+  // when the workspace must grow): the view stays valid until the next
+  // Forward; work may still be queued on stream() (stream order makes it
+  // safe to use there).
   StatusOr<tsr_tensor> ForwardOnDevice(const Batch& batch);
   // ForwardOnDevice, then copies the logits to the host (synchronous).
   StatusOr<Logits> Forward(const Batch& batch);
@@ -159,8 +177,12 @@ class ModelRunner {
               DType act_dtype, DType kv_dtype);
 
   Status ValidateBatch(const Batch& batch, StepShape& shape) const;
+  // Grows the workspace for `shape`; waits for queued work first when a
+  // buffer must be replaced (queued steps still use the old ones).
   Status EnsureWorkspace(const StepShape& shape);
   Status UploadMetadata(const Batch& batch, const StepShape& shape);
+  // Copies the batch's device tokens into the uploaded ids.
+  Status ResolveDeviceTokens(const Batch& batch, const StepShape& shape);
   // Attention's params (scale 1/sqrt(D), the pool's page size), shared by
   // paged_attention and the fused decoder_layer.
   tsr_paged_attention_params AttentionParams() const;
@@ -194,10 +216,12 @@ class ModelRunner {
   runtime::StreamPtr stream_;
   std::unique_ptr<Workspace> ws_;
   const runtime::ResolvedOp* fused_layer_ = nullptr;  // null: op sequence
-  // Host staging of the metadata copy; it must stay untouched until the
-  // stream passes the copy, so a Forward waits for the previous one first.
-  std::vector<int32_t> host_meta_;
-  bool pending_ = false;  // work of the last ForwardOnDevice may be queued
+  // Host staging of the metadata copy, double buffered: a buffer must stay
+  // untouched until the stream passes its copy (meta_copied_[i]), so two
+  // ForwardOnDevice calls may be queued at once (overlap scheduling).
+  std::vector<int32_t> host_meta_[2];
+  runtime::EventPtr meta_copied_[2];
+  int next_meta_ = 0;
 };
 
 }  // namespace tessera::model

@@ -28,6 +28,17 @@ float SamplerRng::Uniform() {
 
 StatusOr<std::vector<int32_t>> Sampler::Sample(
     const tsr_tensor& logits, std::span<const SampleRow> rows) {
+  TSR_ASSIGN_OR_RETURN(DeviceIds ids, Enqueue(logits, rows));
+  host_ids_.assign(static_cast<size_t>(ids.rows), 0);
+  TSR_RETURN_IF_ERROR(stream_.CopyDeviceToHost(
+      host_ids_.data(), *ids.buffer, ids.offset,
+      static_cast<uint64_t>(ids.rows) * 4));
+  TSR_RETURN_IF_ERROR(stream_.Synchronize());
+  return host_ids_;
+}
+
+StatusOr<DeviceIds> Sampler::Enqueue(const tsr_tensor& logits,
+                                     std::span<const SampleRow> rows) {
   if (logits.ndim != 2 || logits.dtype != TSR_DTYPE_F32) {
     return InvalidArgumentError("Sampler::Sample needs F32 logits [B, V]");
   }
@@ -51,12 +62,13 @@ StatusOr<std::vector<int32_t>> Sampler::Sample(
   // [B], min_p F32 [B], uniform F32 [B], ids I32 [B] (out).
   const uint64_t bytes = 6 * static_cast<uint64_t>(b) * 4;
   if (params_ == nullptr || params_->size() < bytes) {
-    params_.reset();
-    TSR_ASSIGN_OR_RETURN(params_, device_.Allocate(bytes));
+    if (params_ != nullptr) retired_.push_back(std::move(params_));
+    // Room for twice the rows, so a growing batch reallocates rarely.
+    TSR_ASSIGN_OR_RETURN(params_, device_.Allocate(2 * bytes));
   }
-  const uint64_t row_bytes = static_cast<uint64_t>(b) * 4;
+  const uint64_t slot_bytes = static_cast<uint64_t>(b) * 4;
   auto view = [&](int slot, DType dtype) {
-    return params_->View(dtype, {b}, slot * row_bytes);
+    return params_->View(dtype, {b}, slot * slot_bytes);
   };
   const tsr_tensor ids = view(5, TSR_DTYPE_I32);
   if (all_greedy) {
@@ -65,18 +77,30 @@ StatusOr<std::vector<int32_t>> Sampler::Sample(
     TSR_RETURN_IF_ERROR(
         runtime_.dispatcher().Launch(stream_, TSR_OP_ARGMAX, in, out));
   } else {
-    host_params_.assign(static_cast<size_t>(5 * b), 0);
+    const int k = next_staging_;
+    next_staging_ ^= 1;
+    if (copied_[k] != nullptr) {
+      // The stream read this staging buffer two Enqueues ago; in steady
+      // state that copy finished long since.
+      TSR_RETURN_IF_ERROR(copied_[k]->Synchronize());
+    } else {
+      TSR_ASSIGN_OR_RETURN(copied_[k], runtime::Event::Create(
+                                           stream_.plugin(), stream_.device()));
+    }
+    std::vector<uint32_t>& host = host_params_[k];
+    host.assign(static_cast<size_t>(5 * b), 0);
     for (int64_t i = 0; i < b; ++i) {
       const SampleRow& row = rows[i];
       const float uniform = row.params.greedy() ? 0.0f : row.rng->Uniform();
-      host_params_[0 * b + i] = Bits(row.params.temperature);
-      host_params_[1 * b + i] = static_cast<uint32_t>(row.params.top_k);
-      host_params_[2 * b + i] = Bits(row.params.top_p);
-      host_params_[3 * b + i] = Bits(row.params.min_p);
-      host_params_[4 * b + i] = Bits(uniform);
+      host[0 * b + i] = Bits(row.params.temperature);
+      host[1 * b + i] = static_cast<uint32_t>(row.params.top_k);
+      host[2 * b + i] = Bits(row.params.top_p);
+      host[3 * b + i] = Bits(row.params.min_p);
+      host[4 * b + i] = Bits(uniform);
     }
-    TSR_RETURN_IF_ERROR(stream_.CopyHostToDevice(
-        *params_, 0, host_params_.data(), host_params_.size() * 4));
+    TSR_RETURN_IF_ERROR(
+        stream_.CopyHostToDevice(*params_, 0, host.data(), host.size() * 4));
+    TSR_RETURN_IF_ERROR(copied_[k]->Record(stream_));
     tsr_tensor in[] = {logits,
                        view(0, TSR_DTYPE_F32),
                        view(1, TSR_DTYPE_I32),
@@ -87,17 +111,12 @@ StatusOr<std::vector<int32_t>> Sampler::Sample(
     Status launched =
         runtime_.dispatcher().Launch(stream_, TSR_OP_SAMPLE, in, out);
     if (!launched.ok()) {
-      // The queued copy still reads host_params_: let it finish first.
+      // The queued copies still read the staging buffer: let them finish.
       (void)stream_.Synchronize();
       return launched;
     }
   }
-  host_ids_.assign(static_cast<size_t>(b), 0);
-  TSR_RETURN_IF_ERROR(
-      stream_.CopyDeviceToHost(host_ids_.data(), *params_, 5 * row_bytes,
-                               row_bytes));
-  TSR_RETURN_IF_ERROR(stream_.Synchronize());
-  return host_ids_;
+  return DeviceIds{params_.get(), 5 * slot_bytes, b};
 }
 
 }  // namespace tessera::model

@@ -49,6 +49,15 @@ struct SampleRow {
   SamplerRng* rng = nullptr;  // required unless params.greedy()
 };
 
+// Sampled ids still on the device: I32 [rows] at `offset` of `buffer`.
+// They stay there until the stream passes the sampler's next Enqueue (a
+// later step may read them on the same stream, e.g. as its input tokens).
+struct DeviceIds {
+  const runtime::Buffer* buffer = nullptr;
+  uint64_t offset = 0;  // bytes
+  int64_t rows = 0;
+};
+
 class Sampler {
  public:
   Sampler(runtime::Runtime& runtime, runtime::Device& device,
@@ -60,12 +69,26 @@ class Sampler {
   StatusOr<std::vector<int32_t>> Sample(const tsr_tensor& logits,
                                         std::span<const SampleRow> rows);
 
+  // Enqueues the sampling and returns at once; the ids stay on the device.
+  // Draws each non-greedy row's uniform now (so a seeded request gets the
+  // same draws whether or not its steps overlap). Host staging is double
+  // buffered: two Enqueues may be outstanding.
+  StatusOr<DeviceIds> Enqueue(const tsr_tensor& logits,
+                              std::span<const SampleRow> rows);
+
  private:
   runtime::Runtime& runtime_;
   runtime::Device& device_;
   runtime::Stream& stream_;
-  runtime::BufferPtr params_;  // I32/F32 [6, B] (see Sample)
-  std::vector<uint32_t> host_params_;
+  runtime::BufferPtr params_;  // I32/F32 [6, B] (see Enqueue)
+  // Buffers replaced by a larger one; queued work may still read them, so
+  // they live as long as the sampler (they grow geometrically: few).
+  std::vector<runtime::BufferPtr> retired_;
+  // Host staging of the sampling parameters, one per outstanding Enqueue;
+  // copied_[i] marks when the stream has read host_params_[i].
+  std::vector<uint32_t> host_params_[2];
+  runtime::EventPtr copied_[2];
+  int next_staging_ = 0;
   std::vector<int32_t> host_ids_;
 };
 
