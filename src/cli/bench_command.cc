@@ -21,9 +21,10 @@
 // [--input-len 512] [--output-len 32] [--json] [--output-file F] [--smoke]
 // [--no-bandwidth] [--bandwidth-bytes N] [--cpu-threads N] [--seed S]
 // [--platform NAME | --device-plugin PATH]`: the model runner timed alone
-// (bench_one_batch.h) for each batch size — tokens/s, step times, "host ms"
-// (per-step time outside kernels, where the plugin reports stream busy
-// time) — with the memory roofline from a
+// (bench_one_batch.h) for each batch size, serial and overlapped — tokens/s,
+// step times, "host ms" (building and launching a step), "busy ms" (kernel
+// time per step, where the plugin reports stream busy time) and "idle" (the
+// device idle fraction, 1 - busy / wall) — with the memory roofline from a
 // host read-bandwidth probe (read_bandwidth.h) run first in the same
 // process unless --no-bandwidth.
 //
@@ -143,21 +144,29 @@ std::string TextTable(const Json& out) {
       out["fused_decoder_layer"].get<bool>() ? "fused (decoder_layer)"
                                              : "op by op");
   text += fmt::format(
-      "{:>5} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} {:>9} "
-      "{:>12} {:>9}\n",
-      "batch", "in", "out", "prefill t/s", "decode t/s", "step ms", "p50 ms",
-      "p99 ms", "host ms", "MB/step", "roofline");
+      "{:>5} {:>7} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} "
+      "{:>6} {:>12} {:>9}\n",
+      "batch", "overlap", "in", "out", "prefill t/s", "decode t/s", "step ms",
+      "p50 ms", "p99 ms", "host ms", "busy ms", "idle", "MB/step",
+      "roofline");
+  auto optional_ms = [](const Json& v) {
+    return v.is_number() ? fmt::format("{:.3f}", v.get<double>())
+                         : std::string("-");
+  };
   for (const Json& r : out["results"]) {
     text += fmt::format(
-        "{:>5} {:>6} {:>6} {:>12.1f} {:>12.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9} "
-        "{:>12.1f} {:>9}\n",
-        r["batch_size"].get<int64_t>(), r["input_len"].get<int64_t>(),
+        "{:>5} {:>7} {:>6} {:>6} {:>12.1f} {:>12.2f} {:>9.2f} {:>9.2f} "
+        "{:>9.2f} {:>8.3f} {:>8} {:>6} {:>12.1f} {:>9}\n",
+        r["batch_size"].get<int64_t>(), r["overlap"].get<bool>() ? "on" : "off",
+        r["input_len"].get<int64_t>(),
         r["output_len"].get<int64_t>(), r["prefill_tokens_per_s"].get<double>(),
         r["decode_tokens_per_s"].get<double>(),
         r["step_ms"]["mean"].get<double>(), r["step_ms"]["p50"].get<double>(),
-        r["step_ms"]["p99"].get<double>(),
-        r["outside_kernels_ms_mean"].is_number()
-            ? fmt::format("{:.3f}", r["outside_kernels_ms_mean"].get<double>())
+        r["step_ms"]["p99"].get<double>(), r["host_ms_mean"].get<double>(),
+        optional_ms(r["device_busy_ms_mean"]),
+        r["device_idle_fraction"].is_number()
+            ? fmt::format("{:.1f}%",
+                          100.0 * r["device_idle_fraction"].get<double>())
             : std::string("-"),
         double(r["bytes_per_step"].get<uint64_t>()) / 1e6,
         r["roofline_fraction"].is_number()
@@ -284,19 +293,24 @@ int RunOneBatchBench(BenchOptions o) {
       fmt::print(stderr, "batch {}: prefill {} x {} tokens, {} decode steps\n",
                  b, b, o.input_len, o.output_len);
     }
-    OneBatchParams params;
-    params.batch_size = b;
-    params.input_len = o.input_len;
-    params.output_len = o.output_len;
-    params.seed = o.seed;
-    auto result = RunOneBatch(**runner, params);
-    if (!result.ok()) {
-      return ReportError(
-          result.status().WithContext(fmt::format("batch size {}", b)),
-          FailureCode(result.status()));
+    // The serial loop, then overlap (what the server runs), in the same
+    // run so the two compare on the same machine state.
+    for (bool overlap : {false, true}) {
+      OneBatchParams params;
+      params.batch_size = b;
+      params.input_len = o.input_len;
+      params.output_len = o.output_len;
+      params.seed = o.seed;
+      params.overlap = overlap;
+      auto result = RunOneBatch(**runner, params);
+      if (!result.ok()) {
+        return ReportError(
+            result.status().WithContext(fmt::format("batch size {}", b)),
+            FailureCode(result.status()));
+      }
+      if (bandwidth) ApplyRoofline(*result, bandwidth->read_gbps);
+      out["results"].push_back(OneBatchResultToJson(*result));
     }
-    if (bandwidth) ApplyRoofline(*result, bandwidth->read_gbps);
-    out["results"].push_back(OneBatchResultToJson(*result));
   }
 
   return Emit(o, DumpJson(out), TextTable(out));

@@ -102,6 +102,25 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   OneBatchResult result;
   result.params = params;
 
+  // The sampled ids: on the device (the next step's input with overlap)
+  // and copied to host[k] behind copied[k], one slot per step in flight.
+  runtime::Stream& stream = runner.stream();
+  std::vector<int32_t> host[2];
+  runtime::EventPtr copied[2];
+  for (auto& e : copied) {
+    TSR_ASSIGN_OR_RETURN(e, runtime::Event::Create(stream.plugin(),
+                                                   stream.device()));
+  }
+  // Enqueues logits -> sample -> copy of the ids into slot k.
+  auto sample = [&](const tsr_tensor& logits, int k) -> StatusOr<model::DeviceIds> {
+    TSR_ASSIGN_OR_RETURN(model::DeviceIds ids, sampler.Enqueue(logits, rows));
+    host[k].resize(batch_size);
+    TSR_RETURN_IF_ERROR(stream.CopyDeviceToHost(host[k].data(), *ids.buffer,
+                                                ids.offset, batch_size * 4));
+    TSR_RETURN_IF_ERROR(copied[k]->Record(stream));
+    return ids;
+  };
+
   // Prefill: all prompts in one forward pass, then the first tokens.
   const auto prefill_start = Clock::now();
   model::Batch prefill;
@@ -109,34 +128,73 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
     prefill.sequences.push_back({prompts[i], 0, pages[i]});
   }
   TSR_ASSIGN_OR_RETURN(tsr_tensor logits, runner.ForwardOnDevice(prefill));
-  TSR_ASSIGN_OR_RETURN(std::vector<int32_t> last, sampler.Sample(logits, rows));
+  TSR_ASSIGN_OR_RETURN(model::DeviceIds device_ids, sample(logits, 0));
+  TSR_RETURN_IF_ERROR(copied[0]->Synchronize());
+  std::vector<int32_t> last = host[0];
   result.prefill_seconds = SecondsSince(prefill_start);
 
   // Decode: one token per sequence per step at position input_len + s.
+  // Serial: each step reads its ids back before the next is built. Overlap:
+  // step s + 1 is launched with step s's ids still on the device (device
+  // tokens) and step s's ids are read back after that launch, as the
+  // engine's overlap loop does. A step's clock runs from the previous
+  // step's read-back to its own.
+  static const int32_t kPlaceholder = 0;
   std::vector<double> step_ms;
   step_ms.reserve(size_t(params.output_len));
+  double host_s = 0;
   runtime::Plugin& plugin = runner.device().plugin();
-  const tsr_stream stream = runner.stream().handle();
-  TSR_ASSIGN_OR_RETURN(std::optional<uint64_t> busy_start, plugin.StreamBusyNs(stream));
+  TSR_ASSIGN_OR_RETURN(std::optional<uint64_t> busy_start,
+                       plugin.StreamBusyNs(stream.handle()));
   const auto decode_start = Clock::now();
+  auto step_start = decode_start;
   for (int64_t s = 0; s < params.output_len; ++s) {
-    const auto step_start = Clock::now();
+    const int k = int(s % 2) ^ 1;  // prefill used slot 0
+    const auto host_start = Clock::now();
     model::Batch decode;
     for (size_t i = 0; i < batch_size; ++i) {
-      decode.sequences.push_back({std::span<const int32_t>(&last[i], 1),
-                                  params.input_len + s, pages[i]});
+      std::span<const int32_t> token(&last[i], 1);
+      if (params.overlap) {
+        token = std::span<const int32_t>(&kPlaceholder, 1);
+        decode.device_tokens.push_back({int64_t(i), int64_t(i)});
+      }
+      decode.sequences.push_back({token, params.input_len + s, pages[i]});
+    }
+    if (params.overlap) {
+      decode.token_source = device_ids.buffer;
+      decode.token_source_offset = device_ids.offset;
     }
     TSR_ASSIGN_OR_RETURN(logits, runner.ForwardOnDevice(decode));
-    TSR_ASSIGN_OR_RETURN(last, sampler.Sample(logits, rows));
-    step_ms.push_back(SecondsSince(step_start) * 1e3);
+    TSR_ASSIGN_OR_RETURN(device_ids, sample(logits, k));
+    host_s += SecondsSince(host_start);
+    // Serial: this step's ids; overlap: the previous step's.
+    const int read = params.overlap ? k ^ 1 : k;
+    if (!params.overlap || s > 0) {
+      TSR_RETURN_IF_ERROR(copied[read]->Synchronize());
+      last = host[read];
+      const auto now = Clock::now();
+      step_ms.push_back(std::chrono::duration<double, std::milli>(now - step_start).count());
+      step_start = now;
+    }
+  }
+  if (params.overlap) {
+    TSR_RETURN_IF_ERROR(copied[int((params.output_len - 1) % 2) ^ 1]->Synchronize());
+    const auto now = Clock::now();
+    step_ms.push_back(std::chrono::duration<double, std::milli>(now - step_start).count());
   }
   result.decode_seconds = SecondsSince(decode_start);
-  TSR_ASSIGN_OR_RETURN(std::optional<uint64_t> busy_end, plugin.StreamBusyNs(stream));
+  result.host_ms_mean = host_s * 1e3 / double(params.output_len);
+  TSR_ASSIGN_OR_RETURN(std::optional<uint64_t> busy_end,
+                       plugin.StreamBusyNs(stream.handle()));
   if (busy_start && busy_end) {
-    // Every step waits for its sample, so the stream is idle at both ends.
+    // The stream is idle at both ends (the last read-back waited for it).
     const double busy_ms = double(*busy_end - *busy_start) / 1e6;
+    const double wall_ms = result.decode_seconds * 1e3;
     result.outside_kernels_ms_mean =
-        std::max(0.0, result.decode_seconds * 1e3 - busy_ms) / double(params.output_len);
+        std::max(0.0, wall_ms - busy_ms) / double(params.output_len);
+    result.device_busy_ms_mean = busy_ms / double(params.output_len);
+    result.device_idle_fraction =
+        wall_ms > 0 ? std::clamp(1.0 - busy_ms / wall_ms, 0.0, 1.0) : 0.0;
   }
 
   const double b = double(params.batch_size);
@@ -178,8 +236,12 @@ void ApplyRoofline(OneBatchResult& result, double read_gbps) {
 }
 
 nlohmann::ordered_json OneBatchResultToJson(const OneBatchResult& r) {
+  auto optional = [](const std::optional<double>& v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+  };
   nlohmann::ordered_json out = {
       {"batch_size", r.params.batch_size},
+      {"overlap", r.params.overlap},
       {"input_len", r.params.input_len},
       {"output_len", r.params.output_len},
       {"prefill_seconds", r.prefill_seconds},
@@ -190,9 +252,10 @@ nlohmann::ordered_json OneBatchResultToJson(const OneBatchResult& r) {
        {{"mean", r.step_ms_mean},
         {"p50", r.step_ms_p50},
         {"p99", r.step_ms_p99}}},
-      {"outside_kernels_ms_mean",
-       r.outside_kernels_ms_mean ? nlohmann::ordered_json(*r.outside_kernels_ms_mean)
-                                 : nlohmann::ordered_json(nullptr)},
+      {"host_ms_mean", r.host_ms_mean},
+      {"device_busy_ms_mean", optional(r.device_busy_ms_mean)},
+      {"device_idle_fraction", optional(r.device_idle_fraction)},
+      {"outside_kernels_ms_mean", optional(r.outside_kernels_ms_mean)},
       {"mean_context", r.mean_context},
       {"weight_bytes", r.weight_bytes},
       {"kv_bytes_per_step", r.kv_bytes_per_step},

@@ -7,8 +7,17 @@
 // prefilled in ONE forward pass and the first token of each is sampled
 // greedily (the prefill clock); then output_len decode steps run, each one
 // forward pass over all B sequences (one new token each) plus a greedy
-// sample (one clock per step). Both clocks wait for the device: the
-// sampler reads the ids back to the host.
+// sample (one clock per step, from one read-back of sampled ids to the
+// next). Serial (overlap false): each step's ids are read back before the
+// next step is built. Overlap (as the engine serves by default): step s + 1
+// is launched with step s's ids still on the device (Batch::device_tokens)
+// and step s's ids are read back after that launch, so the device does not
+// wait while the host builds the next step.
+//
+// Per step: host_ms_mean is the host's time building and launching a step
+// (without waiting for the device); where the plugin reports its stream's
+// busy time (ABI 1.1 stream_busy_ns), device_busy_ms_mean is the kernels'
+// time and device_idle_fraction = 1 - busy / wall over the decode steps.
 //
 // Bytes read per decode step (the memory-roofline model): every weight byte
 // once (ModelWeights::device_bytes) plus, per sequence, its K and V at the
@@ -18,11 +27,9 @@
 // Given a read bandwidth (GB/s), the roofline decode rate is
 //   read_gbps * 1e9 / bytes_per_step * B   tokens/s.
 //
-// Time outside kernels: where the plugin reports its stream's busy time
-// (ABI 1.1 stream_busy_ns), each decode step's wall time minus the busy
-// time it added is the time the device waited for the host (building the
-// batch, launching ops, sampling glue); its mean is
-// outside_kernels_ms_mean.
+// Time outside kernels: each decode step's wall time minus the busy time it
+// added is the time the device waited for the host (building the batch,
+// launching ops, sampling glue); its mean is outside_kernels_ms_mean.
 //
 // The KV pages taken are returned to the pool before RunOneBatch returns,
 // also on error. Not thread-safe: drives the runner's stream from the
@@ -45,6 +52,7 @@ struct OneBatchParams {
   int64_t input_len = 512;  // prompt tokens per sequence, >= 1
   int64_t output_len = 32;  // decode steps, >= 1
   uint64_t seed = 0;        // for the random prompt ids
+  bool overlap = true;      // launch step s + 1 before reading step s back
 };
 
 struct OneBatchResult {
@@ -59,6 +67,9 @@ struct OneBatchResult {
   // Mean per decode step of wall time minus stream busy time; nullopt when
   // the plugin does not report busy time.
   std::optional<double> outside_kernels_ms_mean;
+  double host_ms_mean = 0.0;  // building and launching one step
+  std::optional<double> device_busy_ms_mean;   // kernels per step
+  std::optional<double> device_idle_fraction;  // 1 - busy / wall
   uint64_t weight_bytes = 0;       // read once per step
   uint64_t kv_bytes_per_step = 0;  // all B sequences at mean_ctx
   uint64_t bytes_per_step = 0;     // weight_bytes + kv_bytes_per_step

@@ -342,7 +342,12 @@ bool Engine::AwaitWork(bool busy) {
         const auto wait = scheduler_->has_work()
                               ? std::chrono::milliseconds(2)
                               : std::chrono::milliseconds(100);
+        const auto wait_start = SteadyClock::now();
         cv_.WaitFor(&mu_, wait);
+        waited_ns_ += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                SteadyClock::now() - wait_start)
+                .count());
       }
     }
     incoming.swap(inbox_);
@@ -364,11 +369,12 @@ bool Engine::AwaitWork(bool busy) {
 }
 
 void Engine::PublishStats() {
+  const std::optional<uint64_t> busy = executor_->DeviceBusyNs();
   MutexLock lock(&mu_);
   scheduler_->FillStats(stats_);
   stats_.queued = scheduler_->waiting() + static_cast<int64_t>(inbox_.size());
   queued_ = scheduler_->waiting();
-  reporter_.Update(stats_);
+  reporter_.Update(stats_, busy, waited_ns_);
 }
 
 void Engine::CloseInbox() {

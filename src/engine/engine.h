@@ -153,6 +153,7 @@ class Engine {
   std::unique_ptr<Executor> executor_;
   StatusReporter reporter_;
   std::optional<SteadyClock::time_point> stop_at_;  // shutdown deadline
+  uint64_t waited_ns_ = 0;  // the loop's time waiting for work
 
   mutable Mutex mu_;
   CondVar cv_;  // inbox_, tasks_ or stop_ changed

@@ -53,6 +53,11 @@ struct EngineStats {
   int64_t kv_cached_tokens = 0;  // in the radix cache (locked or not)
   double cache_hit_rate = 0;     // matched / queried prompt tokens
   double gen_throughput = 0;     // tokens/s over the last interval
+  // 1 - device busy / wall over the last interval (>= 1 s) in which the
+  // engine had work (time spent waiting for requests does not count); -1
+  // when the plugin does not report stream busy time or before the first
+  // interval.
+  double device_idle_fraction = -1;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t cached_tokens_total = 0;

@@ -23,6 +23,9 @@
 #ifndef TESSERA_ENGINE_EXECUTOR_H_
 #define TESSERA_ENGINE_EXECUTOR_H_
 
+#include <cstdint>
+#include <optional>
+
 #include "base/status.h"
 #include "engine/step_batch.h"
 
@@ -33,6 +36,10 @@ class Executor {
   virtual ~Executor() = default;
   virtual void Launch(const ScheduledBatch& batch) = 0;
   virtual StatusOr<StepResult> Collect() = 0;
+
+  // Cumulative nanoseconds the device spent running this executor's work
+  // (the plugin's stream busy time); nullopt when unknown.
+  virtual std::optional<uint64_t> DeviceBusyNs() { return std::nullopt; }
 
   // Launch and Collect in one (the serial step).
   StatusOr<StepResult> Run(const ScheduledBatch& batch) {

@@ -63,6 +63,11 @@ StatusOr<StepResult> ModelExecutor::Collect() {
   return std::move(f.result);
 }
 
+std::optional<uint64_t> ModelExecutor::DeviceBusyNs() {
+  auto busy = runner_.device().plugin().StreamBusyNs(runner_.stream().handle());
+  return busy.ok() ? *busy : std::nullopt;
+}
+
 Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
   static const int32_t kPlaceholder = 0;
   model::Batch input;

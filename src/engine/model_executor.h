@@ -34,6 +34,7 @@ class ModelExecutor : public Executor {
 
   void Launch(const ScheduledBatch& batch) override;
   StatusOr<StepResult> Collect() override;
+  std::optional<uint64_t> DeviceBusyNs() override;
 
  private:
   struct InFlight {

@@ -1,6 +1,6 @@
 // StatusReporter: the engine's running numbers outside its loop — the
-// generation throughput over the last second for EngineStats, and the
-// SGLang-style status line
+// generation throughput and the device idle fraction over the last second
+// for EngineStats, and the SGLang-style status line
 //   #running-req: 3, #queue-req: 0, batch: 3, token usage: 0.02 (96/4096),
 //   cache hit rate: 41.0%, gen throughput (token/s): 812.3
 // every log_interval_s while the engine is busy (<= 0: never).
@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "engine/engine_options.h"
 
@@ -20,9 +21,13 @@ class StatusReporter {
  public:
   explicit StatusReporter(double log_interval_s);
 
-  // `stats` is the fresh snapshot (everything but gen_throughput filled);
-  // sets its gen_throughput and logs the status line when it is due.
-  void Update(EngineStats& stats);
+  // `stats` is the fresh snapshot (everything but gen_throughput and
+  // device_idle_fraction filled); `device_busy_ns` the executor's
+  // cumulative device busy time (nullopt: unknown) and `waited_ns` the
+  // loop's cumulative time waiting for work. Sets the two rates and logs
+  // the status line when it is due.
+  void Update(EngineStats& stats, std::optional<uint64_t> device_busy_ns,
+              uint64_t waited_ns);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -30,6 +35,9 @@ class StatusReporter {
   Clock::time_point last_rate_ = Clock::now();
   int64_t generated_at_last_rate_ = 0;
   double gen_throughput_ = 0;
+  std::optional<uint64_t> busy_at_last_rate_;
+  uint64_t waited_at_last_rate_ = 0;
+  double device_idle_fraction_ = -1;
   Clock::time_point last_log_ = Clock::now();
   int64_t generated_at_last_log_ = 0;
 };

@@ -67,7 +67,13 @@ Status PageAllocator::Free(int32_t page) {
 }
 
 Status PageAllocator::Free(std::span<const int32_t> pages) {
-  for (int32_t page : pages) TSR_RETURN_IF_ERROR(Free(page));
+  // In reverse, so that the next Allocate of as many pages pops them in the
+  // order given: a block table's pages stay ascending when they are reused
+  // (attention streams a sequence's pages in order; descending addresses
+  // defeat the CPU's prefetchers and cost decode a third of its speed).
+  for (auto it = pages.rbegin(); it != pages.rend(); ++it) {
+    TSR_RETURN_IF_ERROR(Free(*it));
+  }
   return OkStatus();
 }
 

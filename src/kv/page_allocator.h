@@ -41,8 +41,10 @@ class PageAllocator {
   Status Allocate(int64_t count, std::vector<int32_t>& out);
 
   // Returns pages to the free list. A page id out of range or not currently
-  // allocated is an InvalidArgument error; pages before the bad one in
-  // `pages` are freed, the rest are not.
+  // allocated is an InvalidArgument error. The span form frees last to
+  // first, so the next Allocate of as many pages returns them in the order
+  // given; on a bad id the pages after it in `pages` are freed, the rest
+  // are not.
   Status Free(int32_t page);
   Status Free(std::span<const int32_t> pages);
 

@@ -85,6 +85,11 @@ StatusOr<ServingMetrics> ServingMetrics::Create(Registry* registry,
       b.AddGauge("gen_throughput",
                  "The generation throughput (token/s) over the recent window.",
                  &m.gen_throughput_));
+  TSR_RETURN_IF_ERROR(b.AddGauge(
+      "device_idle_fraction",
+      "The fraction (0..1) of the last busy second the device spent idle "
+      "waiting for the host; -1 when the plugin does not report busy time.",
+      &m.device_idle_fraction_));
   TSR_RETURN_IF_ERROR(
       b.AddGauge("max_total_num_tokens",
                  "Maximum total number of tokens in the KV cache pool.",

@@ -10,7 +10,9 @@
 //              token_usage (fraction 0..1 of the KV pool in use),
 //              cache_hit_rate (fraction 0..1 of prompt tokens served from
 //              the prefix cache), gen_throughput (generated tokens/s over the
-//              scheduler's recent logging window), max_total_num_tokens
+//              scheduler's recent logging window), max_total_num_tokens;
+//              Tessera's own: device_idle_fraction (0..1 of the last busy
+//              second the device waited for the host; -1 unknown)
 //   counters   prompt_tokens_total, generation_tokens_total,
 //              cached_tokens_total, num_requests_total,
 //              num_aborted_requests_total, num_retracted_requests_total
@@ -57,6 +59,7 @@ class ServingMetrics {
   Gauge& token_usage() const { return *token_usage_; }
   Gauge& cache_hit_rate() const { return *cache_hit_rate_; }
   Gauge& gen_throughput() const { return *gen_throughput_; }
+  Gauge& device_idle_fraction() const { return *device_idle_fraction_; }
   Gauge& max_total_num_tokens() const { return *max_total_num_tokens_; }
 
   // Counters (tokens or requests).
@@ -82,6 +85,7 @@ class ServingMetrics {
   Gauge* token_usage_ = nullptr;
   Gauge* cache_hit_rate_ = nullptr;
   Gauge* gen_throughput_ = nullptr;
+  Gauge* device_idle_fraction_ = nullptr;
   Gauge* max_total_num_tokens_ = nullptr;
   Counter* prompt_tokens_ = nullptr;
   Counter* generation_tokens_ = nullptr;

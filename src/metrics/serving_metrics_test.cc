@@ -23,6 +23,7 @@ TEST(ServingMetricsTest, RendersEveryDocumentedFamily) {
       {"tessera:token_usage", "gauge"},
       {"tessera:cache_hit_rate", "gauge"},
       {"tessera:gen_throughput", "gauge"},
+      {"tessera:device_idle_fraction", "gauge"},
       {"tessera:max_total_num_tokens", "gauge"},
       {"tessera:prompt_tokens_total", "counter"},
       {"tessera:generation_tokens_total", "counter"},

@@ -144,6 +144,7 @@ void HandleServerInfo(ServingContext& ctx, const HttpRequest&,
                 {"retractions", st.retractions_total},
                 {"requests_total", st.requests_total},
                 {"aborted_requests", st.aborted_total},
+                {"device_idle_fraction", st.device_idle_fraction},
                 {"kv_integrity",
                  integrity.ok() ? std::string("ok") : integrity.ToString()}};
   SendJson(res, j);
@@ -189,6 +190,7 @@ void HandleMetrics(ServingContext& ctx, const HttpRequest&,
                           : 0.0);
   m.cache_hit_rate().Set(st.cache_hit_rate);
   m.gen_throughput().Set(st.gen_throughput);
+  m.device_idle_fraction().Set(st.device_idle_fraction);
   m.max_total_num_tokens().Set(static_cast<double>(st.kv_capacity_tokens));
   {
     std::lock_guard<std::mutex> lock(ctx.metrics_mu);

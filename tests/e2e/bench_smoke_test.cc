@@ -68,10 +68,18 @@ TEST(BenchSmokeTest, OneBatchSmokeJson) {
   // The cpu plugin offers the fused decoder_layer.
   EXPECT_EQ(out["fused_decoder_layer"], true) << out.dump();
   ASSERT_TRUE(out["results"].is_array());
-  ASSERT_EQ(out["results"].size(), 2u);  // --smoke: batch sizes 1 and 2
-  int64_t expected_batch = 1;
+  // --smoke: batch sizes 1 and 2, each serial then overlapped.
+  ASSERT_EQ(out["results"].size(), 4u);
+  size_t index = 0;
   for (const Json& row : out["results"]) {
-    EXPECT_EQ(row["batch_size"], expected_batch++);
+    EXPECT_EQ(row["batch_size"], int64_t(1 + index / 2));
+    EXPECT_EQ(row["overlap"], index % 2 == 1);
+    ++index;
+    ExpectPositive(row, "host_ms_mean");
+    ExpectPositive(row, "device_busy_ms_mean");
+    ASSERT_TRUE(row["device_idle_fraction"].is_number()) << row.dump();
+    EXPECT_GE(row["device_idle_fraction"].get<double>(), 0.0);
+    EXPECT_LE(row["device_idle_fraction"].get<double>(), 1.0);
     EXPECT_EQ(row["input_len"], 16);
     EXPECT_EQ(row["output_len"], 4);
     for (const char* key :
@@ -98,10 +106,10 @@ TEST(BenchSmokeTest, OneBatchSmokeJson) {
     EXPECT_DOUBLE_EQ(row["mean_context"].get<double>(), 16 + 2.5);
   }
   // KV bytes grow with the batch; the weights do not.
-  EXPECT_EQ(out["results"][1]["kv_bytes_per_step"].get<uint64_t>(),
+  EXPECT_EQ(out["results"][2]["kv_bytes_per_step"].get<uint64_t>(),
             2 * out["results"][0]["kv_bytes_per_step"].get<uint64_t>());
   EXPECT_EQ(out["results"][0]["weight_bytes"],
-            out["results"][1]["weight_bytes"]);
+            out["results"][2]["weight_bytes"]);
 }
 
 TEST(BenchSmokeTest, DoctorBandwidthJson) {
