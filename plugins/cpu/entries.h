@@ -23,6 +23,10 @@ tsr_status EventRecord(tsr_event event, tsr_stream stream);
 tsr_status StreamWaitEvent(tsr_stream stream, tsr_event event);
 tsr_status EventSynchronize(tsr_event event);
 tsr_status EventQuery(tsr_event event);
+tsr_status GraphBeginCapture(tsr_stream stream);
+tsr_status GraphEndCapture(tsr_stream stream, tsr_graph* out);
+tsr_status GraphLaunch(tsr_graph graph, tsr_stream stream);
+tsr_status GraphDestroy(tsr_graph graph);
 
 tsr_status ListOps(const tsr_op_signature** ops_out, size_t* count_out);
 tsr_status ResolveOp(int32_t device, const tsr_op_signature* signature, tsr_kernel* out);

@@ -23,7 +23,7 @@ const tsr_plugin_manifest kManifest = {
     0,
     "none (x86-64 or any CPU; libc and pthreads)",
     TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_COLLECTIVES |
-        TSR_CAP_FUSED_OPS,
+        TSR_CAP_FUSED_OPS | TSR_CAP_GRAPHS,
 };
 
 void CopyString(char* dst, size_t capacity, const std::string& src) {
@@ -272,7 +272,10 @@ tsr_plugin_api MakeApi() {
   api.resolve_op = entry::ResolveOp;
   api.launch = entry::Launch;
   api.comm = CommApi();
-  api.graph = nullptr;
+  static const tsr_graph_api kGraphApi = {
+      sizeof(tsr_graph_api), entry::GraphBeginCapture, entry::GraphEndCapture,
+      entry::GraphLaunch, entry::GraphDestroy};
+  api.graph = &kGraphApi;
   api.stream_busy_ns = entry::StreamBusyNs;
   return api;
 }

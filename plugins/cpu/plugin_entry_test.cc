@@ -18,10 +18,11 @@ TEST_F(CpuPluginTest, ManifestAndProbeBeforeInit) {
   EXPECT_EQ(std::string(m->requirements), "none (x86-64 or any CPU; libc and pthreads)");
   EXPECT_EQ(m->capabilities,
             TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_COLLECTIVES |
-                TSR_CAP_FUSED_OPS);
+                TSR_CAP_FUSED_OPS | TSR_CAP_GRAPHS);
   EXPECT_EQ(api_->probe(), 10);
   EXPECT_NE(api_->comm, nullptr);
-  EXPECT_EQ(api_->graph, nullptr);
+  ASSERT_NE(api_->graph, nullptr);
+  EXPECT_NE(api_->graph->begin_capture, nullptr);
   int32_t count = 0;
   EXPECT_NE(api_->device_count(&count), TSR_OK);  // not initialised
   EXPECT_THAT(api_->last_error(), HasSubstr("init"));

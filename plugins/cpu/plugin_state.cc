@@ -115,6 +115,7 @@ Status ShutdownPlugin() {
   for (auto& comm : state->comms.RemoveAll()) comm->group->Abort();
   for (auto& s : streams) s->Close();
   streams.clear();
+  state->graphs.RemoveAll();
   state->events.RemoveAll();
   state->kernels.RemoveAll();
   state->buffers.RemoveAll();

@@ -47,6 +47,7 @@ struct PluginState {
   HandleRegistry<Event> events;
   HandleRegistry<Kernel> kernels;
   HandleRegistry<Comm> comms;
+  HandleRegistry<Graph> graphs;
   // kernel_handles[device * NumOpSignatures() + i]: resolve_op's answers.
   std::vector<uintptr_t> kernel_handles;
 

@@ -68,11 +68,67 @@ Status Stream::Enqueue(std::string what, WorkFn fn) {
     if (stop_) {
       return InvalidHandle("the stream is being destroyed; no work can be queued");
     }
+    if (capture_ != nullptr) {
+      capture_->push_back(Item{0, std::move(what), std::move(fn)});
+      return OkStatus();
+    }
     uint64_t gen = ++core.enqueued_;
     queue_.push_back(Item{gen, std::move(what), std::move(fn)});
   }
   core.work_cv_.notify_one();  // only the worker waits on it
   return OkStatus();
+}
+
+Status Stream::BeginCapture() {
+  std::lock_guard<std::mutex> lock(core_->mu_);
+  if (capture_ != nullptr) {
+    return InvalidArgument("begin_capture: the stream is already capturing; end that capture "
+                           "first");
+  }
+  capture_ = std::make_unique<std::vector<Item>>();
+  return OkStatus();
+}
+
+Status Stream::EndCapture(std::shared_ptr<Graph>* out) {
+  std::unique_ptr<std::vector<Item>> items;
+  {
+    std::lock_guard<std::mutex> lock(core_->mu_);
+    if (capture_ == nullptr) {
+      return InvalidArgument("end_capture: the stream is not capturing; call begin_capture first");
+    }
+    items = std::move(capture_);
+  }
+  std::vector<std::pair<std::string, WorkFn>> work;
+  work.reserve(items->size());
+  for (Item& item : *items) work.emplace_back(std::move(item.what), std::move(item.fn));
+  *out = std::make_shared<Graph>(device_, std::move(work));
+  return OkStatus();
+}
+
+bool Stream::capturing() {
+  std::lock_guard<std::mutex> lock(core_->mu_);
+  return capture_ != nullptr;
+}
+
+Status Graph::Launch(Stream& stream) const {
+  if (stream.device() != device_) {
+    return InvalidArgument("graph launch: the graph was captured on device ", device_,
+                           " but the stream is on device ", stream.device());
+  }
+  if (stream.capturing()) {
+    return InvalidArgument("graph launch: the stream is capturing; graphs do not nest");
+  }
+  // The item holds the graph (and through it every captured buffer) until
+  // it has run, even if the host destroys the graph meanwhile.
+  return stream.Enqueue("graph", [graph = shared_from_this()](ExecContext& ctx) -> Status {
+    for (const auto& [what, fn] : graph->items_) {
+      Status status = fn(ctx);
+      if (!status.ok()) {
+        return Status(status.code(), StrCat("graph item ", what, ": ", status.message()));
+      }
+    }
+    return OkStatus();
+  });
 }
 
 Status Stream::Synchronize() {

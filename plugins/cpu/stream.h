@@ -23,6 +23,15 @@
 // only once the smallest generation any of them waits for completes, not
 // after every item (a decode step enqueues hundreds).
 //
+// Graphs (the ABI's optional graph table): between BeginCapture and
+// EndCapture, Enqueue records its work item instead of queueing it. The
+// items are what a launch leaves after its synchronous part — argument
+// checks, buffer resolution and kernel selection all happened at capture —
+// so a Graph replays them as ONE queued item on any stream of its device,
+// reading the captured buffers' contents at replay time. While a stream
+// captures, nothing else may wait on it or order against it: synchronize,
+// query, event_record and stream_wait_event on it fail (InvalidArgument).
+//
 // Thread-safety: all members are thread-safe. The ABI promises one host
 // thread per stream at a time; nothing here relies on it.
 #ifndef TESSERA_PLUGINS_CPU_STREAM_H_
@@ -37,6 +46,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "kit_names.h"
 #include "thread_pool.h"
@@ -98,8 +109,15 @@ class Stream {
   int device() const { return device_; }
   const std::shared_ptr<StreamCore>& core() const { return core_; }
 
-  // Appends `fn` (named `what` in error messages); returns at once.
+  // Appends `fn` (named `what` in error messages); returns at once. While
+  // capturing, records it instead.
   Status Enqueue(std::string what, WorkFn fn);
+
+  // Graph capture (see the file comment). BeginCapture fails when already
+  // capturing; EndCapture when not.
+  Status BeginCapture();
+  Status EndCapture(std::shared_ptr<class Graph>* out);
+  bool capturing();
   // Waits for everything enqueued so far; returns the sticky error.
   Status Synchronize();
   // OK idle, NOT_READY pending, or the sticky error.
@@ -124,8 +142,27 @@ class Stream {
   std::atomic<bool> cancel_{false};
   std::deque<Item> queue_;  // guarded by core_->mu_
   bool stop_ = false;       // guarded by core_->mu_
+  // The items recorded since BeginCapture (null: not capturing).
+  std::unique_ptr<std::vector<Item>> capture_;  // guarded by core_->mu_
   std::thread worker_;
   std::once_flag joined_;
+};
+
+// A captured sequence of work items of one device; immutable, replayed by
+// Launch as one item on a stream of that device. The items hold the
+// buffers they use alive.
+class Graph : public std::enable_shared_from_this<Graph> {
+ public:
+  Graph(int device, std::vector<std::pair<std::string, WorkFn>> items)
+      : device_(device), items_(std::move(items)) {}
+  int device() const { return device_; }
+  size_t size() const { return items_.size(); }
+  // Enqueues the whole graph on `stream` as one item.
+  Status Launch(Stream& stream) const;
+
+ private:
+  const int device_;
+  const std::vector<std::pair<std::string, WorkFn>> items_;
 };
 
 // A marker recorded on a stream: (core, generation). Never recorded = done.

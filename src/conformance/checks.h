@@ -29,6 +29,7 @@ void StreamChecks(CheckContext& ctx, PluginEnv& env);  // stream_checks.cc
 void OpChecks(CheckContext& ctx, PluginEnv& env);      // op_checks.cc
 void CollectiveChecks(CheckContext& ctx,
                       PluginEnv& env);  // collective_checks.cc
+void GraphChecks(CheckContext& ctx, PluginEnv& env);   // graph_checks.cc
 
 // All groups in order, bound to `env` (which must outlive the run).
 std::vector<GroupSpec> PluginCheckGroups(PluginEnv* env);

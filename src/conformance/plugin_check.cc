@@ -54,7 +54,8 @@ std::vector<GroupSpec> PluginCheckGroups(PluginEnv* env) {
           initialised("copies", CopyChecks),
           initialised("streams", StreamChecks),
           initialised("ops", OpChecks),
-          initialised("collectives", CollectiveChecks)};
+          initialised("collectives", CollectiveChecks),
+          initialised("graphs", GraphChecks)};
 }
 
 int RunPluginCheck(const PluginCheckOptions& options, std::FILE* out) {
