@@ -73,6 +73,7 @@ using Json = nlohmann::ordered_json;
 
 struct BenchOptions {
   bool one_batch = false;
+  bool disable_graph = false;
   double soak_seconds = 0;  // > 0: the soak instead of the benchmark
   std::string model_path;
   std::vector<int64_t> batch_sizes = {1, 8, 32};
@@ -137,12 +138,13 @@ std::string TextTable(const Json& out) {
         out["bandwidth"]["bytes"].get<uint64_t>() >> 20);
   }
   text += fmt::format(
-      "model {} on {} ({}), {}, KV cache {}, layers {}\n",
+      "model {} on {} ({}), {}, KV cache {}, layers {}, decode {}\n",
       out["model"].get<std::string>(), out["device"].get<std::string>(),
       out["plugin"].get<std::string>(), out["dtype"].get<std::string>(),
       out["kv_cache_dtype"].get<std::string>(),
       out["fused_decoder_layer"].get<bool>() ? "fused (decoder_layer)"
-                                             : "op by op");
+                                             : "op by op",
+      out["graphs"].get<bool>() ? "graph replay" : "eager");
   text += fmt::format(
       "{:>5} {:>7} {:>6} {:>6} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} "
       "{:>6} {:>12} {:>9}\n",
@@ -264,6 +266,7 @@ int RunOneBatchBench(BenchOptions o) {
   // The workspace sized for the largest prefill up front (not timed).
   runner_options.max_batch_tokens = max_batch * o.input_len;
   runner_options.show_progress = progress;
+  runner_options.graph_max_batch = o.disable_graph ? 0 : 160;
   ApplyQuantizationFlag(o.quantization, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   if (progress) fmt::print(stderr, "loading {}...\n", o.model_path);
@@ -284,6 +287,7 @@ int RunOneBatchBench(BenchOptions o) {
   out["quantization"] = o.quantization;
   out["kv_cache_dtype"] = std::string(DTypeName((*runner)->kv_cache_dtype()));
   out["fused_decoder_layer"] = (*runner)->uses_fused_layers();
+  out["graphs"] = (*runner)->uses_graphs();
   out["seed"] = o.seed;
   out["bandwidth"] =
       bandwidth ? ReadBandwidthToJson(*bandwidth) : Json(nullptr);
@@ -604,6 +608,9 @@ Command AddBenchCommand(CLI::App& root) {
   app->add_flag("--one-batch", o->one_batch,
                 "time the model runner alone on random prompts")
       ->group(one_batch);
+  one_batch_option(app->add_flag(
+      "--disable-graph,--disable-cuda-graph", o->disable_graph,
+      "run decode steps eagerly instead of replaying captured graphs"));
   one_batch_option(
       app->add_option("--model-path", o->model_path,
                       "Hugging Face model folder (config.json, "

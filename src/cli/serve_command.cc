@@ -5,6 +5,8 @@
 // [--max-running-requests 256] [--max-queued-requests N]
 // [--schedule-policy lpm|fcfs] [--disable-radix-cache]
 // [--max-inflight-launches 2 | --disable-overlap-schedule]
+// [--graph-max-bs 160 | --disable-graph] (SGLang's --cuda-graph-max-bs and
+// --disable-cuda-graph are accepted as aliases)
 // [--reasoning-parser qwen3] [--tool-call-parser qwen]
 // [--dtype auto|float32|bfloat16] [--cpu-threads N] [--log-interval S]
 // [--shutdown-grace S] [--platform NAME | --device-plugin PATH]`
@@ -83,6 +85,8 @@ struct ServeOptions {
   bool disable_radix_cache = false;
   int64_t max_inflight_launches = 2;
   bool disable_overlap_schedule = false;
+  bool disable_graph = false;
+  int64_t graph_max_bs = 160;
   std::string dtype = "auto";
   std::string quantization = "none";
   std::string kv_cache_dtype = "auto";
@@ -254,6 +258,10 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   }
   ro.max_batch_tokens = std::clamp<int64_t>(
       o.chunked_prefill_size > 0 ? o.chunked_prefill_size : 2048, 64, 4096);
+  // Decode graphs for batch buckets up to --graph-max-bs, capped by
+  // --max-running-requests (no batch is larger).
+  ro.graph_max_batch =
+      o.disable_graph ? 0 : std::min(o.graph_max_bs, o.max_running_requests);
   const auto load_start = std::chrono::steady_clock::now();
   auto runner = model::ModelRunner::Create(*m.runtime, *m.checkpoint, ro);
   if (!runner.ok()) {
@@ -486,6 +494,14 @@ Command AddServeCommand(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--disable-overlap-schedule", o->disable_overlap_schedule,
                 "the serial loop (same as --max-inflight-launches 1)");
+  app->add_flag("--disable-graph,--disable-cuda-graph", o->disable_graph,
+                "run every decode step eagerly instead of replaying the "
+                "graph captured for its batch-size bucket");
+  app->add_option("--graph-max-bs,--cuda-graph-max-bs", o->graph_max_bs,
+                  "largest batch-size bucket with a decode graph (buckets 1, "
+                  "2, 4, 8, 16, 24, 32, then every 16; capped by "
+                  "--max-running-requests)")
+      ->capture_default_str();
   app->add_option("--reasoning-parser", o->server.reasoning_parser,
                   "split <think> blocks into reasoning_content (qwen3)");
   app->add_option("--tool-call-parser", o->server.tool_call_parser,

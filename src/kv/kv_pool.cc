@@ -60,8 +60,8 @@ StatusOr<std::unique_ptr<KvPool>> KvPool::Create(runtime::Device& device,
           options.memory_budget_bytes, options.page_size, page_bytes));
     }
   }
-  // Slots are addressed by the ops with int32 ids.
-  if (num_pages * static_cast<int64_t>(options.page_size) >
+  // Slots are addressed by the ops with int32 ids (the scratch page too).
+  if ((num_pages + 1) * static_cast<int64_t>(options.page_size) >
       std::numeric_limits<int32_t>::max()) {
     return InvalidArgumentError(fmt::format(
         "a KV pool of {} pages x {} slots exceeds the int32 slot range; "
@@ -70,7 +70,7 @@ StatusOr<std::unique_ptr<KvPool>> KvPool::Create(runtime::Device& device,
   }
 
   std::unique_ptr<KvPool> pool(new KvPool(options, num_pages));
-  const uint64_t slab_bytes = static_cast<uint64_t>(num_pages) *
+  const uint64_t slab_bytes = static_cast<uint64_t>(num_pages + 1) *
                               static_cast<uint64_t>(options.page_size) *
                               static_cast<uint64_t>(options.num_kv_heads) *
                               static_cast<uint64_t>(options.head_dim) *
@@ -121,9 +121,9 @@ Status KvPool::Release(std::vector<int32_t>& pages) {
 tsr_tensor KvPool::SlabView(const runtime::Buffer& buffer) const {
   // Head-major: element (slot, head, i) at (head * S + slot) * D + i.
   tsr_tensor t = buffer.View(options_.dtype,
-                             {num_slots(), options_.num_kv_heads, options_.head_dim});
+                             {slab_slots(), options_.num_kv_heads, options_.head_dim});
   t.strides[0] = options_.head_dim;
-  t.strides[1] = num_slots() * options_.head_dim;
+  t.strides[1] = slab_slots() * options_.head_dim;
   t.strides[2] = 1;
   return t;
 }
@@ -143,7 +143,9 @@ Status KvPool::CheckIntegrity() const {
         "KV pool has {} K and {} V slabs for {} layers", k_slabs_.size(),
         v_slabs_.size(), num_layers()));
   }
-  const uint64_t slab_bytes = total_bytes() / (2 * num_layers());
+  const uint64_t slab_bytes = BytesPerPage(options_) *
+                              static_cast<uint64_t>(num_pages() + 1) /
+                              (2 * num_layers());
   for (int64_t l = 0; l < num_layers(); ++l) {
     if (k_slabs_[l]->size() != slab_bytes || v_slabs_[l]->size() != slab_bytes) {
       return InternalError(fmt::format(

@@ -1,12 +1,13 @@
 // KvPool: the paged KV cache of one model on one device.
 //
 // Per layer the pool holds a K slab and a V slab on the device, each a
-// tensor (num_slots, kv_heads, head_dim) in `dtype` stored head-major:
+// tensor (slab_slots, kv_heads, head_dim) in `dtype` stored head-major
+// (slab_slots = num_slots plus one scratch page, see scratch_page()):
 // element (slot, head, i) at (head * num_slots + slot) * head_dim + i, so
 // one KV head's rows of a page are contiguous (attention streams a head's
 // keys; slot-major rows of one head sit kv_heads * head_dim apart, a
 // stride the CPU's prefetchers do not follow). num_slots = num_pages *
-// page_size. A page is page_size consecutive slots; token position p of a
+// page_size (the allocatable slots). A page is page_size consecutive slots; token position p of a
 // sequence whose page list (block table) is `pages` lives at slot
 // pages[p / page_size] * page_size + p % page_size. The kv_store and
 // paged_attention ops address exactly that (tessera_plugin.h; any strides),
@@ -74,6 +75,11 @@ class KvPool {
   int64_t num_layers() const { return options_.num_layers; }
   int64_t num_pages() const { return allocator_.num_pages(); }
   int64_t num_slots() const { return num_pages() * page_size(); }
+  // A page the allocator never hands out (index num_pages()): steps padded
+  // to a graph's batch size write their padding rows' K/V there. No real
+  // sequence reads it. The slabs hold num_pages() + 1 pages.
+  int32_t scratch_page() const { return static_cast<int32_t>(num_pages()); }
+  int64_t slab_slots() const { return (num_pages() + 1) * page_size(); }
   int64_t num_free_pages() const { return allocator_.num_free(); }
   int64_t num_used_pages() const { return allocator_.num_used(); }
   // Bytes of all slabs together.
@@ -103,7 +109,7 @@ class KvPool {
            static_cast<int32_t>(pos % page_size());
   }
 
-  // The slabs of `layer`: (num_slots, kv_heads, head_dim) views.
+  // The slabs of `layer`: (slab_slots, kv_heads, head_dim) views.
   tsr_tensor KCache(int64_t layer) const;
   tsr_tensor VCache(int64_t layer) const;
   runtime::Buffer& k_buffer(int64_t layer) const { return *k_slabs_[layer]; }

@@ -50,7 +50,9 @@ TEST_F(KvPoolTest, SizedByTokensRoundsUpToPages) {
   EXPECT_EQ(p.total_bytes(), 8u * 512u);
   tsr_tensor k = p.KCache(1);
   EXPECT_EQ(k.ndim, 3);
-  EXPECT_EQ(k.shape[0], 32);
+  EXPECT_EQ(k.shape[0], 36);  // 8 pages + the scratch page
+  EXPECT_EQ(p.slab_slots(), 36);
+  EXPECT_EQ(p.scratch_page(), 8);
   EXPECT_EQ(k.shape[1], 2);
   EXPECT_EQ(k.shape[2], 4);
   EXPECT_EQ(k.dtype, TSR_DTYPE_F32);
@@ -189,12 +191,12 @@ TEST_F(KvPoolTest, SlabLayoutMatchesTheKvStoreOp) {
       runtime_->dispatcher().Launch(**stream, TSR_OP_KV_STORE, in, out).ok());
   ASSERT_TRUE((*stream)->Synchronize().ok());
 
-  std::vector<float> kc(p.num_slots() * hk * d), vc(kc.size()), k0(kc.size());
+  std::vector<float> kc(p.slab_slots() * hk * d), vc(kc.size()), k0(kc.size());
   ASSERT_TRUE(p.k_buffer(1).CopyToHost(kc.data(), 0, kc.size() * 4).ok());
   ASSERT_TRUE(p.v_buffer(1).CopyToHost(vc.data(), 0, vc.size() * 4).ok());
   ASSERT_TRUE(p.k_buffer(0).CopyToHost(k0.data(), 0, k0.size() * 4).ok());
   // Head-major slabs: (slot, head, i) at (head * S + slot) * D + i.
-  const int64_t s = p.num_slots();
+  const int64_t s = p.slab_slots();
   for (int64_t pos = 0; pos < t; ++pos) {
     const int64_t slot = p.SlotOf(pages, pos);
     for (int64_t h = 0; h < hk; ++h) {

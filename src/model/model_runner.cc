@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -37,7 +38,7 @@ Status Reserve(runtime::Device& device, runtime::Stream* stream, bool& synced,
   if (buffer != nullptr && buffer->size() >= bytes) return OkStatus();
   if (buffer != nullptr && stream != nullptr && !synced) {
     TSR_RETURN_IF_ERROR(stream->Synchronize());
-    synced = true;
+    synced = true;  // the caller drops graphs that used the old buffers
   }
   buffer.reset();
   auto fresh = device.Allocate(bytes);
@@ -118,6 +119,29 @@ ModelRunner::~ModelRunner() {
     Status s = stream_->Synchronize();
     if (!s.ok()) TSR_LOG_WARN("model runner: {}", s.ToString());
   }
+  DestroyGraphs();
+}
+
+void ModelRunner::DestroyGraphs() {
+  for (auto& [key, graph] : graphs_) {
+    Status s = runtime_.plugin().DestroyGraph(graph);
+    if (!s.ok()) TSR_LOG_WARN("model runner: {}", s.ToString());
+  }
+  graphs_.clear();
+}
+
+int64_t ModelRunner::GraphBucket(int64_t batch) const {
+  if (graph_max_batch_ <= 0 || batch < 1) return 0;
+  // SGLang's capture sizes: 1, 2, 4, 8, 16, 24, 32, then every 16.
+  int64_t bucket = 0;
+  for (int64_t b : {1, 2, 4, 8, 16, 24, 32}) {
+    if (batch <= b) {
+      bucket = b;
+      break;
+    }
+  }
+  if (bucket == 0) bucket = (batch + 15) / 16 * 16;
+  return bucket <= graph_max_batch_ ? bucket : 0;
 }
 
 StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
@@ -203,6 +227,10 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   TSR_ASSIGN_OR_RETURN(r->stream_, device.CreateStream());
   r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
   if (options.fused_decoder_layer) r->ResolveFusedLayer();
+  if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
+    r->graph_max_batch_ = options.graph_max_batch;
+    r->scratch_pages_ = {r->kv_pool_->scratch_page()};
+  }
   TSR_LOG_DEBUG(
       "model runner: {} on {}, {} activations, weights {:.1f} MiB, KV pool "
       "{} pages x {} slots ({:.1f} MiB), layers {}",
@@ -307,6 +335,7 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
   const uint64_t meta_ints = 3 * shape.tokens + 3 * shape.sequences + 1 +
                              shape.sequences * shape.max_pages;
   TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.meta, meta_ints * 4, "metadata"));
+  if (synced) DestroyGraphs();
   return OkStatus();
 }
 
@@ -668,10 +697,93 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
 StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
   StepShape shape;
   TSR_RETURN_IF_ERROR(ValidateBatch(batch, shape));
+  if (!batch.all_logits && shape.tokens == shape.sequences &&
+      GraphBucket(shape.sequences) > 0) {
+    return ForwardWithGraph(batch, shape);
+  }
   TSR_RETURN_IF_ERROR(EnsureWorkspace(shape));
   TSR_RETURN_IF_ERROR(UploadMetadata(batch, shape));
   TSR_RETURN_IF_ERROR(ResolveDeviceTokens(batch, shape));
+  return EnqueueModel(shape, batch.all_logits);
+}
 
+StatusOr<tsr_tensor> ModelRunner::ForwardWithGraph(const Batch& batch,
+                                                   const StepShape& shape) {
+  // Pad to the bucket with one-token rows at position 0 of the scratch
+  // page, and the block table to a power-of-two width.
+  static const int32_t kPadToken = 0;
+  const int64_t bucket = GraphBucket(shape.sequences);
+  int64_t width = 1;
+  while (width < shape.max_pages) width *= 2;
+  Batch padded;
+  padded.sequences = batch.sequences;
+  padded.sequences.resize(static_cast<size_t>(bucket),
+                          SequenceInput{std::span<const int32_t>(&kPadToken, 1),
+                                        0, scratch_pages_});
+  StepShape pshape;
+  pshape.tokens = bucket;
+  pshape.sequences = bucket;
+  pshape.max_pages = width;
+  pshape.rows = bucket;
+  TSR_RETURN_IF_ERROR(EnsureWorkspace(pshape));
+  TSR_RETURN_IF_ERROR(UploadMetadata(padded, pshape));
+  TSR_RETURN_IF_ERROR(ResolveDeviceTokens(batch, pshape));
+
+  const auto key = std::make_pair(bucket, width);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    runtime::Plugin& plugin = runtime_.plugin();
+    const uint64_t fallbacks_before = FallbackLaunches();
+    TSR_RETURN_IF_ERROR(plugin.BeginCapture(stream_->handle()));
+    StatusOr<tsr_tensor> captured = EnqueueModel(pshape, false);
+    StatusOr<tsr_graph> graph = plugin.EndCapture(stream_->handle());
+    if (captured.ok() && graph.ok() && FallbackLaunches() != fallbacks_before) {
+      // An op fell back to the cpu plugin: that work ran outside the graph
+      // (and is counted per launch in tessera:op_fallback_total).
+      (void)plugin.DestroyGraph(*graph);
+      graph = FailedPreconditionError(
+          "an op of the step falls back to the cpu plugin");
+    }
+    if (!captured.ok() || !graph.ok()) {
+      if (graph.ok()) (void)plugin.DestroyGraph(*graph);
+      const Status why = !captured.ok() ? captured.status() : graph.status();
+      TSR_LOG_WARN(
+          "decode graphs are off ({}); decode steps run eagerly from now on",
+          why.ToString());
+      DestroyGraphs();
+      graph_max_batch_ = 0;
+      TSR_RETURN_IF_ERROR(EnqueueModel(pshape, false).status());
+      return ForwardLogitsView(shape.sequences);
+    }
+    it = graphs_.emplace(key, *graph).first;
+    ++graphs_captured_;
+    TSR_LOG_DEBUG("captured the decode graph for batch {} (block table {} "
+                  "pages) in {:.2f} ms; {} graphs",
+                  bucket, width,
+                  std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count(),
+                  graphs_.size());
+  }
+  TSR_RETURN_IF_ERROR(runtime_.plugin().LaunchGraph(it->second,
+                                                    stream_->handle()));
+  ++graph_replays_;
+  return ForwardLogitsView(shape.sequences);
+}
+
+uint64_t ModelRunner::FallbackLaunches() const {
+  uint64_t n = 0;
+  for (const auto& c : runtime_.dispatcher().Counters()) n += c.fallbacks;
+  return n;
+}
+
+tsr_tensor ModelRunner::ForwardLogitsView(int64_t rows) const {
+  return F32Logits()->View(TSR_DTYPE_F32, {rows, config_.vocab_size});
+}
+
+StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
+                                               bool all_logits) {
   const Workspace& w = *ws_;
   const DType x = act_dtype_;
   const int64_t t = shape.tokens, h = config_.hidden_size;
@@ -709,7 +821,7 @@ StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
   // The rows the logits come from: every token, or the last of each
   // sequence gathered with the embedding op (a row gather).
   tsr_tensor rows = normed;
-  if (!batch.all_logits) {
+  if (!all_logits) {
     rows = w.rows_h->View(x, {shape.sequences, h});
     tsr_tensor in[] = {
         w.meta->View(TSR_DTYPE_I32, {shape.sequences}, w.last_rows), normed};

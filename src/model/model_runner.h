@@ -43,6 +43,7 @@
 #define TESSERA_MODEL_MODEL_RUNNER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -84,6 +85,12 @@ struct ModelRunnerOptions {
   bool show_progress = true;
   // Use the plugin's fused decoder_layer op when it offers one.
   bool fused_decoder_layer = true;
+  // Graph replay of decode steps (plugins with the graph table): a step
+  // whose sequences each bring one token runs as a replay of the graph
+  // captured for its batch-size bucket (1, 2, 4, 8, 16, 24, 32, then every
+  // 16 up to graph_max_batch) and block-table width (a power of two),
+  // padded to the bucket. 0 or a plugin without graphs: every step eager.
+  int64_t graph_max_batch = 160;
 };
 
 // One sequence of a Batch. The spans are borrowed for the Forward call.
@@ -159,6 +166,13 @@ class ModelRunner {
   const ModelWeights& weights() const { return *weights_; }
   // True when each decoder layer runs as one fused decoder_layer launch.
   bool uses_fused_layers() const { return fused_layer_ != nullptr; }
+  // Decode steps replayed from captured graphs (0 when graphs are off).
+  bool uses_graphs() const { return graph_max_batch_ > 0; }
+  int64_t graph_replays() const { return graph_replays_; }
+  int64_t graphs_captured() const { return graphs_captured_; }
+  // The batch-size bucket a decode step of `batch` sequences is padded to
+  // (0: above the largest bucket, run eagerly).
+  int64_t GraphBucket(int64_t batch) const;
   runtime::Runtime& runtime() const { return runtime_; }
   runtime::Device& device() const { return device_; }
   runtime::Stream& stream() const { return *stream_; }
@@ -183,6 +197,18 @@ class ModelRunner {
   Status UploadMetadata(const Batch& batch, const StepShape& shape);
   // Copies the batch's device tokens into the uploaded ids.
   Status ResolveDeviceTokens(const Batch& batch, const StepShape& shape);
+  // Enqueues the model from the embedding to the F32 logits [shape.rows,
+  // V] over the uploaded metadata.
+  StatusOr<tsr_tensor> EnqueueModel(const StepShape& shape, bool all_logits);
+  // A decode step as a graph replay: pads `batch` to its bucket, uploads,
+  // captures the bucket's graph on first use, replays it.
+  StatusOr<tsr_tensor> ForwardWithGraph(const Batch& batch,
+                                        const StepShape& shape);
+  void DestroyGraphs();
+  // Launches the dispatcher handed to the cpu fallback so far.
+  uint64_t FallbackLaunches() const;
+  // The first `rows` rows of the F32 logits buffer, [rows, V].
+  tsr_tensor ForwardLogitsView(int64_t rows) const;
   // Attention's params (scale 1/sqrt(D), the pool's page size), shared by
   // paged_attention and the fused decoder_layer.
   tsr_paged_attention_params AttentionParams() const;
@@ -222,6 +248,13 @@ class ModelRunner {
   std::vector<int32_t> host_meta_[2];
   runtime::EventPtr meta_copied_[2];
   int next_meta_ = 0;
+  // Captured decode graphs by (batch bucket, block-table width); they use
+  // the workspace's buffers, so growing the workspace drops them.
+  int64_t graph_max_batch_ = 0;  // 0: graphs off
+  std::map<std::pair<int64_t, int64_t>, tsr_graph> graphs_;
+  std::vector<int32_t> scratch_pages_;  // {kv_pool_->scratch_page()}
+  int64_t graph_replays_ = 0;
+  int64_t graphs_captured_ = 0;
 };
 
 }  // namespace tessera::model

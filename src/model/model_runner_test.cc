@@ -388,6 +388,83 @@ TEST_F(ModelRunnerTest, FusesQkvAndGateUpInCheckpointOrder) {
   expect_stacked(lw.gate_up, {"mlp.gate_proj.weight", "mlp.up_proj.weight"});
 }
 
+// Decode steps replayed from a captured graph (padded to their batch
+// bucket, the padding rows writing the pool's scratch page) give the eager
+// path's logits exactly, for several buckets and block-table widths, and
+// leave every real page as the eager path leaves it.
+TEST_F(ModelRunnerTest, GraphReplayGivesTheEagerLogits) {
+  auto ckpt = Make(Architecture::kLlama, TSR_DTYPE_F32);
+  ASSERT_NE(ckpt, nullptr);
+  struct Run {
+    std::vector<Logits> steps;
+    int64_t replays = 0;
+    int64_t captured = 0;
+  };
+  auto run = [&](int64_t graph_max_batch) {
+    Run out;
+    ModelRunnerOptions options;
+    options.page_size = 4;
+    options.kv_capacity_tokens = 256;
+    options.show_progress = false;
+    options.graph_max_batch = graph_max_batch;
+    auto runner = ModelRunner::Create(*runtime_, *ckpt, options);
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    if (!runner.ok()) return out;
+    ModelRunner& r = **runner;
+    const int64_t vocab = r.config().vocab_size;
+    std::vector<std::vector<int32_t>> prompts = {
+        {1, 2, 3, 4, 5}, {7, 8, 9}, {11, 12, 13, 14, 15, 16, 17, 18, 19}};
+    std::vector<std::vector<int32_t>> pages(prompts.size());
+    std::vector<int64_t> lens;
+    Batch prefill;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_TRUE(r.kv_pool().EnsureCapacity(pages[i], 40).ok());
+      prefill.sequences.push_back({prompts[i], 0, pages[i]});
+      lens.push_back(static_cast<int64_t>(prompts[i].size()));
+    }
+    auto first = r.Forward(prefill);
+    EXPECT_TRUE(first.ok()) << first.status().ToString();
+    std::vector<int32_t> next(prompts.size());
+    for (size_t i = 0; i < next.size(); ++i) {
+      next[i] = static_cast<int32_t>((i * 31 + 5) % vocab);
+    }
+    // 6 steps of 3 sequences (bucket 4), then 3 steps of the first alone
+    // (bucket 1); the block tables grow past a power of two on the way.
+    for (int step = 0; step < 9; ++step) {
+      const size_t n = step < 6 ? prompts.size() : 1;
+      Batch decode;
+      for (size_t i = 0; i < n; ++i) {
+        decode.sequences.push_back(
+            {std::span<const int32_t>(&next[i], 1), lens[i], pages[i]});
+      }
+      auto logits = r.Forward(decode);
+      EXPECT_TRUE(logits.ok()) << logits.status().ToString();
+      if (!logits.ok()) return out;
+      for (size_t i = 0; i < n; ++i) {
+        ++lens[i];
+        next[i] = ArgmaxRow(logits->Row(static_cast<int64_t>(i)));
+      }
+      out.steps.push_back(std::move(*logits));
+    }
+    out.replays = r.graph_replays();
+    out.captured = r.graphs_captured();
+    for (auto& p : pages) EXPECT_TRUE(r.kv_pool().Release(p).ok());
+    return out;
+  };
+  const Run eager = run(0);
+  const Run graphs = run(160);
+  ASSERT_EQ(eager.steps.size(), graphs.steps.size());
+  for (size_t s = 0; s < eager.steps.size(); ++s) {
+    EXPECT_EQ(eager.steps[s].data, graphs.steps[s].data) << "step " << s;
+  }
+  EXPECT_EQ(eager.replays, 0);
+  if (runtime_->plugin().HasGraphs()) {
+    EXPECT_EQ(graphs.replays, 9);
+    EXPECT_GE(graphs.captured, 2);  // buckets 4 and 1
+    EXPECT_LT(graphs.captured, 9);  // replays reuse captures
+  }
+}
+
 TEST_F(ModelRunnerTest, RejectsBatchesItCannotRun) {
   auto ckpt = Make(Architecture::kLlama, TSR_DTYPE_F32);
   ASSERT_NE(ckpt, nullptr);
