@@ -524,6 +524,20 @@ typedef struct tsr_comm_api {
 /* Graphs (optional; all NULL unless TSR_CAP_GRAPHS)                         */
 /* ------------------------------------------------------------------------ */
 
+/* Contract (docs/PLUGIN_ABI.md "Graphs: the contract", checked by
+ * plugin-check's `graphs` group): between begin_capture and end_capture,
+ * launches, device-to-device copies and memsets enqueued on `stream` are
+ * recorded, not run; argument checks happen at capture. Buffers, offsets,
+ * shapes and params are fixed into the graph; buffer CONTENTS are read when
+ * a replay runs, and a replay computes exactly what the same work enqueued
+ * eagerly computes. While a stream captures, stream_synchronize,
+ * stream_query, event_record on it, stream_wait_event by it and a second
+ * begin_capture fail with TSR_ERR_INVALID_ARGUMENT (so does end_capture on
+ * a stream that is not capturing). launch may use any non-capturing stream
+ * of the graph's device and is ordered there like eager work; a kernel
+ * failing in a replay is that stream's sticky error. Buffers a graph uses
+ * stay allocated until it is destroyed; destroy may be called while a
+ * replay is queued (the replay still runs). */
 typedef struct tsr_graph_api {
   uint32_t struct_size;
   /* Between begin and end, work enqueued on `stream` is recorded instead of
