@@ -108,7 +108,10 @@ KernelArgs& KernelArgs::FlatTensor(const TensorView& view) {
   ClLayout layout = FlatLayoutOf(view);
   return Raw(&layout, sizeof(layout));
 }
-KernelArgs& KernelArgs::Mem(cl_mem mem) { return Raw(&mem, sizeof(mem)); }
+KernelArgs& KernelArgs::Mem(cl_mem mem) {
+  mems_.push_back(mem);
+  return Raw(&mem, sizeof(mem));
+}
 KernelArgs& KernelArgs::Int(cl_int value) { return Raw(&value, sizeof(value)); }
 KernelArgs& KernelArgs::Long(cl_long value) { return Raw(&value, sizeof(value)); }
 KernelArgs& KernelArgs::ULong(cl_ulong value) { return Raw(&value, sizeof(value)); }

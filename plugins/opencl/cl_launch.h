@@ -78,10 +78,13 @@ class KernelArgs {
     std::array<unsigned char, sizeof(ClLayout)> bytes{};
   };
   const std::vector<Arg>& args() const { return args_; }
+  // The buffers among the arguments (Mem and the Tensor forms), in order.
+  const std::vector<cl_mem>& mems() const { return mems_; }
 
  private:
   KernelArgs& Raw(const void* data, size_t size);
   std::vector<Arg> args_;
+  std::vector<cl_mem> mems_;
 };
 
 // Work sizes. global[i] is rounded up to a multiple of local[i] when local

@@ -19,6 +19,10 @@ tsr_status EventCreate(int32_t device, tsr_event* out);
 tsr_status EventDestroy(tsr_event event);
 tsr_status EventRecord(tsr_event event, tsr_stream stream);
 tsr_status StreamWaitEvent(tsr_stream stream, tsr_event event);
+tsr_status GraphBeginCapture(tsr_stream stream);
+tsr_status GraphEndCapture(tsr_stream stream, tsr_graph* out);
+tsr_status GraphLaunch(tsr_graph graph, tsr_stream stream);
+tsr_status GraphDestroy(tsr_graph graph);
 tsr_status EventSynchronize(tsr_event event);
 tsr_status EventQuery(tsr_event event);
 

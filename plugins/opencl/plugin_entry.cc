@@ -21,7 +21,7 @@ const tsr_plugin_manifest kManifest = {
     0,
     "the OpenCL ICD loader (libOpenCL.so.1, Debian ocl-icd-libopencl1) and one OpenCL 1.2 "
     "platform with a device (e.g. pocl-opencl-icd for CPUs)",
-    TSR_CAP_PINNED_HOST,
+    TSR_CAP_PINNED_HOST | TSR_CAP_GRAPHS,
 };
 
 void CopyString(char* dst, size_t capacity, const std::string& src) {
@@ -216,6 +216,10 @@ tsr_status CopyHostToDevice(tsr_stream stream_handle, tsr_buffer dst, uint64_t d
     std::shared_ptr<Stream> stream;
     TSR_CL_RETURN_IF_ERROR(FindBuffer(dst, "destination", &buffer));
     TSR_CL_RETURN_IF_ERROR(FindCopyStream(stream_handle, &stream));
+    if (stream != nullptr && stream->capturing()) {
+      return InvalidArgument("copy_host_to_device: the stream is capturing a graph; host copies "
+                             "are not recorded (copy before begin_capture or after end_capture)");
+    }
     TSR_CL_RETURN_IF_ERROR(CheckRange(*buffer, dst_offset, size, "destination"));
     if (size > 0 && src == nullptr) return InvalidArgument("src is NULL");
     if (size == 0) return OkStatus();
@@ -241,6 +245,10 @@ tsr_status CopyDeviceToHost(tsr_stream stream_handle, void* dst, tsr_buffer src,
     std::shared_ptr<Stream> stream;
     TSR_CL_RETURN_IF_ERROR(FindBuffer(src, "source", &buffer));
     TSR_CL_RETURN_IF_ERROR(FindCopyStream(stream_handle, &stream));
+    if (stream != nullptr && stream->capturing()) {
+      return InvalidArgument("copy_device_to_host: the stream is capturing a graph; host copies "
+                             "are not recorded (copy before begin_capture or after end_capture)");
+    }
     TSR_CL_RETURN_IF_ERROR(CheckRange(*buffer, src_offset, size, "source"));
     if (size > 0 && dst == nullptr) return InvalidArgument("dst is NULL");
     if (size == 0) return OkStatus();
@@ -340,7 +348,10 @@ tsr_plugin_api MakeApi() {
   api.resolve_op = entry::ResolveOp;
   api.launch = entry::Launch;
   api.comm = nullptr;
-  api.graph = nullptr;
+  static const tsr_graph_api kGraphApi = {
+      sizeof(tsr_graph_api), entry::GraphBeginCapture, entry::GraphEndCapture,
+      entry::GraphLaunch, entry::GraphDestroy};
+  api.graph = &kGraphApi;
   api.stream_busy_ns = nullptr;  // optional (1.1); not measured here
   return api;
 }

@@ -131,6 +131,7 @@ Status ShutdownPlugin() {
     return InvalidArgument("the plugin is not initialised; nothing to shut down");
   }
   state->streams.RemoveAll();  // each finishes its queue
+  state->graphs.RemoveAll();
   state->events.RemoveAll();
   state->kernels.RemoveAll();
   state->buffers.RemoveAll();

@@ -34,6 +34,7 @@ struct PluginState {
   HandleRegistry<Stream> streams;
   HandleRegistry<Event> events;
   HandleRegistry<Kernel> kernels;
+  HandleRegistry<Graph> graphs;
   // kernel_handles[device * NumOpSignatures() + i]: resolve_op's answers.
   std::vector<uintptr_t> kernel_handles;
 

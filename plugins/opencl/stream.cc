@@ -81,6 +81,69 @@ Stream::~Stream() {
 
 Status Stream::EnqueueKernel(KernelSlot& slot, const KernelArgs& args, const NdRange& range,
                              const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (capture_ != nullptr) {
+      for (cl_mem m : args.mems()) clRetainMemObject(m);
+      capture_->push_back(Captured{&slot, args, range, what});
+      return OkStatus();
+    }
+  }
+  return EnqueueNow(slot, args, range, what);
+}
+
+Status Stream::BeginCapture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (capture_ != nullptr) {
+    return InvalidArgument("begin_capture: the stream is already capturing; end that capture "
+                           "first");
+  }
+  capture_ = std::make_unique<std::vector<Captured>>();
+  return OkStatus();
+}
+
+Status Stream::EndCapture(std::shared_ptr<Graph>* out) {
+  std::unique_ptr<std::vector<Captured>> items;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (capture_ == nullptr) {
+      return InvalidArgument("end_capture: the stream is not capturing; call begin_capture first");
+    }
+    items = std::move(capture_);
+  }
+  *out = std::make_shared<Graph>(device_, std::move(*items));
+  return OkStatus();
+}
+
+bool Stream::capturing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return capture_ != nullptr;
+}
+
+Graph::~Graph() {
+  for (const Stream::Captured& item : items_) {
+    for (cl_mem m : item.args.mems()) clReleaseMemObject(m);
+  }
+}
+
+Status Graph::Launch(Stream& stream) const {
+  if (&stream.device() != &device_) {
+    return InvalidArgument("graph launch: the graph was captured on '", device_.name,
+                           "' but the stream is on '", stream.device().name, "'");
+  }
+  if (stream.capturing()) {
+    return InvalidArgument("graph launch: the stream is capturing; graphs do not nest");
+  }
+  // OpenCL keeps the buffers of enqueued kernels alive until they ran, so
+  // destroying the graph after this returns is safe.
+  for (const Stream::Captured& item : items_) {
+    TSR_CL_RETURN_IF_ERROR(stream.EnqueueNow(*item.slot, item.args, item.range, item.what));
+  }
+  return OkStatus();
+}
+
+Status Stream::EnqueueNow(KernelSlot& slot, const KernelArgs& args, const NdRange& range,
+                          const std::string& what) {
   size_t global[3], local[3];
   bool has_local = false;
   for (cl_uint i = 0; i < range.dims; ++i) {

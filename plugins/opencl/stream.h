@@ -15,6 +15,15 @@
 // and its snapshot tells whether that work failed. Another stream waits on
 // it with clEnqueueBarrierWithWaitList (same platform context).
 //
+// Graphs: between BeginCapture and EndCapture, EnqueueKernel records the
+// kernel, its arguments (bytes as set at capture, buffers retained) and its
+// range instead of enqueueing it; a Graph replays the list on a stream of
+// the same device by setting each kernel's recorded arguments (the status
+// record of the replaying stream as argument 0) and enqueueing it. Every
+// launch, device copy and memset of this plugin is such a kernel. Host
+// copies, synchronize, query, event record and waits on a capturing stream
+// are refused by the entries.
+//
 // Thread-safety: all members are thread-safe.
 #ifndef TESSERA_PLUGINS_OPENCL_STREAM_H_
 #define TESSERA_PLUGINS_OPENCL_STREAM_H_
@@ -60,7 +69,21 @@ class Stream {
   // Scratch buffer `slot` (0..3) of at least `bytes` bytes.
   Status Scratch(size_t bytes, int slot, cl_mem* out);
 
+  // Graph capture (see the file comment).
+  Status BeginCapture();
+  Status EndCapture(std::shared_ptr<class Graph>* out);
+  bool capturing();
+
  private:
+  friend class Graph;
+  struct Captured {
+    KernelSlot* slot;
+    KernelArgs args;
+    NdRange range;
+    std::string what;
+  };
+  Status EnqueueNow(KernelSlot& slot, const KernelArgs& args, const NdRange& range,
+                    const std::string& what);
   explicit Stream(Device& device) : device_(device) {}
   // Reads the record (the queue must have passed the work of interest).
   Status ReadRecord(cl_command_queue queue);
@@ -73,6 +96,23 @@ class Stream {
   Status sticky_;                 // guarded by mu_: once set, kept
   std::array<cl_mem, 4> scratch_{};        // guarded by mu_
   std::array<size_t, 4> scratch_size_{};   // guarded by mu_
+  std::unique_ptr<std::vector<Captured>> capture_;  // guarded by mu_
+};
+
+// A captured list of kernels of one device; replayed by Launch. Holds a
+// reference on every buffer its kernels use.
+class Graph {
+ public:
+  Graph(Device& device, std::vector<Stream::Captured> items)
+      : device_(device), items_(std::move(items)) {}
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Status Launch(Stream& stream) const;
+
+ private:
+  Device& device_;
+  const std::vector<Stream::Captured> items_;
 };
 
 class Event {

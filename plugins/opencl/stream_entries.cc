@@ -28,7 +28,68 @@ Status FindEvent(tsr_event handle, std::shared_ptr<Event>* out) {
   return OkStatus();
 }
 
+// Calls that wait on a stream or order against it are refused while it
+// records a graph (its work is not queued).
+Status NotCapturing(Stream& stream, const char* what) {
+  if (!stream.capturing()) return OkStatus();
+  return InvalidArgument(what, ": the stream is capturing a graph; only launches, device "
+                               "copies and memsets may be enqueued until end_capture");
+}
+
+Status FindGraph(tsr_graph handle, std::shared_ptr<Graph>* out) {
+  TSR_CL_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+  *out = State()->graphs.Find(handle);
+  if (*out == nullptr) {
+    return InvalidHandle("graph ", static_cast<const void*>(handle),
+                         " is not a live graph of this plugin (NULL, destroyed, or never "
+                         "captured here)");
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+tsr_status GraphBeginCapture(tsr_stream handle) {
+  return Guard("graph begin_capture", [&]() -> Status {
+    std::shared_ptr<Stream> stream;
+    TSR_CL_RETURN_IF_ERROR(FindStream(handle, &stream));
+    return stream->BeginCapture();
+  });
+}
+
+tsr_status GraphEndCapture(tsr_stream handle, tsr_graph* out) {
+  return Guard("graph end_capture", [&]() -> Status {
+    if (out == nullptr) return InvalidArgument("out is NULL");
+    std::shared_ptr<Stream> stream;
+    TSR_CL_RETURN_IF_ERROR(FindStream(handle, &stream));
+    std::shared_ptr<Graph> graph;
+    TSR_CL_RETURN_IF_ERROR(stream->EndCapture(&graph));
+    *out = ToHandle<tsr_graph>(State()->graphs.Add(std::move(graph)));
+    return OkStatus();
+  });
+}
+
+tsr_status GraphLaunch(tsr_graph graph_handle, tsr_stream stream_handle) {
+  return Guard("graph launch", [&]() -> Status {
+    std::shared_ptr<Graph> graph;
+    std::shared_ptr<Stream> stream;
+    TSR_CL_RETURN_IF_ERROR(FindGraph(graph_handle, &graph));
+    TSR_CL_RETURN_IF_ERROR(FindStream(stream_handle, &stream));
+    return graph->Launch(*stream);
+  });
+}
+
+tsr_status GraphDestroy(tsr_graph handle) {
+  return Guard("graph destroy", [&]() -> Status {
+    TSR_CL_RETURN_IF_ERROR(RequireState(TSR_ERR_INVALID_HANDLE));
+    if (State()->graphs.Remove(handle) == nullptr) {
+      return InvalidHandle("graph ", static_cast<const void*>(handle),
+                           " is not a live graph of this plugin (NULL, already destroyed, or "
+                           "never captured here)");
+    }
+    return OkStatus();
+  });
+}
 
 tsr_status StreamCreate(int32_t device, tsr_stream* out) {
   return Guard("stream_create", [&]() -> Status {
@@ -59,6 +120,7 @@ tsr_status StreamSynchronize(tsr_stream handle) {
   return Guard("stream_synchronize", [&]() -> Status {
     std::shared_ptr<Stream> stream;
     TSR_CL_RETURN_IF_ERROR(FindStream(handle, &stream));
+    TSR_CL_RETURN_IF_ERROR(NotCapturing(*stream, "stream_synchronize"));
     return stream->Synchronize();
   });
 }
@@ -67,6 +129,7 @@ tsr_status StreamQuery(tsr_stream handle) {
   return Guard("stream_query", [&]() -> Status {
     std::shared_ptr<Stream> stream;
     TSR_CL_RETURN_IF_ERROR(FindStream(handle, &stream));
+    TSR_CL_RETURN_IF_ERROR(NotCapturing(*stream, "stream_query"));
     return stream->Query();  // NOT_READY carries "work still pending"
   });
 }
@@ -100,6 +163,7 @@ tsr_status EventRecord(tsr_event event_handle, tsr_stream stream_handle) {
     std::shared_ptr<Stream> stream;
     TSR_CL_RETURN_IF_ERROR(FindEvent(event_handle, &event));
     TSR_CL_RETURN_IF_ERROR(FindStream(stream_handle, &stream));
+    TSR_CL_RETURN_IF_ERROR(NotCapturing(*stream, "event_record"));
     return event->Record(*stream);
   });
 }
@@ -110,6 +174,7 @@ tsr_status StreamWaitEvent(tsr_stream stream_handle, tsr_event event_handle) {
     std::shared_ptr<Event> event;
     TSR_CL_RETURN_IF_ERROR(FindStream(stream_handle, &stream));
     TSR_CL_RETURN_IF_ERROR(FindEvent(event_handle, &event));
+    TSR_CL_RETURN_IF_ERROR(NotCapturing(*stream, "stream_wait_event"));
     if (event->device().context != stream->device().context) {
       return InvalidArgument("the event was created on '", event->device().name,
                              "' and the stream on '", stream->device().name,
