@@ -25,7 +25,11 @@ StatusOr<int64_t> AsInt(const Json& j, std::string_view source,
   if (j.is_number_integer()) return j.get<int64_t>();
   if (j.is_number_float()) {
     double d = j.get<double>();
-    if (std::isfinite(d) && d == std::floor(d)) return int64_t(d);
+    // Whole and exactly representable (beyond 2^53 a double is not a
+    // token id anyway, and converting one past 2^63 is undefined).
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) {
+      return int64_t(d);
+    }
   }
   return TypeError(source, key, "an integer", j);
 }

@@ -67,7 +67,10 @@ TEST(GenerationConfigTest, RejectsBadValues) {
        {R"({"temperature": "hot"})", R"({"temperature": -1})",
         R"({"top_p": 0})", R"({"top_p": 1.5})", R"({"top_k": -3})",
         R"({"min_p": 2})", R"({"repetition_penalty": 0})",
-        R"({"do_sample": 1})", R"({"eos_token_id": "x"})", R"({"a": )"}) {
+        R"({"do_sample": 1})", R"({"eos_token_id": "x"})", R"({"a": )",
+        // A whole float far past int64 (found by fuzz/model_files_fuzzer:
+        // converting it was undefined behaviour).
+        R"({"eos_token_id": [1, 2.5e100]})", R"({"top_k": -1e300})"}) {
     auto g = ParseGenerationConfig(json, "/m/generation_config.json");
     ASSERT_FALSE(g.ok()) << json;
     EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
