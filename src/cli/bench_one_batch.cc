@@ -114,9 +114,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   // Enqueues logits -> sample -> copy of the ids into slot k.
   auto sample = [&](const tsr_tensor& logits, int k) -> StatusOr<model::DeviceIds> {
     TSR_ASSIGN_OR_RETURN(model::DeviceIds ids, sampler.Enqueue(logits, rows));
-    host[k].resize(batch_size);
-    TSR_RETURN_IF_ERROR(stream.CopyDeviceToHost(host[k].data(), *ids.buffer,
-                                                ids.offset, batch_size * 4));
+    TSR_RETURN_IF_ERROR(sampler.ReadBack(ids, host[k]));
     TSR_RETURN_IF_ERROR(copied[k]->Record(stream));
     return ids;
   };

@@ -369,12 +369,13 @@ bool Engine::AwaitWork(bool busy) {
 }
 
 void Engine::PublishStats() {
-  const std::optional<uint64_t> busy = executor_->DeviceBusyNs();
   MutexLock lock(&mu_);
   scheduler_->FillStats(stats_);
   stats_.queued = scheduler_->waiting() + static_cast<int64_t>(inbox_.size());
   queued_ = scheduler_->waiting();
-  reporter_.Update(stats_, busy, waited_ns_);
+  // The plugin is asked for its busy time once per rate interval only.
+  reporter_.Update(stats_, [this] { return executor_->DeviceBusyNs(); },
+                   waited_ns_);
 }
 
 void Engine::CloseInbox() {

@@ -54,13 +54,19 @@ StatusOr<StepResult> ModelExecutor::Collect() {
   InFlight f = std::move(inflight_.front());
   inflight_.pop_front();
   TSR_RETURN_IF_ERROR(f.status);
-  if (f.staging >= 0) {
-    TSR_RETURN_IF_ERROR(ids_copied_[f.staging]->Synchronize());
-    const std::vector<int32_t>& ids = host_ids_[f.staging];
-    f.result.ids.assign(ids.begin(), ids.begin() + f.rows);
-    f.result.logprobs.resize(static_cast<size_t>(f.rows));
+  TSR_RETURN_IF_ERROR(ids_copied_[f.staging]->Synchronize());
+  const std::vector<int32_t>& ids = host_ids_[f.staging];
+  StepResult result;
+  result.ids.assign(ids.begin(), ids.begin() + f.rows);
+  result.logprobs.resize(static_cast<size_t>(f.rows));
+  for (size_t i = 0; i < f.top_logprobs.size(); ++i) {
+    if (f.top_logprobs[i] >= 0) {
+      result.logprobs[i] =
+          ComputeLogprobs(f.host_logits.Row(static_cast<int64_t>(i)),
+                          result.ids[i], f.top_logprobs[i]);
+    }
   }
-  return std::move(f.result);
+  return result;
 }
 
 std::optional<uint64_t> ModelExecutor::DeviceBusyNs() {
@@ -104,38 +110,26 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     sample_rows[i].rng = &r.seq->rng;
   }
 
+  tsr_tensor logits{};
   if (host) {
-    // Logit processors and logprobs need the logits on the host: this step
-    // completes here (Forward waits for the stream).
-    TSR_ASSIGN_OR_RETURN(model::Logits host_logits, runner_.Forward(input));
+    // Logit processors and logprobs need the logits on the host (Forward
+    // waits for the stream); the adjusted rows go back for the sampler.
+    TSR_ASSIGN_OR_RETURN(f.host_logits, runner_.Forward(input));
+    f.top_logprobs.assign(batch.rows.size(), -1);
     for (size_t i = 0; i < batch.rows.size(); ++i) {
       const BatchRow& r = batch.rows[i];
-      if (r.sample && r.seq->processor.active()) {
-        r.seq->processor.Apply(std::span<float>(host_logits.data)
-                                   .subspan(i * host_logits.vocab,
-                                            host_logits.vocab));
+      if (!r.sample) continue;
+      if (r.seq->processor.active()) {
+        r.seq->processor.Apply(std::span<float>(f.host_logits.data)
+                                   .subspan(i * f.host_logits.vocab,
+                                            f.host_logits.vocab));
       }
+      f.top_logprobs[i] = r.seq->request.top_logprobs;
     }
-    TSR_ASSIGN_OR_RETURN(tsr_tensor logits, runner_.UploadLogits(host_logits));
-    TSR_ASSIGN_OR_RETURN(last_ids_, sampler_.Enqueue(logits, sample_rows));
-    std::vector<int32_t> ids(static_cast<size_t>(last_ids_.rows));
-    TSR_RETURN_IF_ERROR(runner_.stream().CopyDeviceToHost(
-        ids.data(), *last_ids_.buffer, last_ids_.offset, ids.size() * 4));
-    TSR_RETURN_IF_ERROR(runner_.stream().Synchronize());
-    f.result.logprobs.resize(batch.rows.size());
-    for (size_t i = 0; i < batch.rows.size(); ++i) {
-      const BatchRow& r = batch.rows[i];
-      if (r.sample && r.seq->request.top_logprobs >= 0) {
-        f.result.logprobs[i] =
-            ComputeLogprobs(host_logits.Row(static_cast<int64_t>(i)), ids[i],
-                            r.seq->request.top_logprobs);
-      }
-    }
-    f.result.ids = std::move(ids);
-    return OkStatus();
+    TSR_ASSIGN_OR_RETURN(logits, runner_.UploadLogits(f.host_logits));
+  } else {
+    TSR_ASSIGN_OR_RETURN(logits, runner_.ForwardOnDevice(input));
   }
-
-  TSR_ASSIGN_OR_RETURN(tsr_tensor logits, runner_.ForwardOnDevice(input));
   TSR_ASSIGN_OR_RETURN(last_ids_, sampler_.Enqueue(logits, sample_rows));
   const int k = next_staging_;
   next_staging_ ^= 1;
@@ -144,10 +138,7 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     TSR_ASSIGN_OR_RETURN(ids_copied_[k], runtime::Event::Create(
                                              stream.plugin(), stream.device()));
   }
-  host_ids_[k].resize(static_cast<size_t>(last_ids_.rows));
-  TSR_RETURN_IF_ERROR(stream.CopyDeviceToHost(
-      host_ids_[k].data(), *last_ids_.buffer, last_ids_.offset,
-      host_ids_[k].size() * 4));
+  TSR_RETURN_IF_ERROR(sampler_.ReadBack(last_ids_, host_ids_[k]));
   TSR_RETURN_IF_ERROR(ids_copied_[k]->Record(stream));
   f.staging = k;
   return OkStatus();

@@ -4,13 +4,13 @@
 //
 // Per step: when no sampled row needs host logits the logits stay on the
 // device (ForwardOnDevice -> Sampler::Enqueue) and Launch returns once the
-// work is queued: the sampled ids are copied to a host buffer behind an
-// event that Collect waits for, and stay on the device as the next step's
-// input tokens (Batch::device_tokens). Otherwise the logits come to the
-// host once (Forward, which waits), each such row's LogitProcessor adjusts
-// its row in place, the rows go back up (UploadLogits) and logprobs are
-// computed from the adjusted rows (what the sampler saw); that step is
-// complete when Launch returns.
+// work is queued. Otherwise the logits come to the host once (Forward,
+// which waits), each such row's LogitProcessor adjusts its row in place
+// and the rows go back up (UploadLogits) for the sampler. Either way the
+// sampled ids are copied to a host buffer behind an event that Collect
+// waits for, and stay on the device as the next step's input tokens
+// (Batch::device_tokens); Collect computes logprobs from the adjusted rows
+// (what the sampler saw).
 //
 // Thread-safety: not thread-safe; the scheduler thread drives it (and the
 // runner's stream). The runner must outlive it.
@@ -38,12 +38,15 @@ class ModelExecutor : public Executor {
 
  private:
   struct InFlight {
-    Status status;       // the launch's error, if any
-    StepResult result;   // ids filled by Collect when on the device
-    int staging = -1;    // host_ids_ slot awaiting the device; -1: ready
+    Status status;      // the launch's error, if any
+    int staging = -1;   // the host_ids_ slot its sampled ids are copied to
     int64_t rows = 0;
+    // Host-logits steps: the adjusted logits [rows, V] and, per row, the
+    // top-K of the logprobs asked for (-1: none); Collect computes them.
+    model::Logits host_logits;
+    std::vector<int32_t> top_logprobs;
   };
-  // Enqueues the step; fills `f` (complete for the host-logits path).
+  // Enqueues the step and the copy of its sampled ids; fills `f`.
   Status LaunchStep(const ScheduledBatch& batch, InFlight& f);
 
   model::ModelRunner& runner_;

@@ -13,9 +13,10 @@ namespace tessera::engine {
 StatusReporter::StatusReporter(double log_interval_s)
     : log_interval_s_(log_interval_s) {}
 
-void StatusReporter::Update(EngineStats& stats,
-                            std::optional<uint64_t> device_busy_ns,
-                            uint64_t waited_ns) {
+void StatusReporter::Update(
+    EngineStats& stats,
+    const std::function<std::optional<uint64_t>()>& device_busy_ns,
+    uint64_t waited_ns) {
   const auto now = Clock::now();
   const int64_t generated = stats.generation_tokens_total;
   const double rate_dt =
@@ -26,11 +27,12 @@ void StatusReporter::Update(EngineStats& stats,
     // Active wall time: the interval minus the loop's waits for work.
     const double active_ns =
         rate_dt * 1e9 - double(waited_ns - waited_at_last_rate_);
-    if (device_busy_ns && busy_at_last_rate_ && active_ns > 1e8) {
-      const double busy = double(*device_busy_ns - *busy_at_last_rate_);
+    const std::optional<uint64_t> busy_ns = device_busy_ns();
+    if (busy_ns && busy_at_last_rate_ && active_ns > 1e8) {
+      const double busy = double(*busy_ns - *busy_at_last_rate_);
       device_idle_fraction_ = std::clamp(1.0 - busy / active_ns, 0.0, 1.0);
     }
-    busy_at_last_rate_ = device_busy_ns;
+    busy_at_last_rate_ = busy_ns;
     waited_at_last_rate_ = waited_ns;
     last_rate_ = now;
   }

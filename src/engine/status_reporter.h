@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "engine/engine_options.h"
@@ -22,11 +23,13 @@ class StatusReporter {
   explicit StatusReporter(double log_interval_s);
 
   // `stats` is the fresh snapshot (everything but gen_throughput and
-  // device_idle_fraction filled); `device_busy_ns` the executor's
-  // cumulative device busy time (nullopt: unknown) and `waited_ns` the
+  // device_idle_fraction filled); `device_busy_ns` reads the executor's
+  // cumulative device busy time (nullopt: unknown; called once per rate
+  // interval, not per step) and `waited_ns` is the
   // loop's cumulative time waiting for work. Sets the two rates and logs
   // the status line when it is due.
-  void Update(EngineStats& stats, std::optional<uint64_t> device_busy_ns,
+  void Update(EngineStats& stats,
+              const std::function<std::optional<uint64_t>()>& device_busy_ns,
               uint64_t waited_ns);
 
  private:

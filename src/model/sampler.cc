@@ -29,12 +29,15 @@ float SamplerRng::Uniform() {
 StatusOr<std::vector<int32_t>> Sampler::Sample(
     const tsr_tensor& logits, std::span<const SampleRow> rows) {
   TSR_ASSIGN_OR_RETURN(DeviceIds ids, Enqueue(logits, rows));
-  host_ids_.assign(static_cast<size_t>(ids.rows), 0);
-  TSR_RETURN_IF_ERROR(stream_.CopyDeviceToHost(
-      host_ids_.data(), *ids.buffer, ids.offset,
-      static_cast<uint64_t>(ids.rows) * 4));
+  TSR_RETURN_IF_ERROR(ReadBack(ids, host_ids_));
   TSR_RETURN_IF_ERROR(stream_.Synchronize());
   return host_ids_;
+}
+
+Status Sampler::ReadBack(const DeviceIds& ids, std::vector<int32_t>& host) {
+  host.resize(static_cast<size_t>(ids.rows));
+  return stream_.CopyDeviceToHost(host.data(), *ids.buffer, ids.offset,
+                                  static_cast<uint64_t>(ids.rows) * 4);
 }
 
 StatusOr<DeviceIds> Sampler::Enqueue(const tsr_tensor& logits,

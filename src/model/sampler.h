@@ -76,6 +76,10 @@ class Sampler {
   StatusOr<DeviceIds> Enqueue(const tsr_tensor& logits,
                               std::span<const SampleRow> rows);
 
+  // Enqueues a copy of `ids` into `host` (resized to ids.rows); `host` must
+  // stay untouched until the stream passes the copy.
+  Status ReadBack(const DeviceIds& ids, std::vector<int32_t>& host);
+
  private:
   runtime::Runtime& runtime_;
   runtime::Device& device_;
