@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "comm_reduce.h"
 #include "kit_names.h"
 
 namespace tessera::cpu {
@@ -17,46 +18,9 @@ const char* KindName(CollectiveKind kind) {
     case CollectiveKind::kAllReduce: return "all_reduce";
     case CollectiveKind::kAllGather: return "all_gather";
     case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
   }
   return "?";
-}
-
-template <typename Acc>
-inline Acc Combine(Acc a, Acc b, tsr_reduce_op op) {
-  switch (op) {
-    case TSR_REDUCE_MAX: return a > b ? a : b;
-    case TSR_REDUCE_MIN: return a < b ? a : b;
-    default: return a + b;
-  }
-}
-
-// staging[i] = reduce over ranks of send_q[i], for i in [lo, hi).
-template <typename T, typename Acc>
-void ReduceSlice(const std::vector<const char*>& sends, char* staging, tsr_reduce_op op,
-                 int64_t lo, int64_t hi) {
-  T* out = reinterpret_cast<T*>(staging);
-  for (int64_t i = lo; i < hi; ++i) {
-    Acc acc;
-    if constexpr (std::is_same_v<T, int32_t>) {
-      acc = reinterpret_cast<const T*>(sends[0])[i];
-    } else {
-      acc = ToF32(reinterpret_cast<const T*>(sends[0])[i]);
-    }
-    for (size_t q = 1; q < sends.size(); ++q) {
-      Acc v;
-      if constexpr (std::is_same_v<T, int32_t>) {
-        v = reinterpret_cast<const T*>(sends[q])[i];
-      } else {
-        v = ToF32(reinterpret_cast<const T*>(sends[q])[i]);
-      }
-      acc = Combine(acc, v, op);
-    }
-    if constexpr (std::is_same_v<T, int32_t>) {
-      out[i] = static_cast<int32_t>(static_cast<uint32_t>(acc));
-    } else {
-      out[i] = FromF32<T>(acc);
-    }
-  }
 }
 
 }  // namespace
@@ -133,26 +97,20 @@ void CommGroup::WriteShare(int rank, const Round& round, ExecContext& ctx) {
   const size_t bytes = static_cast<size_t>(args.count) * esize;
   switch (args.kind) {
     case CollectiveKind::kAllReduce: {
+      // Rank r reduces the r-th slice of the elements for everyone.
+      const int64_t lo = args.count * rank / n;
+      const int64_t hi = args.count * (rank + 1) / n;
       std::vector<const char*> sends(n);
-      for (int q = 0; q < n; ++q) sends[q] = round.args[q].send;
-      int64_t lo = args.count * rank / n;
-      int64_t hi = args.count * (rank + 1) / n;
-      ctx.pool->ParallelFor(hi - lo, 16384, [&](int64_t b, int64_t e) {
-        switch (args.dtype) {
-          case TSR_DTYPE_F32:
-            ReduceSlice<float, float>(sends, round.staging.get(), args.op, lo + b, lo + e);
-            break;
-          case TSR_DTYPE_BF16:
-            ReduceSlice<Bf16, float>(sends, round.staging.get(), args.op, lo + b, lo + e);
-            break;
-          case TSR_DTYPE_F16:
-            ReduceSlice<F16, float>(sends, round.staging.get(), args.op, lo + b, lo + e);
-            break;
-          default:
-            ReduceSlice<int32_t, int64_t>(sends, round.staging.get(), args.op, lo + b, lo + e);
-            break;
-        }
-      });
+      for (int q = 0; q < n; ++q) sends[q] = round.args[q].send + lo * esize;
+      ReduceInto(args.dtype, args.op, sends, round.staging.get() + lo * esize, hi - lo, ctx.pool);
+      break;
+    }
+    case CollectiveKind::kReduceScatter: {
+      // Rank r reduces slice r of every rank's send: its own result.
+      std::vector<const char*> sends(n);
+      for (int q = 0; q < n; ++q) sends[q] = round.args[q].send + rank * bytes;
+      ReduceInto(args.dtype, args.op, sends, round.staging.get() + rank * bytes, args.count,
+                 ctx.pool);
       break;
     }
     case CollectiveKind::kAllGather:
@@ -206,7 +164,9 @@ Status CommGroup::RunCollective(int rank, uint64_t seq, const CollectiveArgs& ar
   }
   if (!round.staging_ready) {
     size_t bytes = static_cast<size_t>(args.count) * DTypeSize(args.dtype);
-    if (args.kind == CollectiveKind::kAllGather) bytes *= n;
+    if (args.kind == CollectiveKind::kAllGather || args.kind == CollectiveKind::kReduceScatter) {
+      bytes *= n;
+    }
     round.staging.reset(new char[bytes > 0 ? bytes : 1]);
     round.staging_ready = true;
   }
@@ -234,6 +194,9 @@ Status CommGroup::RunCollective(int rank, uint64_t seq, const CollectiveArgs& ar
       break;
     case CollectiveKind::kBroadcast:
       if (rank != args.root && bytes) std::memcpy(args.recv, round.staging.get(), bytes);
+      break;
+    case CollectiveKind::kReduceScatter:
+      if (bytes) std::memmove(args.recv, round.staging.get() + rank * bytes, bytes);
       break;
   }
   lock.lock();

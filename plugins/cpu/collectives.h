@@ -1,5 +1,6 @@
 // Collective communication among the virtual devices of this process
-// (tsr_comm_api): all_reduce, all_gather, broadcast, send and recv.
+// (tsr_comm_api): all_reduce, all_gather, broadcast, reduce_scatter, send
+// and recv. Ranks in different processes use shm_comm.h instead.
 //
 // comm_init_all creates one CommGroup and a Comm per rank. Each rank's call
 // is enqueued on that rank's stream; the stream workers meet in the group:
@@ -34,15 +35,15 @@
 
 namespace tessera::cpu {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kBroadcast };
+enum class CollectiveKind { kAllReduce, kAllGather, kBroadcast, kReduceScatter };
 
 // One rank's arguments to a collective (element counts, host addresses).
 struct CollectiveArgs {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   tsr_dtype dtype = TSR_DTYPE_INVALID;
-  int64_t count = 0;         // elements in `send` (broadcast: in the buffer)
+  int64_t count = 0;  // elements in `send` (broadcast: the buffer; reduce_scatter: `recv`)
   const char* send = nullptr;
-  char* recv = nullptr;      // all_gather: num_ranks * count elements
+  char* recv = nullptr;  // all_gather: num_ranks * count elements
   tsr_reduce_op op = TSR_REDUCE_SUM;
   int root = 0;
 };
@@ -103,10 +104,16 @@ class CommGroup {
   std::map<std::pair<int, int>, std::deque<Message>> channels_;  // (from, to)
 };
 
-// One rank of a communicator (what a tsr_comm handle names).
+class ShmComm;
+
+// One rank of a communicator (what a tsr_comm handle names): of an
+// in-process group (comm_init_all) or of a shared-memory one
+// (comm_init_rank); exactly one of the two is set.
 struct Comm {
   std::shared_ptr<CommGroup> group;
+  std::shared_ptr<ShmComm> shm;
   int rank = 0;
+  int size = 1;
   int device = 0;
 };
 

@@ -1,11 +1,17 @@
 // The tsr_comm_api entries: validate on the calling thread, then enqueue
-// the rank's part on its stream (collectives.h runs the rendezvous).
+// the rank's part on its stream (collectives.h runs the in-process
+// rendezvous, shm_comm.h the cross-process one).
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "collectives.h"
+#include "comm_reduce.h"
 #include "kit_names.h"
 #include "plugin_state.h"
+#include "shm_comm.h"
 
 namespace tessera::cpu {
 namespace {
@@ -17,7 +23,7 @@ Status FindCommAndStream(tsr_comm comm_handle, tsr_stream stream_handle,
   if (*comm == nullptr) {
     return InvalidHandle("comm ", static_cast<const void*>(comm_handle),
                          " is not a live communicator of this plugin (NULL, destroyed, or "
-                         "never created by comm_init_all)");
+                         "never created by comm_init_all or comm_init_rank)");
   }
   *stream = State()->streams.Find(stream_handle);
   if (*stream == nullptr) {
@@ -48,16 +54,21 @@ Status CommTensor(const tsr_tensor* t, const char* name, bool reducible, TensorV
     return InvalidArgument(name, " must be contiguous (row-major strides), but has shape ",
                            ShapeString(*view), " and non-contiguous strides");
   }
-  if (reducible && view->dtype != TSR_DTYPE_F32 && view->dtype != TSR_DTYPE_BF16 &&
-      view->dtype != TSR_DTYPE_F16 && view->dtype != TSR_DTYPE_I32) {
+  if (reducible && !ReducibleDType(view->dtype)) {
     return Unsupported(name, " is ", DTypeName(view->dtype),
-                       "; all_reduce supports f32, bf16, f16 and i32");
+                       "; reductions support f32, bf16, f16 and i32");
   }
   return OkStatus();
 }
 
 Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, const char* what,
                          CollectiveArgs args, std::vector<std::shared_ptr<Buffer>> keep) {
+  if (comm->shm != nullptr) {
+    std::shared_ptr<ShmComm> shm = comm->shm;
+    return stream.Enqueue(what, [shm, args, keep = std::move(keep)](ExecContext& ctx) {
+      return shm->RunCollective(args, ctx);
+    });
+  }
   std::shared_ptr<CommGroup> group = comm->group;
   const int rank = comm->rank;
   uint64_t seq = 0;
@@ -82,6 +93,7 @@ tsr_status CommInitAll(const int32_t* devices, int32_t num_devices, tsr_comm* co
       auto comm = std::make_shared<Comm>();
       comm->group = group;
       comm->rank = r;
+      comm->size = num_devices;
       comm->device = list[r];
       handles.push_back(State()->comms.Add(std::move(comm)));
     }
@@ -98,8 +110,10 @@ tsr_status CommDestroy(tsr_comm handle) {
       return InvalidHandle("comm ", static_cast<const void*>(handle),
                            " is not a live communicator of this plugin");
     }
-    // The last rank to go wakes anything still stuck in the group.
-    comm->group->ReleaseRank();
+    // The last rank to go wakes anything still stuck in the group. A
+    // shared-memory rank marks itself gone when its last reference (a
+    // queued collective may hold one) drops.
+    if (comm->group != nullptr) comm->group->ReleaseRank();
     return OkStatus();
   });
 }
@@ -143,7 +157,7 @@ tsr_status AllGather(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_t
     TensorView s, r;
     TSR_CPU_RETURN_IF_ERROR(CommTensor(send, "send", false, &s, &keep[0]));
     TSR_CPU_RETURN_IF_ERROR(CommTensor(recv, "recv", false, &r, &keep[1]));
-    const int64_t ranks = comm->group->size();
+    const int64_t ranks = comm->size;
     if (s.dtype != r.dtype || r.numel() != ranks * s.numel()) {
       return InvalidArgument("recv (", DTypeName(r.dtype), " ", ShapeString(r), ") must hold ",
                              ranks, " x send's ", s.numel(), " ", DTypeName(s.dtype),
@@ -165,9 +179,9 @@ tsr_status Broadcast(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_t
     std::shared_ptr<Comm> comm;
     std::shared_ptr<Stream> stream;
     TSR_CPU_RETURN_IF_ERROR(FindCommAndStream(comm_handle, stream_handle, &comm, &stream));
-    if (root < 0 || root >= comm->group->size()) {
+    if (root < 0 || root >= comm->size) {
       return InvalidArgument("root ", root, " is not a rank of this communicator (0..",
-                             comm->group->size() - 1, ")");
+                             comm->size - 1, ")");
     }
     std::vector<std::shared_ptr<Buffer>> keep(1);
     TensorView b;
@@ -184,9 +198,12 @@ tsr_status Broadcast(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_t
 }
 
 Status PeerCheck(const Comm& comm, int32_t peer) {
-  if (peer < 0 || peer >= comm.group->size()) {
+  if (peer < 0 || peer >= comm.size) {
     return InvalidArgument("peer ", peer, " is not a rank of this communicator (0..",
-                           comm.group->size() - 1, ")");
+                           comm.size - 1, ")");
+  }
+  if (peer == comm.rank) {
+    return InvalidArgument("peer ", peer, " is this rank itself; send/recv pair two ranks");
   }
   return OkStatus();
 }
@@ -201,6 +218,12 @@ tsr_status Send(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor
     std::shared_ptr<Buffer> keep;
     TensorView v;
     TSR_CPU_RETURN_IF_ERROR(CommTensor(t, "t", false, &v, &keep));
+    if (comm->shm != nullptr) {
+      std::shared_ptr<ShmComm> shm = comm->shm;
+      return stream->Enqueue("send", [shm, peer, v, keep](ExecContext& ctx) {
+        return shm->Send(peer, v.data, v.dtype, v.numel(), ctx);
+      });
+    }
     std::shared_ptr<CommGroup> group = comm->group;
     const int rank = comm->rank;
     return stream->Enqueue("send", [group, rank, peer, v, keep](ExecContext&) {
@@ -219,6 +242,12 @@ tsr_status Recv(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor
     std::shared_ptr<Buffer> keep;
     TensorView v;
     TSR_CPU_RETURN_IF_ERROR(CommTensor(t, "t", false, &v, &keep));
+    if (comm->shm != nullptr) {
+      std::shared_ptr<ShmComm> shm = comm->shm;
+      return stream->Enqueue("recv", [shm, peer, v, keep](ExecContext& ctx) {
+        return shm->Recv(peer, v.data, v.dtype, v.numel(), ctx);
+      });
+    }
     std::shared_ptr<CommGroup> group = comm->group;
     const int rank = comm->rank;
     return stream->Enqueue("recv", [group, rank, peer, v, keep](ExecContext& ctx) {
@@ -227,11 +256,88 @@ tsr_status Recv(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor
   });
 }
 
+tsr_status ReduceScatter(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor* send,
+                         const tsr_tensor* recv, tsr_reduce_op op) {
+  return Guard("reduce_scatter", [&]() -> Status {
+    std::shared_ptr<Comm> comm;
+    std::shared_ptr<Stream> stream;
+    TSR_CPU_RETURN_IF_ERROR(FindCommAndStream(comm_handle, stream_handle, &comm, &stream));
+    if (op != TSR_REDUCE_SUM && op != TSR_REDUCE_MAX && op != TSR_REDUCE_MIN) {
+      return InvalidArgument("reduce op ", op, " is not SUM (0), MAX (1) or MIN (2)");
+    }
+    std::vector<std::shared_ptr<Buffer>> keep(2);
+    TensorView s, r;
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(send, "send", true, &s, &keep[0]));
+    TSR_CPU_RETURN_IF_ERROR(CommTensor(recv, "recv", true, &r, &keep[1]));
+    const int64_t ranks = comm->size;
+    if (s.dtype != r.dtype || s.numel() != ranks * r.numel()) {
+      return InvalidArgument("send (", DTypeName(s.dtype), " ", ShapeString(s), ") must hold ",
+                             ranks, " x recv's ", r.numel(), " ", DTypeName(r.dtype),
+                             " elements (rank r receives slice r)");
+    }
+    CollectiveArgs args;
+    args.kind = CollectiveKind::kReduceScatter;
+    args.dtype = s.dtype;
+    args.count = r.numel();
+    args.send = s.data;
+    args.recv = r.data;
+    args.op = op;
+    return EnqueueCollective(comm, *stream, "reduce_scatter", args, std::move(keep));
+  });
+}
+
+tsr_status CommGetUniqueId(tsr_comm_unique_id* out) {
+  return Guard("comm_get_unique_id", [&]() -> Status {
+    TSR_CPU_RETURN_IF_ERROR(RequireState());
+    return NewShmUniqueId(out);
+  });
+}
+
+tsr_status CommInitRank(const tsr_comm_init_rank_args* args, tsr_comm* out) {
+  return Guard("comm_init_rank", [&]() -> Status {
+    TSR_CPU_RETURN_IF_ERROR(RequireState());
+    if (args == nullptr || out == nullptr) return InvalidArgument("args and out must not be NULL");
+    tsr_comm_init_rank_args a{};
+    std::memcpy(&a, args, std::min<size_t>(sizeof(a), args->struct_size));
+    if (args->struct_size < offsetof(tsr_comm_init_rank_args, device) + sizeof(int32_t)) {
+      return InvalidArgument("args->struct_size ", args->struct_size,
+                             " is too small to hold id, num_ranks, rank and device");
+    }
+    if (a.id == nullptr) return InvalidArgument("args->id must not be NULL");
+    if (a.num_ranks < 1 || a.num_ranks > 64) {
+      return InvalidArgument("num_ranks ", a.num_ranks, " must be 1..64");
+    }
+    if (a.rank < 0 || a.rank >= a.num_ranks) {
+      return InvalidArgument("rank ", a.rank, " must be 0..", a.num_ranks - 1);
+    }
+    TSR_CPU_RETURN_IF_ERROR(CheckDevice(a.device));
+    const int num_nodes = args->struct_size >= sizeof(tsr_comm_init_rank_args) ? a.num_nodes : 1;
+    if (num_nodes > 1) {
+      return Unsupported("the communicator spans ", num_nodes,
+                         " nodes, but the cpu plugin's collectives reach only ranks on one "
+                         "node (shared memory); its network transport is not built yet: run "
+                         "every rank on one node (--nnodes 1)");
+    }
+    std::shared_ptr<ShmComm> shm;
+    TSR_CPU_RETURN_IF_ERROR(
+        ShmComm::Join(*a.id, a.num_ranks, a.rank, State()->comm_timeout_ms, &shm));
+    auto comm = std::make_shared<Comm>();
+    comm->shm = std::move(shm);
+    comm->rank = a.rank;
+    comm->size = a.num_ranks;
+    comm->device = a.device;
+    *out = ToHandle<tsr_comm>(State()->comms.Add(std::move(comm)));
+    return OkStatus();
+  });
+}
+
 }  // namespace
 
 const tsr_comm_api* CommApi() {
   static const tsr_comm_api api = {
-      sizeof(tsr_comm_api), CommInitAll, CommDestroy, AllReduce, AllGather, Broadcast, Send, Recv,
+      sizeof(tsr_comm_api), CommInitAll, CommDestroy,     AllReduce,    AllGather,
+      Broadcast,            Send,        Recv,            CommGetUniqueId,
+      CommInitRank,         ReduceScatter,
   };
   return &api;
 }

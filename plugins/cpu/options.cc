@@ -7,7 +7,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr const char* kKnownKeys = "threads, devices, isa";
+constexpr const char* kKnownKeys = "threads, devices, isa, comm_timeout_ms";
 
 }  // namespace
 
@@ -21,6 +21,9 @@ Status ParseOptions(const tsr_init_args* args, int default_threads, Options* out
       TSR_CPU_RETURN_IF_ERROR(plugin_kit::ParseIntOption(key, value, 1, 1024, &options.threads));
     } else if (key == "devices") {
       TSR_CPU_RETURN_IF_ERROR(plugin_kit::ParseIntOption(key, value, 1, 64, &options.devices));
+    } else if (key == "comm_timeout_ms") {
+      TSR_CPU_RETURN_IF_ERROR(
+          plugin_kit::ParseIntOption(key, value, 1, 86400000, &options.comm_timeout_ms));
     } else if (key == "isa") {
       options.isa = value;
     } else {

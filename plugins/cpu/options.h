@@ -7,6 +7,9 @@
 //   isa=NAME    kernel path: scalar, avx2, avx512 or avx512bf16 (default:
 //               the TESSERA_CPU_ISA environment variable, else the best
 //               path the CPU supports; see cpu_isa.h). Resolved by init.
+//   comm_timeout_ms=N  how long a collective, send/recv or comm_init_rank
+//               waits for a peer before failing (1..86400000; default
+//               60000; ABI 1.3)
 // Unknown keys and malformed values are TSR_ERR_INVALID_ARGUMENT with a
 // message naming the key and the accepted values. Pure functions.
 #ifndef TESSERA_PLUGINS_CPU_OPTIONS_H_
@@ -23,6 +26,7 @@ struct Options {
   int threads = 0;  // 0 until parsed: then >= 1
   int devices = 1;
   std::string isa;  // as given; empty = not given
+  int comm_timeout_ms = 60000;
   // Physical indices to expose, in order (all when num_visible was -1).
   std::vector<int> visible;
 };

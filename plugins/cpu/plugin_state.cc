@@ -75,6 +75,7 @@ Status InitPlugin(const tsr_init_args* args) {
         ResolveCpuIsa(env != nullptr ? env : "", "TESSERA_CPU_ISA", &state->isa));
   }
   state->threads = options.threads;
+  state->comm_timeout_ms = options.comm_timeout_ms;
   state->num_physical = options.devices;
   state->physical = options.visible;
   state->cpu_name = CpuModelName();

@@ -28,6 +28,8 @@ Command AddGenerateCommand(CLI::App& root);
 Command AddBenchCommand(CLI::App& root);
 Command AddServeCommand(CLI::App& root);
 Command AddConvertGgufCommand(CLI::App& root);
+Command AddBenchCommCommand(CLI::App& root);
+Command AddTpWorkerCommand(CLI::App& root);
 
 }  // namespace tessera::cli
 

@@ -34,6 +34,7 @@
 // device or the model failed while loading or running.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -41,12 +42,14 @@
 #include <vector>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "cli/command.h"
 #include "cli/cli_io.h"
 #include "prompt/prompt_tools.h"
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
+#include "cli/tp_launch.h"
 #include "engine/engine.h"
 #include "model/checkpoint.h"
 #include "model/model_runner.h"
@@ -81,6 +84,7 @@ struct GenerateOptions {
   std::string quantization = "none";
   std::string kv_cache_dtype = "auto";
   runtime::RuntimeFlags flags;
+  TpFlags tp;
   // Set after parsing: which sampling flags were given.
   CLI::Option* temperature_opt = nullptr;
   CLI::Option* top_p_opt = nullptr;
@@ -243,7 +247,15 @@ int RunGenerate(const GenerateOptions& o) {
   request.logit.min_tokens = int32_t(o.min_new_tokens);
   request.top_logprobs = o.top_logprobs;
 
-  auto rt = StartUsableRuntime(o.flags);
+  if (Status tp = PrepareTp(o.tp); !tp.ok()) return ReportError(tp, kExitBadInput);
+  runtime::RuntimeFlags flags = o.flags;
+  if (o.tp.tp_size > 1) {
+    // The ranks share this host's cores: one share each.
+    const int threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.tp.tp_size);
+    flags.cpu_plugin_options.push_back({"threads", std::to_string(threads), "--tp-size"});
+  }
+  auto rt = StartUsableRuntime(flags);
   if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   model::ModelRunnerOptions runner_options;
   runner_options.kv_capacity_tokens = prompt_len + max_new_tokens;
@@ -252,13 +264,37 @@ int RunGenerate(const GenerateOptions& o) {
   runner_options.max_batch_tokens =
       o.chunked_prefill_size > 0 ? std::min(prompt_len, o.chunked_prefill_size)
                                  : prompt_len;
+  std::unique_ptr<TpGroup> tp;  // outlives the runner and the engine
+  if (o.tp.tp_size > 1) {
+    TpRunnerSpec spec;
+    spec.model_path = o.model_path;
+    spec.kv_cache_dtype = o.kv_cache_dtype;
+    spec.quantization = o.quantization;
+    spec.page_size = runner_options.page_size;
+    spec.kv_tokens = runner_options.kv_capacity_tokens;
+    spec.max_batch_tokens = runner_options.max_batch_tokens;
+    spec.cpu_threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.tp.tp_size);
+    spec.flags = o.flags;  // the worker adds its own thread count
+    auto group = TpGroup::Start(**rt, o.tp, spec);
+    if (!group.ok()) return ReportError(group.status(), kExitBadInput);
+    tp = std::move(*group);
+    runner_options.device = TpDevice(o.tp, 0);
+    runner_options.comm = &tp->comm();
+  }
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
   if (!runner.ok()) {
     return ReportError(runner.status(), ModelFailureCode(runner.status()));
   }
+  if (tp != nullptr) {
+    if (Status ready = tp->AwaitReady(**runner, o.model_path); !ready.ok()) {
+      return ReportError(ready, kExitRuntimeFailure);
+    }
+  }
   // The same engine `serve` runs, with one request: stop strings and ids,
   // penalties, logprobs and seeds behave exactly as they do over HTTP.
   engine::EngineOptions engine_options;
+  engine_options.tp = tp != nullptr ? &tp->leader() : nullptr;
   engine_options.context_length = context;
   engine_options.chunked_prefill_size = o.chunked_prefill_size;
   engine_options.max_running_requests = 1;
@@ -455,6 +491,7 @@ Command AddGenerateCommand(CLI::App& root) {
       ->capture_default_str();
   AddQuantizationOption(command.app, &o->quantization);
   AddKvCacheDtypeOption(command.app, &o->kv_cache_dtype);
+  AddTpFlags(command.app, &o->tp);
   command.app->add_flag("--json", o->json,
                         "print one JSON object (ids, text, finish_reason, "
                         "tokens/s) instead of streaming text");

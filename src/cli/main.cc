@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
       tessera::cli::AddBenchCommand(app),
       tessera::cli::AddServeCommand(app),
       tessera::cli::AddConvertGgufCommand(app),
+      tessera::cli::AddBenchCommCommand(app),
+      tessera::cli::AddTpWorkerCommand(app),
   };
 
   try {

@@ -47,6 +47,7 @@
 #include "prompt/prompt_tools.h"
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
+#include "cli/tp_launch.h"
 #include "engine/engine.h"
 #include "metrics/process_metrics.h"
 #include "metrics/registry.h"
@@ -94,6 +95,7 @@ struct ServeOptions {
   double log_interval = 5.0;
   double shutdown_grace = 30.0;
   runtime::RuntimeFlags flags;
+  TpFlags tp;
 };
 
 std::string ExecutableDir() {
@@ -194,6 +196,8 @@ struct LoadedModel {
   std::unique_ptr<prompt::PromptTools> prompts;
   std::unique_ptr<model::Checkpoint> checkpoint;
   std::unique_ptr<runtime::Runtime> runtime;
+  // Destroyed after the runner and the engine that use its communicator.
+  std::unique_ptr<TpGroup> tp;
   std::unique_ptr<model::ModelRunner> runner;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<metrics::Registry> registry;
@@ -211,6 +215,12 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   m.checkpoint = std::move(*checkpoint);
   const model::ModelConfig& config = m.checkpoint->config();
 
+  const int tp_size = o.tp.tp_size;
+  if (Status tp = PrepareTp(o.tp); !tp.ok()) return ReportError(tp, kExitBadInput);
+  if (tp_size > 1 && o.cpu_threads == 0) {
+    // The ranks share this host's cores: one share each.
+    o.cpu_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_size);
+  }
   if (o.cpu_threads > 0) {
     o.flags.cpu_plugin_options.push_back(
         {"threads", std::to_string(o.cpu_threads), "--cpu-threads"});
@@ -263,13 +273,49 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   ro.graph_max_batch =
       o.disable_graph ? 0 : std::min(o.graph_max_bs, o.max_running_requests);
   const auto load_start = std::chrono::steady_clock::now();
+  if (tp_size > 1) {
+    ro.device = TpDevice(o.tp, 0);
+    if (ro.kv_memory_budget_bytes > 0) {
+      // Every rank's pool holds the same tokens: the budget over this
+      // rank's share of the KV heads, as an explicit capacity.
+      auto shard = model::PlanTpShard(config, 0, tp_size);
+      if (!shard.ok()) return ReportError(shard.status(), kExitBadInput);
+      const DType kv_dtype = ro.kv_cache_dtype.value_or(ro.activation_dtype.value_or(
+          config.torch_dtype == "float32" ? TSR_DTYPE_F32 : TSR_DTYPE_BF16));
+      const uint64_t per_token = 2ull * config.num_hidden_layers * shard->kv_heads *
+                                 config.head_dim * DTypeSize(kv_dtype);
+      ro.kv_capacity_tokens =
+          static_cast<int64_t>(ro.kv_memory_budget_bytes / std::max<uint64_t>(per_token, 1));
+      ro.kv_memory_budget_bytes = 0;
+    }
+    TpRunnerSpec spec;
+    spec.model_path = o.model_path;
+    spec.dtype = o.dtype;
+    spec.kv_cache_dtype = o.kv_cache_dtype;
+    spec.quantization = o.quantization;
+    spec.page_size = o.page_size;
+    spec.kv_tokens = ro.kv_capacity_tokens;
+    spec.max_batch_tokens = ro.max_batch_tokens;
+    spec.cpu_threads = o.cpu_threads;
+    spec.flags = o.flags;
+    auto group = TpGroup::Start(*m.runtime, o.tp, spec);
+    if (!group.ok()) return ReportError(group.status(), kExitBadInput);
+    m.tp = std::move(*group);
+    ro.comm = &m.tp->comm();
+  }
   auto runner = model::ModelRunner::Create(*m.runtime, *m.checkpoint, ro);
   if (!runner.ok()) {
     return ReportError(runner.status(), ModelFailureCode(runner.status()));
   }
   m.runner = std::move(*runner);
+  if (m.tp != nullptr) {
+    if (Status ready = m.tp->AwaitReady(*m.runner, o.model_path); !ready.ok()) {
+      return ReportError(ready, kExitRuntimeFailure);
+    }
+  }
 
   engine::EngineOptions eo;
+  eo.tp = m.tp != nullptr ? &m.tp->leader() : nullptr;
   eo.context_length = context;
   eo.chunked_prefill_size = o.chunked_prefill_size;
   eo.max_running_requests = o.max_running_requests;
@@ -313,6 +359,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
                        {"plugin", runtime.plugin().name()},
                        {"device", device.Label()},
                        {"dtype", DTypeName(m.runner->activation_dtype())},
+                       {"tp_size", tp_size},
                        {"architecture", model::ArchitectureClassName(
                                             config.architecture)},
                        {"demo_model", demo}};
@@ -427,7 +474,33 @@ int RunServe(ServeOptions o) {
   TSR_LOG_INFO("ready: http://{}:{} serves '{}'", o.server.host, http.port(),
                o.server.served_model_name);
 
+  // Tensor parallelism: a worker rank that exits takes the model with it.
+  // In-flight requests fail on their next collective (the plugin notices
+  // the dead peer); /health turns 503 and the server shuts down, exiting 1.
+  std::atomic<bool> monitor_stop{false};
+  std::string tp_failure;  // written by the monitor before it signals
+  std::thread tp_monitor;
+  if (m.tp != nullptr) {
+    tp_monitor = std::thread([&] {
+      while (!monitor_stop.load()) {
+        if (auto exit = m.tp->PollExited()) {
+          tp_failure = fmt::format("tensor-parallel rank {} exited ({}) while serving",
+                                   exit->rank,
+                                   RankProcesses::DescribeWaitStatus(exit->wait_status));
+          TSR_LOG_ERROR("{}; shutting down", tp_failure);
+          ctx.ready.store(false, std::memory_order_release);
+          std::lock_guard<std::mutex> lock(stop_mu);
+          if (!stopped) pthread_kill(watcher.native_handle(), SIGTERM);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+
   http_thread.join();  // returns after Stop, once connections are closed
+  monitor_stop.store(true);
+  if (tp_monitor.joinable()) tp_monitor.join();
   stop_watcher();
   if (!http_drained.load()) {
     // A handler is stuck (it cannot be interrupted); its thread still uses
@@ -437,6 +510,12 @@ int RunServe(ServeOptions o) {
     std::_Exit(kExitOk);
   }
   m.engine->Shutdown(0);
+  if (!tp_failure.empty()) {
+    return ReportError(UnavailableError(tp_failure +
+                                        "; see that rank's message above (killed, out of "
+                                        "memory, or a device failure)"),
+                       kExitRuntimeFailure);
+  }
   TSR_LOG_INFO("server stopped");
   return kExitOk;
 }
@@ -510,6 +589,7 @@ Command AddServeCommand(CLI::App& root) {
                   "activation and KV dtype: auto, float32, bfloat16")
       ->capture_default_str();
   AddQuantizationOption(app, &o->quantization);
+  AddTpFlags(app, &o->tp);
   AddKvCacheDtypeOption(app, &o->kv_cache_dtype);
   app->add_option("--cpu-threads", o->cpu_threads,
                   "threads of the cpu plugin (default: all cores)");

@@ -30,6 +30,10 @@ void OpChecks(CheckContext& ctx, PluginEnv& env);      // op_checks.cc
 void CollectiveChecks(CheckContext& ctx,
                       PluginEnv& env);  // collective_checks.cc
 void GraphChecks(CheckContext& ctx, PluginEnv& env);   // graph_checks.cc
+// Forks its own rank processes, each initialising the plugin: the group
+// runs without the usual init setup.
+void CollectiveMpChecks(CheckContext& ctx,
+                        PluginEnv& env);  // collective_mp_checks.cc
 
 // All groups in order, bound to `env` (which must outlive the run).
 std::vector<GroupSpec> PluginCheckGroups(PluginEnv* env);

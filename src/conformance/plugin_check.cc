@@ -47,6 +47,11 @@ std::vector<GroupSpec> PluginCheckGroups(PluginEnv* env) {
   GroupSpec abi;
   abi.name = "abi";
   abi.run = [env](CheckContext& ctx) { AbiChecks(ctx, *env); };
+  GroupSpec collectives_mp;
+  collectives_mp.name = "collectives_mp";
+  collectives_mp.run = [env](CheckContext& ctx) {
+    CollectiveMpChecks(ctx, *env);
+  };
   return {abi,
           initialised("devices", DeviceChecks),
           initialised("errors", ErrorChecks),
@@ -55,6 +60,7 @@ std::vector<GroupSpec> PluginCheckGroups(PluginEnv* env) {
           initialised("streams", StreamChecks),
           initialised("ops", OpChecks),
           initialised("collectives", CollectiveChecks),
+          collectives_mp,
           initialised("graphs", GraphChecks)};
 }
 

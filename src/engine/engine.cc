@@ -71,7 +71,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   e->scheduler_ = std::make_unique<Scheduler>(
       runner.kv_pool(), e->options_,
       [e](const Sequence& seq) { e->OnFinished(seq); });
-  e->executor_ = std::make_unique<ModelExecutor>(runner);
+  e->executor_ = std::make_unique<ModelExecutor>(runner, e->options_.tp);
   e->thread_ = std::thread([e] { e->Loop(); });
 
   // Warm-up: one short request through the whole path (allocates the

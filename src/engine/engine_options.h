@@ -15,7 +15,12 @@ namespace tessera::engine {
 enum class SchedulePolicy { kLongestPrefixMatch, kFirstComeFirstServed };
 StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name);
 
+class TpLeader;
+
 struct EngineOptions {
+  // Tensor parallelism: rank 0's leader (tp_ranks.h; not owned, outlives
+  // the engine); NULL for a single rank.
+  TpLeader* tp = nullptr;
   int64_t context_length = 0;           // 0: the model's
   int64_t chunked_prefill_size = 2048;  // tokens per step; <= 0: no chunking
   int64_t max_running_requests = 256;

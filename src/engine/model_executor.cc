@@ -34,8 +34,9 @@ TokenLogprobs ComputeLogprobs(std::span<const float> row, int32_t id,
   return out;
 }
 
-ModelExecutor::ModelExecutor(model::ModelRunner& runner)
+ModelExecutor::ModelExecutor(model::ModelRunner& runner, TpLeader* tp)
     : runner_(runner),
+      tp_(tp),
       sampler_(runner.runtime(), runner.device(), runner.stream()) {}
 
 void ModelExecutor::Launch(const ScheduledBatch& batch) {
@@ -110,6 +111,9 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     sample_rows[i].rng = &r.seq->rng;
   }
 
+  if (tp_ != nullptr) {
+    TSR_RETURN_IF_ERROR(tp_->SendStep(input, static_cast<int64_t>(batch.rows.size())));
+  }
   tsr_tensor logits{};
   if (host) {
     // Logit processors and logprobs need the logits on the host (Forward
@@ -131,6 +135,7 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     TSR_ASSIGN_OR_RETURN(logits, runner_.ForwardOnDevice(input));
   }
   TSR_ASSIGN_OR_RETURN(last_ids_, sampler_.Enqueue(logits, sample_rows));
+  if (tp_ != nullptr) TSR_RETURN_IF_ERROR(tp_->BroadcastIds(runner_.stream(), last_ids_));
   const int k = next_staging_;
   next_staging_ ^= 1;
   runtime::Stream& stream = runner_.stream();

@@ -12,8 +12,12 @@
 // (Batch::device_tokens); Collect computes logprobs from the adjusted rows
 // (what the sampler saw).
 //
+// With tensor parallelism (a TpLeader), every step is first sent to the
+// worker ranks and the sampled ids are broadcast to them after the sampler
+// (tp_ranks.h).
+//
 // Thread-safety: not thread-safe; the scheduler thread drives it (and the
-// runner's stream). The runner must outlive it.
+// runner's stream). The runner (and the leader) must outlive it.
 #ifndef TESSERA_ENGINE_MODEL_EXECUTOR_H_
 #define TESSERA_ENGINE_MODEL_EXECUTOR_H_
 
@@ -25,12 +29,13 @@
 #include "engine/executor.h"
 #include "model/model_runner.h"
 #include "model/sampler.h"
+#include "engine/tp_ranks.h"
 
 namespace tessera::engine {
 
 class ModelExecutor : public Executor {
  public:
-  explicit ModelExecutor(model::ModelRunner& runner);
+  explicit ModelExecutor(model::ModelRunner& runner, TpLeader* tp = nullptr);
 
   void Launch(const ScheduledBatch& batch) override;
   StatusOr<StepResult> Collect() override;
@@ -50,6 +55,7 @@ class ModelExecutor : public Executor {
   Status LaunchStep(const ScheduledBatch& batch, InFlight& f);
 
   model::ModelRunner& runner_;
+  TpLeader* const tp_;  // NULL without tensor parallelism
   model::Sampler sampler_;
   std::deque<InFlight> inflight_;
   // The previous launch's sampled ids, on the device.

@@ -97,6 +97,10 @@ struct ModelRunner::Workspace {
   BufferPtr rows_h;    // [B, H] last rows of each sequence
   BufferPtr logits;    // [rows, V] X
   BufferPtr logits_f32;  // [rows, V] F32 (X != F32 only)
+  // Vocabulary-parallel lm_head only: this rank's [rows, V/n] and the
+  // all-gathered [n, rows, V/n].
+  BufferPtr logits_local;
+  BufferPtr logits_gathered;
   // Byte offsets of the metadata arrays inside `meta`, this step.
   uint64_t ids = 0, positions = 0, slots = 0, seq_lens = 0, query_start = 0,
            last_rows = 0, block_table = 0;
@@ -192,6 +196,19 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
 
   std::unique_ptr<ModelRunner> r(
       new ModelRunner(runtime, device, config, *arch, act, kv_dtype));
+  if (options.comm != nullptr) {
+    if (options.comm->device() != options.device) {
+      return InvalidArgumentError(fmt::format(
+          "the tensor-parallel communicator's rank lives on device {}, the "
+          "runner on device {}",
+          options.comm->device(), options.device));
+    }
+    r->comm_ = options.comm;
+    TSR_ASSIGN_OR_RETURN(r->tp_, PlanTpShard(config, options.comm->rank(),
+                                             options.comm->size()));
+  } else {
+    TSR_ASSIGN_OR_RETURN(r->tp_, PlanTpShard(config, 0, 1));
+  }
   {
     ProgressLine progress(options.show_progress);
     WeightLoadOptions load;
@@ -199,6 +216,7 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     load.keep_f16_linear = options.keep_f16_linear;
     load.quantization = options.quantization;
     load.int8_group_size = options.int8_group_size;
+    load.tp = r->tp_;
     load.progress = [&progress](uint64_t done, uint64_t total) {
       progress.Update(done, total);
     };
@@ -214,7 +232,7 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
 
   kv::KvPoolOptions kv;
   kv.num_layers = config.num_hidden_layers;
-  kv.num_kv_heads = config.num_key_value_heads;
+  kv.num_kv_heads = r->tp_.kv_heads;  // this rank's heads
   kv.head_dim = config.head_dim;
   kv.dtype = kv_dtype;
   kv.page_size = options.page_size;
@@ -226,15 +244,24 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   TSR_ASSIGN_OR_RETURN(r->kv_pool_, kv::KvPool::Create(device, kv));
   TSR_ASSIGN_OR_RETURN(r->stream_, device.CreateStream());
   r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
-  if (options.fused_decoder_layer) r->ResolveFusedLayer();
-  if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
+  r->pages_allocated_elsewhere_ = options.pages_allocated_elsewhere;
+  // Tensor parallelism runs the layers as op sequences (decoder_layer v1
+  // has no all-reduce inside) and eagerly (a replayed collective would
+  // reuse its capture-time sequence number on some CCLs).
+  if (options.fused_decoder_layer && !r->tp_.enabled()) r->ResolveFusedLayer();
+  if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs() &&
+      !r->tp_.enabled()) {
     r->graph_max_batch_ = options.graph_max_batch;
     r->scratch_pages_ = {r->kv_pool_->scratch_page()};
   }
   TSR_LOG_DEBUG(
-      "model runner: {} on {}, {} activations, weights {:.1f} MiB, KV pool "
+      "model runner: {} on {}{}, {} activations, weights {:.1f} MiB, KV pool "
       "{} pages x {} slots ({:.1f} MiB), layers {}",
-      arch->class_name, device.Label(), DTypeName(act),
+      arch->class_name, device.Label(),
+      r->tp_.enabled() ? fmt::format(" (tensor parallel rank {} of {})",
+                                     r->tp_.rank, r->tp_.size)
+                       : std::string(),
+      DTypeName(act),
       r->weights_->device_bytes() / 1048576.0, r->kv_pool_->num_pages(),
       r->kv_pool_->page_size(), r->kv_pool_->total_bytes() / 1048576.0,
       r->uses_fused_layers() ? "fused (decoder_layer)" : "as op sequences");
@@ -269,7 +296,9 @@ Status ModelRunner::ValidateBatch(const Batch& batch, StepShape& shape) const {
           b, len, s.pages.size(), page_size, s.pages.size() * page_size));
     }
     for (int32_t page : s.pages) {
-      if (!kv_pool_->IsAllocated(page)) {
+      if (pages_allocated_elsewhere_
+              ? page < 0 || page >= kv_pool_->num_pages()
+              : !kv_pool_->IsAllocated(page)) {
         return InvalidArgumentError(fmt::format(
             "sequence {} lists KV page {}, which is not an allocated page of "
             "the pool (0..{})",
@@ -299,10 +328,10 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
   const uint64_t es = DTypeSize(act_dtype_);
   const int64_t h = config_.hidden_size;
   const int64_t qkv_dim =
-      (config_.num_attention_heads + 2 * config_.num_key_value_heads) *
+      (tp_.q_heads + 2 * tp_.kv_heads) *
       config_.head_dim;
-  const int64_t q_dim = config_.num_attention_heads * config_.head_dim;
-  const int64_t inter = config_.intermediate_size;
+  const int64_t q_dim = tp_.q_heads * config_.head_dim;
+  const int64_t inter = tp_.inter;
   // Token capacity: grows to the step (rounded to 64) and never shrinks.
   if (shape.tokens > w.tokens || w.residual == nullptr) {
     w.tokens = std::max(w.tokens, (shape.tokens + 63) / 64 * 64);
@@ -328,6 +357,14 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
       Reserve(device_, stream_.get(), synced, w.rows_h, shape.sequences * h * es, "last rows"));
   const uint64_t v = static_cast<uint64_t>(config_.vocab_size);
   TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.logits, shape.rows * v * es, "logits"));
+  if (tp_.vocab_split) {
+    // This rank's [rows, V / n] and everyone's, gathered rank-major.
+    const uint64_t vl = static_cast<uint64_t>(tp_.vocab);
+    TSR_RETURN_IF_ERROR(
+        Reserve(device_, stream_.get(), synced, w.logits_local, shape.rows * vl * es, "logits"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.logits_gathered,
+                                shape.rows * v * es, "logits"));
+  }
   if (act_dtype_ != TSR_DTYPE_F32) {
     TSR_RETURN_IF_ERROR(
         Reserve(device_, stream_.get(), synced, w.logits_f32, shape.rows * v * 4, "logits"));
@@ -474,10 +511,10 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
   const uint64_t es = DTypeSize(x);
   const int64_t t = shape.tokens, b = shape.sequences;
   const int64_t h = config_.hidden_size, d = config_.head_dim;
-  const int64_t hq = config_.num_attention_heads;
-  const int64_t hk = config_.num_key_value_heads;
+  const int64_t hq = tp_.q_heads;  // this rank's heads (all without TP)
+  const int64_t hk = tp_.kv_heads;
   const int64_t qkv_dim = (hq + 2 * hk) * d;
-  const int64_t inter = config_.intermediate_size;
+  const int64_t inter = tp_.inter;
   const tsr_rms_norm_params norm{sizeof(tsr_rms_norm_params),
                                  static_cast<float>(config_.rms_norm_eps)};
 
@@ -574,6 +611,7 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
   }
   TSR_RETURN_IF_ERROR(LaunchLinear(w.attn->View(x, {t, hq * d}), lw.o_proj,
                                    lw.o_bias, hidden, l, "o projection"));
+  TSR_RETURN_IF_ERROR(AllReduce(hidden, l, "o projection"));
   {
     tsr_tensor in[] = {hidden, residual, lw.post_norm.View()};
     tsr_tensor out[] = {normed, residual};
@@ -592,7 +630,7 @@ Status ModelRunner::RunLayer(int64_t l, const StepShape& shape) {
   }
   TSR_RETURN_IF_ERROR(LaunchLinear(act, lw.down, DeviceWeight{}, hidden, l,
                                    "down projection"));
-  return OkStatus();
+  return AllReduce(hidden, l, "down projection");
 }
 
 void ModelRunner::ResolveFusedLayer() {
@@ -678,8 +716,8 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
   p.struct_size = sizeof(p);
   p.rms_norm_eps = static_cast<float>(config_.rms_norm_eps);
   p.rope_style = arch_->rope_style;
-  p.num_q_heads = static_cast<int32_t>(config_.num_attention_heads);
-  p.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
+  p.num_q_heads = static_cast<int32_t>(tp_.q_heads);
+  p.num_kv_heads = static_cast<int32_t>(tp_.kv_heads);
   p.head_dim = static_cast<int32_t>(d);
   p.weight_group_size = static_cast<int32_t>(lw.qkv.group_size);
   const tsr_paged_attention_params pa = AttentionParams();
@@ -829,6 +867,28 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
     TSR_RETURN_IF_ERROR(Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1,
                                "gather last rows"));
   }
+  if (tp_.vocab_split) {
+    // Each rank computes its vocabulary rows; all_gather stacks them
+    // rank-major [n, rows, V/n]; one cast reads that as [rows, n, V/n]
+    // (strided) into the F32 logits [rows, V].
+    const int64_t n = tp_.size, vl = tp_.vocab, r = shape.rows;
+    const tsr_tensor local = w.logits_local->View(x, {r, vl});
+    {
+      tsr_tensor in[] = {rows, weights_->lm_head().View()};
+      tsr_tensor out[] = {local};
+      TSR_RETURN_IF_ERROR(
+          Launch(TSR_OP_LINEAR, in, out, nullptr, 0, -1, "lm_head (vocabulary shard)"));
+    }
+    TSR_RETURN_IF_ERROR(comm_->AllGather(*stream_, w.logits_local->View(x, {r * vl}),
+                                         w.logits_gathered->View(x, {n * r * vl}))
+                            .WithContext("lm_head: all_gather of the logits"));
+    const tsr_tensor f32 = F32Logits()->View(TSR_DTYPE_F32, {r, v});
+    tsr_tensor in[] = {StridedView(*w.logits_gathered, x, 0, {r, n, vl}, {vl, r * vl, 1})};
+    tsr_tensor out[] = {F32Logits()->View(TSR_DTYPE_F32, {r, n, vl})};
+    TSR_RETURN_IF_ERROR(
+        Launch(TSR_OP_CAST, in, out, nullptr, 0, -1, "logits from vocabulary shards"));
+    return f32;
+  }
   tsr_tensor logits = w.logits->View(x, {shape.rows, v});
   {
     tsr_tensor in[] = {rows, weights_->lm_head().View()};
@@ -845,6 +905,15 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
     logits = f32;
   }
   return logits;
+}
+
+Status ModelRunner::AllReduce(const tsr_tensor& hidden, int64_t layer,
+                              const char* after) {
+  if (!tp_.enabled()) return OkStatus();
+  Status s = comm_->AllReduce(*stream_, hidden, hidden);
+  if (s.ok()) return s;
+  return s.WithContext(fmt::format("{} layer {}: all_reduce after the {} (tensor parallel rank {} of {})",
+                                   arch_->class_name, layer, after, tp_.rank, tp_.size));
 }
 
 StatusOr<Logits> ModelRunner::Forward(const Batch& batch) {

@@ -55,7 +55,9 @@
 #include "model/arch_registry.h"
 #include "model/checkpoint.h"
 #include "model/quantize.h"
+#include "model/tensor_parallel.h"
 #include "model/weights.h"
+#include "runtime/communicator.h"
 #include "runtime/runtime.h"
 
 namespace tessera::model {
@@ -91,6 +93,16 @@ struct ModelRunnerOptions {
   // 16 up to graph_max_batch) and block-table width (a power of two),
   // padded to the bucket. 0 or a plugin without graphs: every step eager.
   int64_t graph_max_batch = 160;
+  // Tensor parallelism: this runner is rank comm->rank() of comm->size()
+  // (tensor_parallel.h says what it holds); every rank must run the same
+  // batches in the same order (the collectives pair up by order). The
+  // communicator's rank must live on `device` and outlive the runner.
+  // NULL: the whole model. TP runs the layers as op sequences, eagerly.
+  runtime::Communicator* comm = nullptr;
+  // A tensor-parallel worker: rank 0's scheduler allocates the pages (the
+  // same ids in every rank's pool), so a batch's pages are only checked to
+  // lie inside this pool, not to be allocated in it.
+  bool pages_allocated_elsewhere = false;
 };
 
 // One sequence of a Batch. The spans are borrowed for the Forward call.
@@ -164,6 +176,8 @@ class ModelRunner {
   DType kv_cache_dtype() const { return kv_dtype_; }
   kv::KvPool& kv_pool() { return *kv_pool_; }
   const ModelWeights& weights() const { return *weights_; }
+  // This rank's shard (size 1 without tensor parallelism).
+  const TpShard& tp() const { return tp_; }
   // True when each decoder layer runs as one fused decoder_layer launch.
   bool uses_fused_layers() const { return fused_layer_ != nullptr; }
   // Decode steps replayed from captured graphs (0 when graphs are off).
@@ -225,6 +239,9 @@ class ModelRunner {
                 std::span<const tsr_tensor> outputs, const void* params,
                 size_t params_size, int64_t layer, const char* what,
                 uint32_t version = 1);
+  // With tensor parallelism: sums `hidden` (a row-parallel linear's partial
+  // output) over the ranks, in place; a no-op otherwise.
+  Status AllReduce(const tsr_tensor& hidden, int64_t layer, const char* after);
   // out = x w^T (+ bias): linear v1, or v2 when `w` is an int8 weight.
   Status LaunchLinear(const tsr_tensor& x, const DeviceWeight& w,
                       const DeviceWeight& bias, const tsr_tensor& out,
@@ -237,6 +254,9 @@ class ModelRunner {
   const DType act_dtype_;
   const DType kv_dtype_;
   std::unique_ptr<ModelWeights> weights_;
+  TpShard tp_;                              // size 1: the whole model
+  bool pages_allocated_elsewhere_ = false;
+  runtime::Communicator* comm_ = nullptr;  // set when tp_.enabled()
   runtime::BufferPtr inv_freq_;  // F32 [D / 2]
   std::unique_ptr<kv::KvPool> kv_pool_;
   runtime::StreamPtr stream_;

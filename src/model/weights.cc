@@ -64,6 +64,14 @@ void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
   }
 }
 
+// A row block (and column range) of one checkpoint tensor: what a
+// tensor-parallel rank reads of it. rows / cols < 0: all.
+struct TensorSlice {
+  std::string name;
+  int64_t row0 = 0, rows = -1;
+  int64_t col0 = 0, cols = -1;
+};
+
 class ModelWeights::Loader {
  public:
   Loader(runtime::Device& device, const Checkpoint& checkpoint,
@@ -74,28 +82,30 @@ class ModelWeights::Loader {
         weights_(weights),
         total_bytes_(checkpoint.total_tensor_bytes()) {}
 
-  // The tensors `names` stacked along their first dimension into one
-  // device weight. `linear`: a weight of the linear op (may stay F16).
-  // `quantizable`: a decoder-layer linear weight (int8 when asked for).
-  StatusOr<DeviceWeight> Stacked(const std::vector<std::string>& names,
+  // The slices stacked along their first dimension into one device weight.
+  // `linear`: a weight of the linear op (may stay F16). `quantizable`: a
+  // decoder-layer linear weight (int8 when asked for).
+  StatusOr<DeviceWeight> Stacked(const std::vector<TensorSlice>& slices,
                                  bool linear, bool quantizable = false) {
-    std::vector<TensorRef> parts;
-    for (const std::string& name : names) {
-      TSR_ASSIGN_OR_RETURN(TensorRef ref, checkpoint_.Get(name));
-      parts.push_back(ref);
+    std::vector<Part> parts;
+    for (const TensorSlice& slice : slices) {
+      TSR_ASSIGN_OR_RETURN(TensorRef ref, checkpoint_.Get(slice.name));
+      TSR_ASSIGN_OR_RETURN(Part part, MakePart(ref, slice));
+      parts.push_back(part);
     }
     if (quantizable &&
         options_.quantization == WeightQuantization::kInt8 &&
-        parts[0].shape().size() == 2) {
-      return QuantizedStack(names, parts);
+        parts[0].ref.shape().size() == 2) {
+      return QuantizedStack(parts);
     }
     DeviceWeight weight;
-    weight.shape = parts[0].shape();
+    weight.shape = parts[0].ref.shape();
     weight.shape[0] = 0;
+    if (weight.shape.size() == 2) weight.shape[1] = parts[0].cols;
     bool all_f16 = true;
-    for (const TensorRef& part : parts) {
-      weight.shape[0] += part.shape()[0];
-      all_f16 = all_f16 && part.dtype() == TSR_DTYPE_F16;
+    for (const Part& part : parts) {
+      weight.shape[0] += part.rows;
+      all_f16 = all_f16 && part.ref.dtype() == TSR_DTYPE_F16;
     }
     weight.dtype = linear && options_.keep_f16_linear && all_f16
                        ? TSR_DTYPE_F16
@@ -105,35 +115,80 @@ class ModelWeights::Loader {
     auto buffer = device_.AllocateUncached(bytes);
     if (!buffer.ok()) {
       return buffer.status().WithContext(fmt::format(
-          "cannot hold weight {} ({} bytes) on {}", names[0], bytes,
+          "cannot hold weight {} ({} bytes) on {}", slices[0].name, bytes,
           device_.Label()));
     }
     weight.buffer = std::move(buffer).value();
     uint64_t offset = 0;
-    for (const TensorRef& part : parts) {
+    for (const Part& part : parts) {
       TSR_RETURN_IF_ERROR(Upload(*weight.buffer, offset, part, weight.dtype));
-      offset += static_cast<uint64_t>(part.num_elements()) *
+      offset += static_cast<uint64_t>(part.rows * part.cols) *
                 DTypeSize(weight.dtype);
     }
     weights_.device_bytes_ += bytes;
     return weight;
   }
 
-  StatusOr<DeviceWeight> Single(const std::string& name, bool linear,
+  StatusOr<DeviceWeight> Single(const TensorSlice& slice, bool linear,
                                 bool quantizable = false) {
-    return Stacked({name}, linear, quantizable);
+    return Stacked({slice}, linear, quantizable);
   }
 
  private:
+  // A slice resolved against its tensor: rows x cols elements, row r at
+  // element (row0 + r) * width + col0 (1-D tensors: width 1, cols 1).
+  struct Part {
+    TensorRef ref;
+    int64_t row0 = 0, rows = 0, col0 = 0, cols = 0, width = 1;
+  };
+
+  static StatusOr<Part> MakePart(const TensorRef& ref,
+                                 const TensorSlice& slice) {
+    Part p{ref};
+    const Shape& shape = ref.shape();
+    const int64_t n = shape.empty() ? 1 : shape[0];
+    p.width = shape.size() == 2 ? shape[1] : 1;
+    p.row0 = slice.row0;
+    p.rows = slice.rows < 0 ? n - slice.row0 : slice.rows;
+    p.col0 = shape.size() == 2 ? slice.col0 : 0;
+    p.cols = shape.size() == 2 ? (slice.cols < 0 ? p.width - p.col0 : slice.cols)
+                               : 1;
+    if (p.row0 < 0 || p.rows < 0 || p.row0 + p.rows > n || p.col0 < 0 ||
+        p.cols < 0 || p.col0 + p.cols > p.width) {
+      return InternalError(fmt::format(
+          "slice rows [{}, +{}) cols [{}, +{}) is outside {} (shape [{}, {}])",
+          p.row0, p.rows, p.col0, p.cols, ref.name(), n, p.width));
+    }
+    return p;
+  }
+
+  // Converts rows [r, r + nr) of `part` into `out` (dst dtype), row-major
+  // [nr, cols].
+  static void ConvertRows(const Part& part, int64_t r, int64_t nr,
+                          DType dst_dtype, void* out) {
+    const size_t src_size = DTypeSize(part.ref.dtype());
+    const size_t dst_size = DTypeSize(dst_dtype);
+    const std::byte* base = part.ref.data();
+    if (part.cols == part.width) {  // whole rows: one run
+      ConvertFloatElements(base + (part.row0 + r) * part.width * src_size,
+                           part.ref.dtype(), out, dst_dtype, nr * part.cols);
+      return;
+    }
+    for (int64_t i = 0; i < nr; ++i) {
+      ConvertFloatElements(
+          base + ((part.row0 + r + i) * part.width + part.col0) * src_size,
+          part.ref.dtype(), static_cast<char*>(out) + i * part.cols * dst_size,
+          dst_dtype, part.cols);
+    }
+  }
+
   // `parts` ([N_i, K] each) stacked into one I8 [sum N_i, K] weight with
   // F32 scales [sum N_i, K / G], quantised row block by row block.
-  StatusOr<DeviceWeight> QuantizedStack(const std::vector<std::string>& names,
-                                        const std::vector<TensorRef>& parts) {
+  StatusOr<DeviceWeight> QuantizedStack(const std::vector<Part>& parts) {
     DeviceWeight weight;
     weight.dtype = TSR_DTYPE_I8;
-    weight.shape = parts[0].shape();
-    weight.shape[0] = 0;
-    for (const TensorRef& part : parts) weight.shape[0] += part.shape()[0];
+    weight.shape = {0, parts[0].cols};
+    for (const Part& part : parts) weight.shape[0] += part.rows;
     const int64_t n = weight.shape[0], k = weight.shape[1];
     weight.group_size = Int8GroupFor(k, options_.int8_group_size);
     const int64_t groups = k / weight.group_size;
@@ -144,7 +199,7 @@ class ModelWeights::Loader {
       if (!buffer.ok()) {
         return buffer.status().WithContext(fmt::format(
             "cannot hold int8 weight {} ({} + {} bytes of scales) on {}",
-            names[0], q_bytes, s_bytes, device_.Label()));
+            parts[0].ref.name(), q_bytes, s_bytes, device_.Label()));
       }
       (scales ? weight.scale : weight.buffer) = std::move(buffer).value();
     }
@@ -154,16 +209,13 @@ class ModelWeights::Loader {
     std::vector<int8_t> rows_q;
     std::vector<float> rows_s;
     int64_t row0 = 0;
-    for (const TensorRef& part : parts) {
-      const int64_t part_rows = part.shape()[0];
-      const size_t src_size = DTypeSize(part.dtype());
-      for (int64_t r = 0; r < part_rows; r += block) {
-        const int64_t nr = std::min(block, part_rows - r);
+    for (const Part& part : parts) {
+      for (int64_t r = 0; r < part.rows; r += block) {
+        const int64_t nr = std::min(block, part.rows - r);
         rows_f32.resize(static_cast<size_t>(nr * k));
         rows_q.resize(static_cast<size_t>(nr * k));
         rows_s.resize(static_cast<size_t>(nr * groups));
-        ConvertFloatElements(part.data() + r * k * src_size, part.dtype(),
-                             rows_f32.data(), TSR_DTYPE_F32, nr * k);
+        ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
         QuantizeInt8Rows(rows_f32.data(), nr, k, weight.group_size,
                          rows_q.data(), rows_s.data());
         Status status = weight.buffer->CopyFromHost(
@@ -175,42 +227,43 @@ class ModelWeights::Loader {
         }
         if (!status.ok()) {
           return status.WithContext(fmt::format(
-              "uploading int8 {} from {}", part.name(), part.path()));
+              "uploading int8 {} from {}", part.ref.name(), part.ref.path()));
         }
       }
-      row0 += part_rows;
-      done_bytes_ += part.size_bytes();
+      row0 += part.rows;
+      done_bytes_ += part.ref.size_bytes();
       if (options_.progress) options_.progress(done_bytes_, total_bytes_);
     }
     weights_.device_bytes_ += q_bytes + s_bytes;
     return weight;
   }
 
-  Status Upload(runtime::Buffer& dst, uint64_t dst_offset,
-                const TensorRef& src, DType dst_dtype) {
-    const int64_t count = src.num_elements();
+  Status Upload(runtime::Buffer& dst, uint64_t dst_offset, const Part& part,
+                DType dst_dtype) {
+    const size_t dst_size = DTypeSize(dst_dtype);
     Status status;
-    if (src.dtype() == dst_dtype) {
-      status = dst.CopyFromHost(dst_offset, src.data(), src.size_bytes());
+    if (part.ref.dtype() == dst_dtype && part.cols == part.width) {
+      // Whole rows in the right dtype: straight from the mapped file.
+      status = dst.CopyFromHost(
+          dst_offset, part.ref.data() + part.row0 * part.width * dst_size,
+          static_cast<uint64_t>(part.rows * part.cols) * dst_size);
     } else {
-      const size_t dst_size = DTypeSize(dst_dtype);
-      const size_t src_size = DTypeSize(src.dtype());
-      staging_.resize(static_cast<size_t>(std::min(count, kChunkElements)) *
+      const int64_t block =
+          std::max<int64_t>(1, kChunkElements / std::max<int64_t>(part.cols, 1));
+      staging_.resize(static_cast<size_t>(std::min(part.rows, block) * part.cols) *
                       dst_size);
-      for (int64_t begin = 0; begin < count && status.ok();
-           begin += kChunkElements) {
-        const int64_t n = std::min(kChunkElements, count - begin);
-        ConvertFloatElements(src.data() + begin * src_size, src.dtype(),
-                             staging_.data(), dst_dtype, n);
-        status = dst.CopyFromHost(dst_offset + begin * dst_size,
-                                  staging_.data(), n * dst_size);
+      for (int64_t r = 0; r < part.rows && status.ok(); r += block) {
+        const int64_t nr = std::min(block, part.rows - r);
+        ConvertRows(part, r, nr, dst_dtype, staging_.data());
+        status = dst.CopyFromHost(dst_offset + r * part.cols * dst_size,
+                                  staging_.data(), nr * part.cols * dst_size);
       }
     }
     if (!status.ok()) {
-      return status.WithContext(
-          fmt::format("uploading {} from {}", src.name(), src.path()));
+      return status.WithContext(fmt::format("uploading {} from {}",
+                                            part.ref.name(), part.ref.path()));
     }
-    done_bytes_ += src.size_bytes();
+    done_bytes_ += part.ref.size_bytes();
     if (options_.progress) options_.progress(done_bytes_, total_bytes_);
     return OkStatus();
   }
@@ -237,8 +290,26 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
   std::unique_ptr<ModelWeights> w(new ModelWeights());
   Loader load(device, checkpoint, options, *w);
 
+  const TpShard& tp = options.tp;
+  const bool sharded = tp.enabled();
+  const int64_t d = config.head_dim;
+  auto whole = [](std::string name) { return TensorSlice{std::move(name)}; };
+  // Rows [begin, begin + count) of a tensor (all rows when not sharded).
+  auto rows = [sharded](std::string name, int64_t begin, int64_t count) {
+    return sharded ? TensorSlice{std::move(name), begin, count}
+                   : TensorSlice{std::move(name)};
+  };
+  // Columns [begin, begin + count), every row.
+  auto cols = [sharded](std::string name, int64_t begin, int64_t count) {
+    return sharded ? TensorSlice{std::move(name), 0, -1, begin, count}
+                   : TensorSlice{std::move(name)};
+  };
+  const int64_t q0 = tp.q_head_begin * d, qn = tp.q_heads * d;
+  const int64_t k0 = tp.kv_head_begin * d, kn = tp.kv_heads * d;
+  const int64_t i0 = tp.inter_begin, in = tp.inter;
+
   TSR_ASSIGN_OR_RETURN(w->embed_,
-                       load.Single(std::string(kEmbedTokensName), false));
+                       load.Single(whole(std::string(kEmbedTokensName)), false));
   w->layers_.resize(static_cast<size_t>(config.num_hidden_layers));
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     LayerWeights& lw = w->layers_[l];
@@ -246,45 +317,53 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
       return LayerTensorName(l, suffix);
     };
     TSR_ASSIGN_OR_RETURN(lw.input_norm,
-                         load.Single(name("input_layernorm.weight"), false));
+                         load.Single(whole(name("input_layernorm.weight")), false));
     TSR_ASSIGN_OR_RETURN(
-        lw.qkv, load.Stacked({name("self_attn.q_proj.weight"),
-                              name("self_attn.k_proj.weight"),
-                              name("self_attn.v_proj.weight")},
+        lw.qkv, load.Stacked({rows(name("self_attn.q_proj.weight"), q0, qn),
+                              rows(name("self_attn.k_proj.weight"), k0, kn),
+                              rows(name("self_attn.v_proj.weight"), k0, kn)},
                              true, true));
     if (arch.HasQkvBias(config)) {
       TSR_ASSIGN_OR_RETURN(
-          lw.qkv_bias, load.Stacked({name("self_attn.q_proj.bias"),
-                                     name("self_attn.k_proj.bias"),
-                                     name("self_attn.v_proj.bias")},
+          lw.qkv_bias, load.Stacked({rows(name("self_attn.q_proj.bias"), q0, qn),
+                                     rows(name("self_attn.k_proj.bias"), k0, kn),
+                                     rows(name("self_attn.v_proj.bias"), k0, kn)},
                                     false));
     }
     if (arch.qk_norm) {
       TSR_ASSIGN_OR_RETURN(lw.q_norm,
-                           load.Single(name("self_attn.q_norm.weight"), false));
+                           load.Single(whole(name("self_attn.q_norm.weight")), false));
       TSR_ASSIGN_OR_RETURN(lw.k_norm,
-                           load.Single(name("self_attn.k_norm.weight"), false));
-    }
-    TSR_ASSIGN_OR_RETURN(lw.o_proj,
-                         load.Single(name("self_attn.o_proj.weight"), true, true));
-    if (arch.HasOBias(config)) {
-      TSR_ASSIGN_OR_RETURN(lw.o_bias,
-                           load.Single(name("self_attn.o_proj.bias"), false));
+                           load.Single(whole(name("self_attn.k_norm.weight")), false));
     }
     TSR_ASSIGN_OR_RETURN(
-        lw.post_norm, load.Single(name("post_attention_layernorm.weight"), false));
+        lw.o_proj, load.Single(cols(name("self_attn.o_proj.weight"), q0, qn), true, true));
+    // A row-parallel linear's bias is added once: on rank 0.
+    if (arch.HasOBias(config) && tp.rank == 0) {
+      TSR_ASSIGN_OR_RETURN(lw.o_bias,
+                           load.Single(whole(name("self_attn.o_proj.bias")), false));
+    }
+    TSR_ASSIGN_OR_RETURN(
+        lw.post_norm, load.Single(whole(name("post_attention_layernorm.weight")), false));
     TSR_ASSIGN_OR_RETURN(lw.gate_up,
-                         load.Stacked({name("mlp.gate_proj.weight"),
-                                       name("mlp.up_proj.weight")},
+                         load.Stacked({rows(name("mlp.gate_proj.weight"), i0, in),
+                                       rows(name("mlp.up_proj.weight"), i0, in)},
                                       true, true));
-    TSR_ASSIGN_OR_RETURN(lw.down,
-                         load.Single(name("mlp.down_proj.weight"), true, true));
+    TSR_ASSIGN_OR_RETURN(
+        lw.down, load.Single(cols(name("mlp.down_proj.weight"), i0, in), true, true));
   }
   TSR_ASSIGN_OR_RETURN(w->final_norm_,
-                       load.Single(std::string(kFinalNormName), false));
-  if (!config.tie_word_embeddings) {
-    TSR_ASSIGN_OR_RETURN(w->lm_head_,
-                         load.Single(std::string(kLmHeadName), true));
+                       load.Single(whole(std::string(kFinalNormName)), false));
+  if (!config.tie_word_embeddings || tp.vocab_split) {
+    // A tied head split by vocabulary is a slice of the embedding table.
+    const std::string head = config.tie_word_embeddings
+                                 ? std::string(kEmbedTokensName)
+                                 : std::string(kLmHeadName);
+    TSR_ASSIGN_OR_RETURN(
+        w->lm_head_,
+        load.Single(tp.vocab_split ? rows(head, tp.vocab_begin, tp.vocab)
+                                   : whole(head),
+                    true));
   }
   return w;
 }

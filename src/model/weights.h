@@ -15,7 +15,13 @@
 //   - with WeightQuantization::kInt8, the decoder layers' linear weights
 //     (qkv, o_proj, gate_up, down; not the embeddings, not lm_head) are
 //     quantised on the host (quantize.h) to I8 [N, K] plus F32 scales
-//     [N, K / G], for linear v2; device_bytes() counts those bytes.
+//     [N, K / G], for linear v2; device_bytes() counts those bytes;
+//   - with a tensor-parallel shard (WeightLoadOptions::tp, see
+//     tensor_parallel.h) only the rank's slices are read and uploaded: qkv
+//     holds its heads' rows, gate_up its [I/n] gate rows then up rows,
+//     o_proj and down their input columns, lm_head its vocabulary rows (a
+//     tied lm_head then becomes its own slice of the embedding), and the
+//     biases of row-parallel linears live on rank 0 only.
 // The checkpoint must already have passed Checkpoint::Validate().
 // Conversion runs on the host in bounded chunks straight from the mapped
 // files; weights go into uncached device buffers (large, long-lived).
@@ -34,6 +40,7 @@
 #include "model/arch_registry.h"
 #include "model/checkpoint.h"
 #include "model/quantize.h"
+#include "model/tensor_parallel.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
 
@@ -83,6 +90,8 @@ struct WeightLoadOptions {
   // kInt8: weights per scale along K; a size that does not divide a
   // weight's K (or <= 0) means one scale per output channel for it.
   int64_t int8_group_size = kDefaultInt8GroupSize;
+  // This rank's shard (size 1: the whole model).
+  TpShard tp;
   // Called after each tensor: (source bytes read so far, total).
   std::function<void(uint64_t, uint64_t)> progress;
 };
@@ -97,7 +106,8 @@ class ModelWeights {
   const LayerWeights& layer(int64_t l) const { return layers_[l]; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   const DeviceWeight& final_norm() const { return final_norm_; }  // [H]
-  // [V, H]: the embedding table when tied.
+  // [V, H] (a TP rank's [V / n, H] vocabulary slice when split): the
+  // embedding table when tied and not split.
   const DeviceWeight& lm_head() const {
     return lm_head_.present() ? lm_head_ : embed_;
   }

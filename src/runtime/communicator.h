@@ -1,7 +1,10 @@
 // Communicator: one rank of a plugin's collective-communication group.
 //
 // CreateAll() builds one communicator over several devices of one plugin in
-// this process (like ncclCommInitAll); rank i lives on devices[i]. Every
+// this process (like ncclCommInitAll); rank i lives on devices[i].
+// CreateRank() joins one rank of a communicator whose ranks may live in
+// other processes or on other nodes (like ncclCommInitRank): one process
+// gets a UniqueId and hands its bytes to every rank (ABI 1.3). Every
 // rank must issue the same collectives in the same order, each on a stream
 // of its own device. A plugin without collectives (comm table NULL) makes
 // CreateAll fail with Unavailable, the documented default.
@@ -15,6 +18,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -27,6 +32,14 @@ class Communicator {
  public:
   static StatusOr<std::vector<std::unique_ptr<Communicator>>> CreateAll(
       Plugin& plugin, std::span<const int32_t> devices);
+  // A fresh id for one communicator (the plugin's opaque bytes).
+  static StatusOr<tsr_comm_unique_id> UniqueId(Plugin& plugin);
+  // Blocks until all `size` ranks joined, or fails within the plugin's
+  // comm timeout naming the ranks that did not. `node` / `num_nodes` say
+  // which host this rank runs on (from --node-rank / --nnodes).
+  static StatusOr<std::unique_ptr<Communicator>> CreateRank(
+      Plugin& plugin, const tsr_comm_unique_id& id, int32_t size,
+      int32_t rank, int32_t device, int32_t node = 0, int32_t num_nodes = 1);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -43,6 +56,10 @@ class Communicator {
   Status AllGather(Stream& stream, const tsr_tensor& send,
                    const tsr_tensor& recv);
   Status Broadcast(Stream& stream, const tsr_tensor& buffer, int32_t root);
+  // send holds size() * recv elements; rank r gets the reduction of slice r.
+  Status ReduceScatter(Stream& stream, const tsr_tensor& send,
+                       const tsr_tensor& recv,
+                       tsr_reduce_op op = TSR_REDUCE_SUM);
   Status Send(Stream& stream, const tsr_tensor& tensor, int32_t peer);
   Status Recv(Stream& stream, const tsr_tensor& tensor, int32_t peer);
 
@@ -63,6 +80,11 @@ class Communicator {
 };
 
 using CommunicatorPtr = std::unique_ptr<Communicator>;
+
+// The id as 256 lowercase hex digits (for a command line), and back; the
+// decoder names what is wrong with a malformed string.
+std::string UniqueIdToHex(const tsr_comm_unique_id& id);
+StatusOr<tsr_comm_unique_id> UniqueIdFromHex(std::string_view hex);
 
 }  // namespace tessera::runtime
 

@@ -110,6 +110,20 @@ Status Plugin::NoCollectives(const char* what) const {
       name(), what));
 }
 
+bool Plugin::HasCrossProcessCollectives() const {
+  return TSR_ENTRY_PRESENT(comm_, comm_get_unique_id) &&
+         comm_->comm_get_unique_id != nullptr &&
+         comm_->comm_init_rank != nullptr;
+}
+
+Status Plugin::NoCrossProcessCollectives(const char* what) const {
+  return UnavailableError(fmt::format(
+      "{} plugin (ABI {}) has no collectives across processes ({} "
+      "unavailable: it needs ABI 1.3 comm_get_unique_id and comm_init_rank); "
+      "run with --tp-size 1 or choose a plugin that has them",
+      name(), AbiVersion(), what));
+}
+
 Status Plugin::NoGraphs(const char* what) const {
   return UnimplementedError(fmt::format(
       "{} plugin does not support graph capture ({}); run steps eagerly",
@@ -430,6 +444,52 @@ Status Plugin::Recv(tsr_comm comm, tsr_stream stream, const tsr_tensor& tensor,
                     int32_t peer) {
   if (!TSR_ENTRY_PRESENT(comm_, recv)) return NoCollectives("recv");
   return Check(comm_->recv(comm, stream, &tensor, peer), "recv");
+}
+
+StatusOr<tsr_comm_unique_id> Plugin::CommGetUniqueId() {
+  if (!HasCrossProcessCollectives()) {
+    return NoCrossProcessCollectives("comm_get_unique_id");
+  }
+  TSR_RETURN_IF_ERROR(RequireInit("comm_get_unique_id"));
+  tsr_comm_unique_id id{};
+  TSR_RETURN_IF_ERROR(
+      Check(comm_->comm_get_unique_id(&id), "comm_get_unique_id"));
+  return id;
+}
+
+StatusOr<tsr_comm> Plugin::CommInitRank(const tsr_comm_unique_id& id,
+                                        int32_t num_ranks, int32_t rank,
+                                        int32_t device, int32_t node,
+                                        int32_t num_nodes) {
+  if (!HasCrossProcessCollectives()) {
+    return NoCrossProcessCollectives("comm_init_rank");
+  }
+  TSR_RETURN_IF_ERROR(RequireInit("comm_init_rank"));
+  tsr_comm_init_rank_args args{};
+  args.struct_size = sizeof(args);
+  args.id = &id;
+  args.num_ranks = num_ranks;
+  args.rank = rank;
+  args.device = device;
+  args.node = node;
+  args.num_nodes = num_nodes;
+  tsr_comm comm = nullptr;
+  TSR_RETURN_IF_ERROR(Check(comm_->comm_init_rank(&args, &comm),
+                            "comm_init_rank")
+                          .WithContext(fmt::format("rank {} of {}", rank,
+                                                   num_ranks)));
+  return comm;
+}
+
+Status Plugin::ReduceScatter(tsr_comm comm, tsr_stream stream,
+                             const tsr_tensor& send, const tsr_tensor& recv,
+                             tsr_reduce_op op) {
+  if (!TSR_ENTRY_PRESENT(comm_, reduce_scatter) ||
+      comm_->reduce_scatter == nullptr) {
+    return NoCrossProcessCollectives("reduce_scatter");
+  }
+  return Check(comm_->reduce_scatter(comm, stream, &send, &recv, op),
+               "reduce_scatter");
 }
 
 Status Plugin::BeginCapture(tsr_stream stream) {

@@ -85,6 +85,9 @@ class Plugin {
 
   // --- capabilities (the manifest bit and the table agree) ---
   bool HasCollectives() const { return comm_ != nullptr; }
+  // Ranks in different processes (ABI 1.3 comm_get_unique_id and
+  // comm_init_rank present).
+  bool HasCrossProcessCollectives() const;
   bool HasGraphs() const { return graph_ != nullptr; }
   bool SupportsPinnedHost() const;
   bool DeviceMemoryIsHostVisible() const;
@@ -155,6 +158,15 @@ class Plugin {
               int32_t peer);
   Status Recv(tsr_comm comm, tsr_stream stream, const tsr_tensor& tensor,
               int32_t peer);
+  // ABI 1.3; Unavailable (naming the plugin's ABI) when absent.
+  StatusOr<tsr_comm_unique_id> CommGetUniqueId();
+  StatusOr<tsr_comm> CommInitRank(const tsr_comm_unique_id& id,
+                                  int32_t num_ranks, int32_t rank,
+                                  int32_t device, int32_t node,
+                                  int32_t num_nodes);
+  Status ReduceScatter(tsr_comm comm, tsr_stream stream,
+                       const tsr_tensor& send, const tsr_tensor& recv,
+                       tsr_reduce_op op);
 
   // --- graphs (optional: Unimplemented when the plugin has none) ---
   Status BeginCapture(tsr_stream stream);
@@ -169,6 +181,7 @@ class Plugin {
   }
   Status RequireInit(const char* what) const;
   Status NoCollectives(const char* what) const;
+  Status NoCrossProcessCollectives(const char* what) const;
   Status NoGraphs(const char* what) const;
 
   std::unique_ptr<PluginLibrary> library_;

@@ -62,9 +62,10 @@ extern "C" {
 #define TSR_PLUGIN_ABI_MAJOR 1
 /* Minor history: 1.0 the v1 ops; 1.1 adds TSR_DTYPE_I8 weights, linear
  * v2 (weight-only int8) and stream_busy_ns; 1.2 adds the first fused op,
- * decoder_layer (TSR_OP_DECODER_LAYER). A plugin need not list any op of a
- * later minor. */
-#define TSR_PLUGIN_ABI_MINOR 2
+ * decoder_layer (TSR_OP_DECODER_LAYER); 1.3 adds ranks in different
+ * processes to the comm table (comm_get_unique_id, comm_init_rank) and
+ * reduce_scatter. A plugin need not list any op of a later minor. */
+#define TSR_PLUGIN_ABI_MINOR 3
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -178,8 +179,10 @@ typedef struct tsr_init_args {
   uint32_t struct_size;
   /* key=value options; unknown keys are an error (TSR_ERR_INVALID_ARGUMENT)
    * naming the key and listing the known ones. Well-known keys:
-   *   threads=N   worker threads per device (CPU-like plugins)
-   *   devices=N   number of virtual devices (the cpu plugin) */
+   *   threads=N          worker threads per device (CPU-like plugins)
+   *   devices=N          number of virtual devices (the cpu plugin)
+   *   comm_timeout_ms=N  since 1.3: how long a collective or comm_init_rank
+   *                      waits for a peer before failing (default 60000) */
   const tsr_option* options;
   size_t num_options;
   /* Visible-device filter, applied by the plugin before it numbers devices:
@@ -494,6 +497,62 @@ typedef struct tsr_op_signature {
 typedef int32_t tsr_reduce_op;
 enum { TSR_REDUCE_SUM = 0, TSR_REDUCE_MAX = 1, TSR_REDUCE_MIN = 2 };
 
+/* since 1.3: what comm_get_unique_id returns and the host hands, as opaque
+ * bytes, to every rank of one communicator (like ncclUniqueId). Its
+ * meaning is the plugin's (a shared-memory name, an address, a nonce). */
+#define TSR_COMM_UNIQUE_ID_BYTES 128
+typedef struct tsr_comm_unique_id {
+  uint8_t bytes[TSR_COMM_UNIQUE_ID_BYTES];
+} tsr_comm_unique_id;
+
+/* since 1.3: the arguments of comm_init_rank. */
+typedef struct tsr_comm_init_rank_args {
+  uint32_t struct_size;
+  const tsr_comm_unique_id* id; /* from comm_get_unique_id, same on every rank */
+  int32_t num_ranks;            /* >= 1 */
+  int32_t rank;                 /* 0 .. num_ranks-1, each taken exactly once */
+  int32_t device;               /* this rank's device (a local ordinal) */
+  /* Which host ("node") the rank runs on, 0 .. num_nodes-1, as the host
+   * was told (--nnodes / --node-rank), never guessed from hostnames: ranks
+   * of one node may use node-local transports (shared memory, a chip's
+   * own links), ranks of different nodes always use the network. */
+  int32_t node;
+  int32_t num_nodes;            /* >= 1 */
+} tsr_comm_init_rank_args;
+
+/* Contract of the comm table (docs/PLUGIN_ABI.md "Collectives: the
+ * contract"; plugin-check's `collectives` and `collectives_mp` groups):
+ *  - Ordering. Every collective (all_reduce, all_gather, broadcast,
+ *    reduce_scatter) and every send/recv is ENQUEUED on `stream`, a stream
+ *    of the rank's device, and runs in that stream's order like a launch:
+ *    it reads its inputs after the stream's earlier work and later work
+ *    sees its outputs. The call itself does not wait for the peers.
+ *    Every rank issues the same collectives, with matching dtype, counts,
+ *    op and root, in the same order; a rank's collectives run in the order
+ *    of its calls (issue them from one thread, on one stream at a time or
+ *    ordered by events). A mismatch found at run time is the stream's
+ *    sticky error (TSR_ERR_INVALID_ARGUMENT), never a wrong answer.
+ *  - Buffers: contiguous tensors of any memory this plugin allocated on the
+ *    rank's device (TSR_MEM_DEVICE or TSR_MEM_PINNED_HOST); the plugin
+ *    stages through its own comm buffers where its CCL needs registered
+ *    memory, so the host never allocates comm buffers itself. In-place use
+ *    (send == recv, the same buffer and offset) is valid for all_reduce;
+ *    for all_gather when send is rank r's slice of recv; for
+ *    reduce_scatter when recv is rank r's slice of send. Other overlaps
+ *    are undefined.
+ *  - Reductions: f32, bf16, f16 accumulate in at least f32 and round once;
+ *    i32 wraps; every rank gets bit-identical results.
+ *  - Concurrency: different communicators may be used from different
+ *    threads at once; one communicator (one rank) from one thread at a
+ *    time. comm_destroy waits for nothing: the host synchronises the
+ *    rank's streams first.
+ *  - Failure: a peer that died, never joined or stopped issuing the
+ *    matching call makes the waiting rank's collective fail with
+ *    TSR_ERR_DEVICE (the stream's sticky error, naming the peer when
+ *    known) within the plugin's comm_timeout_ms init option (default
+ *    60000); comm_init_rank fails the same way when a rank does not join
+ *    in time. Nothing waits forever. After such a failure the communicator
+ *    is broken: later calls fail, the host destroys it. */
 typedef struct tsr_comm_api {
   uint32_t struct_size;
   /* Creates one communicator over `num_devices` devices of this plugin in
@@ -514,10 +573,33 @@ typedef struct tsr_comm_api {
   /* In place on `buffer`: every rank ends with root's contents. */
   tsr_status (*broadcast)(tsr_comm comm, tsr_stream stream,
                           const tsr_tensor* buffer, int32_t root);
+  /* Point to point: sends and receives between two ranks pair up in order,
+   * with equal dtype and count. send may complete before the matching recv
+   * starts (eager) or wait for it; a rank must not depend on either. */
   tsr_status (*send)(tsr_comm comm, tsr_stream stream, const tsr_tensor* t,
                      int32_t peer);
   tsr_status (*recv)(tsr_comm comm, tsr_stream stream, const tsr_tensor* t,
                      int32_t peer);
+
+  /* --- since 1.3: read only when struct_size covers them; NULL = absent
+   * (then the plugin is refused for ranks in different processes) --- */
+  /* Creates a fresh id for one communicator. Called once, by one process
+   * (the host gives the bytes to the others); needs init. Cheap: creates
+   * no shared resources yet (comm_init_rank of rank 0 does). */
+  tsr_status (*comm_get_unique_id)(tsr_comm_unique_id* out);
+  /* Joins rank args->rank of the communicator named by args->id (like
+   * ncclCommInitRank). Blocks until all num_ranks ranks joined, or fails
+   * within comm_timeout_ms naming the ranks still missing. The ranks may
+   * live in different processes, on different nodes, or in one process
+   * (each joining from its own thread). */
+  tsr_status (*comm_init_rank)(const tsr_comm_init_rank_args* args,
+                               tsr_comm* out);
+  /* send holds num_ranks * recv elements; rank r receives the reduction
+   * over ranks of send's slice r (elements [r*n, (r+1)*n), n = recv's
+   * count). Reduce op and dtypes as all_reduce. */
+  tsr_status (*reduce_scatter)(tsr_comm comm, tsr_stream stream,
+                               const tsr_tensor* send, const tsr_tensor* recv,
+                               tsr_reduce_op op);
 } tsr_comm_api;
 
 /* ------------------------------------------------------------------------ */

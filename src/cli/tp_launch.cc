@@ -1,0 +1,303 @@
+#include "cli/tp_launch.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <cstdlib>
+#include <thread>
+
+#include "base/logging.h"
+#include "cli/cli_io.h"
+#include "cli/command.h"
+#include "cli/model_loading.h"
+#include "cli/runtime_start.h"
+#include "engine/tp_protocol.h"
+#include "model/checkpoint.h"
+
+namespace tessera::cli {
+namespace {
+
+// How long rank 0 waits for a worker's hello / ready before giving up (a
+// worker that dies is noticed at once; this bounds one that hangs).
+constexpr double kStartTimeoutS = 600;
+
+// Waits for `type` from every worker, failing at once when one exits.
+// `on_message(rank, message)` may reject a message.
+Status AwaitWorkers(RankProcesses& workers, const std::vector<int>& fds,
+                    engine::TpMessageType type, const char* what,
+                    const std::function<Status(int, const engine::TpMessage&)>& on_message) {
+  std::vector<bool> done(fds.size(), false);
+  size_t remaining = fds.size();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kStartTimeoutS);
+  while (remaining > 0) {
+    if (auto exit = workers.PollExited()) {
+      return UnavailableError(fmt::format(
+          "tensor-parallel rank {} exited ({}) before it was {}; its own message is above",
+          exit->rank, RankProcesses::DescribeWaitStatus(exit->wait_status), what));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return UnavailableError(fmt::format(
+          "tensor-parallel workers were not {} within {:.0f} s", what, kStartTimeoutS));
+    }
+    std::vector<pollfd> pfds;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (done[i]) continue;
+      pfds.push_back({fds[i], POLLIN, 0});
+      index.push_back(i);
+    }
+    if (poll(pfds.data(), pfds.size(), 50) <= 0) continue;
+    for (size_t j = 0; j < pfds.size(); ++j) {
+      if (pfds[j].revents == 0) continue;
+      const size_t i = index[j];
+      auto m = engine::ReceiveTpMessage(fds[i]);
+      if (!m.ok()) {
+        // Closed: the worker is exiting; PollExited names it next round.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (auto exit = workers.PollExited()) {
+          return UnavailableError(fmt::format(
+              "tensor-parallel rank {} exited ({}) before it was {}; its own message is above",
+              exit->rank, RankProcesses::DescribeWaitStatus(exit->wait_status), what));
+        }
+        return m.status().WithContext(fmt::format("tensor-parallel rank {}", i + 1));
+      }
+      if (m->type != type) {
+        return DataLossError(fmt::format("tensor-parallel rank {} sent an unexpected message "
+                                         "while rank 0 waited for it to be {}",
+                                         i + 1, what));
+      }
+      TSR_RETURN_IF_ERROR(on_message(static_cast<int>(i) + 1, *m));
+      done[i] = true;
+      --remaining;
+    }
+  }
+  return OkStatus();
+}
+
+// What every rank's runner must agree on, as one line.
+std::string DescribeRunner(model::ModelRunner& runner, const std::string& model_path) {
+  const model::ModelConfig& c = runner.config();
+  runtime::Plugin& plugin = runner.runtime().plugin();
+  return fmt::format(
+      "model {} ({}, {} layers, hidden {}, vocab {}), {} activations, {} KV cache, "
+      "KV pool {} pages x {}, {} rank(s), plugin {} {} (ABI {})",
+      model_path, model::ArchitectureClassName(c.architecture), c.num_hidden_layers,
+      c.hidden_size, c.vocab_size, DTypeName(runner.activation_dtype()),
+      DTypeName(runner.kv_cache_dtype()), runner.kv_pool().num_pages(),
+      runner.kv_pool().page_size(), runner.tp().size, plugin.name(), plugin.Version(),
+      plugin.AbiVersion());
+}
+
+}  // namespace
+
+void AddTpFlags(CLI::App* app, TpFlags* flags) {
+  app->add_option("--tp-size,--tensor-parallel-size", flags->tp_size,
+                  "tensor-parallel ranks: this process is rank 0 and starts the others")
+      ->capture_default_str();
+  app->add_option("--base-gpu-id", flags->base_gpu_id,
+                  "the device of rank 0 (rank r: base + r * --gpu-id-step)")
+      ->capture_default_str();
+  app->add_option("--gpu-id-step", flags->gpu_id_step, "device step between ranks")
+      ->capture_default_str();
+}
+
+Status PrepareTp(const TpFlags& flags) {
+  if (flags.tp_size < 1 || flags.tp_size > 64) {
+    return InvalidArgumentError(fmt::format("--tp-size {} must be 1..64", flags.tp_size));
+  }
+  if (flags.base_gpu_id < 0 || flags.gpu_id_step < 1) {
+    return InvalidArgumentError("--base-gpu-id must be >= 0 and --gpu-id-step >= 1");
+  }
+  if (flags.tp_size > 1 && std::getenv("TESSERA_CPU_DEVICES") == nullptr) {
+    const int needed = TpDevice(flags, flags.tp_size - 1) + 1;
+    setenv("TESSERA_CPU_DEVICES", std::to_string(needed).c_str(), 1);
+  }
+  return OkStatus();
+}
+
+int TpDevice(const TpFlags& flags, int rank) {
+  return flags.base_gpu_id + rank * flags.gpu_id_step;
+}
+
+std::vector<std::string> TpRunnerSpec::ToArgs() const {
+  std::vector<std::string> out = {"--model-path", model_path,
+                                  "--dtype", dtype,
+                                  "--kv-cache-dtype", kv_cache_dtype,
+                                  "--quantization", quantization,
+                                  "--page-size", std::to_string(page_size),
+                                  "--max-total-tokens", std::to_string(kv_tokens),
+                                  "--max-batch-tokens", std::to_string(max_batch_tokens),
+                                  "--cpu-threads", std::to_string(cpu_threads)};
+  if (!flags.device_plugin.empty()) out.insert(out.end(), {"--device-plugin", flags.device_plugin});
+  if (!flags.platform.empty()) out.insert(out.end(), {"--platform", flags.platform});
+  return out;
+}
+
+model::ModelRunnerOptions TpRunnerSpec::RunnerOptions() const {
+  model::ModelRunnerOptions ro;
+  if (dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
+  if (dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
+  ApplyQuantizationFlag(quantization, &ro);
+  ApplyKvCacheDtypeFlag(kv_cache_dtype, &ro);
+  ro.page_size = page_size;
+  ro.kv_capacity_tokens = kv_tokens;
+  ro.kv_memory_budget_bytes = 0;
+  ro.max_batch_tokens = max_batch_tokens;
+  return ro;
+}
+
+StatusOr<std::unique_ptr<TpGroup>> TpGroup::Start(runtime::Runtime& runtime,
+                                                  const TpFlags& flags,
+                                                  const TpRunnerSpec& spec) {
+  const int n = flags.tp_size;
+  runtime::Plugin& plugin = runtime.plugin();
+  // A plugin without cross-process collectives refuses here, by name.
+  TSR_ASSIGN_OR_RETURN(tsr_comm_unique_id id, runtime::Communicator::UniqueId(plugin));
+  std::unique_ptr<TpGroup> group(new TpGroup());
+  std::vector<int> child_fds(n, -1);
+  for (int r = 1; r < n; ++r) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      return InternalError(fmt::format("socketpair for rank {}: {}", r, std::strerror(errno)));
+    }
+    group->fds_.push_back(sv[0]);
+    child_fds[r] = sv[1];
+  }
+  const std::string hex = runtime::UniqueIdToHex(id);
+  auto spawned = RankProcesses::Spawn(
+      n,
+      [&](int r) {
+        std::vector<std::string> args = {"tp-worker"};
+        std::vector<std::string> more = spec.ToArgs();
+        args.insert(args.end(), more.begin(), more.end());
+        args.insert(args.end(), {"--tp-size", std::to_string(n), "--rank", std::to_string(r),
+                                 "--device", std::to_string(TpDevice(flags, r)), "--comm-id",
+                                 hex, "--control-fd", std::to_string(child_fds[r])});
+        return args;
+      },
+      [&](int r) { return child_fds[r]; });
+  for (int r = 1; r < n; ++r) close(child_fds[r]);
+  if (!spawned.ok()) return spawned.status();
+  group->workers_ = std::move(*spawned);
+  TSR_LOG_INFO("tensor parallel: started {} worker rank(s); joining the communicator", n - 1);
+  TSR_RETURN_IF_ERROR(AwaitWorkers(group->workers_, group->fds_, engine::TpMessageType::kHello,
+                                   "up (runtime started)",
+                                   [](int, const engine::TpMessage&) { return OkStatus(); }));
+  TSR_ASSIGN_OR_RETURN(group->comm_, runtime::Communicator::CreateRank(
+                                         plugin, id, n, 0, TpDevice(flags, 0)));
+  group->leader_ = std::make_unique<engine::TpLeader>(*group->comm_, group->fds_);
+  return group;
+}
+
+Status TpGroup::AwaitReady(model::ModelRunner& runner, const std::string& model_path) {
+  const std::string mine = DescribeRunner(runner, model_path);
+  return AwaitWorkers(
+      workers_, fds_, engine::TpMessageType::kReady, "ready (model loaded)",
+      [&mine](int rank, const engine::TpMessage& m) -> Status {
+        if (m.text == mine) return OkStatus();
+        return FailedPreconditionError(fmt::format(
+            "tensor-parallel rank {} differs from rank 0, refusing to start:\n  rank 0: {}\n  "
+            "rank {}: {}",
+            rank, mine, rank, m.text));
+      });
+}
+
+TpGroup::~TpGroup() {
+  if (leader_ != nullptr) leader_->Shutdown();
+  for (int fd : fds_) shutdown(fd, SHUT_WR);
+  Status s = workers_.WaitAll(10);
+  if (!s.ok()) TSR_LOG_WARN("tensor parallel: {}", s.message());
+  for (int fd : fds_) close(fd);
+}
+
+// --- tessera tp-worker ------------------------------------------------------
+
+namespace {
+
+struct TpWorkerOptions {
+  TpRunnerSpec spec;
+  int tp_size = 2;
+  int rank = 1;
+  int device = 0;
+  std::string comm_id;
+  int control_fd = -1;
+};
+
+int RunTpWorkerCommand(TpWorkerOptions& o) {
+  const int fd = o.control_fd;
+  auto fail = [&](const Status& s, int code) {
+    return ReportError(s.WithContext(fmt::format("tensor-parallel rank {}", o.rank)), code);
+  };
+  if (fd < 0) return fail(InvalidArgumentError("--control-fd is required"), kExitBadInput);
+  if (o.spec.cpu_threads > 0) {
+    o.spec.flags.cpu_plugin_options.push_back(
+        {"threads", std::to_string(o.spec.cpu_threads), "--cpu-threads"});
+  }
+  auto rt = StartUsableRuntime(o.spec.flags);
+  if (!rt.ok()) return fail(rt.status(), kExitBadInput);
+  auto id = runtime::UniqueIdFromHex(o.comm_id);
+  if (!id.ok()) return fail(id.status(), kExitBadInput);
+  if (o.device < 0 || o.device >= (*rt)->num_devices()) {
+    return fail(InvalidArgumentError(fmt::format(
+                    "device {} does not exist: plugin {} has {} device(s) here (rank r uses "
+                    "--base-gpu-id + r * --gpu-id-step)",
+                    o.device, (*rt)->plugin().name(), (*rt)->num_devices())),
+                kExitBadInput);
+  }
+  if (Status s = engine::SendTpHello(fd); !s.ok()) return fail(s, kExitRuntimeFailure);
+  auto comm = runtime::Communicator::CreateRank((*rt)->plugin(), *id, o.tp_size, o.rank,
+                                                o.device);
+  if (!comm.ok()) return fail(comm.status(), kExitRuntimeFailure);
+  auto checkpoint = model::Checkpoint::Open(o.spec.model_path);
+  if (!checkpoint.ok()) return fail(checkpoint.status(), kExitBadInput);
+  model::ModelRunnerOptions ro = o.spec.RunnerOptions();
+  ro.device = o.device;
+  ro.comm = comm->get();
+  ro.pages_allocated_elsewhere = true;  // rank 0's scheduler owns them
+  ro.show_progress = false;
+  auto runner = model::ModelRunner::Create(**rt, **checkpoint, ro);
+  if (!runner.ok()) return fail(runner.status(), ModelFailureCode(runner.status()));
+  if (Status s = engine::SendTpReady(fd, DescribeRunner(**runner, o.spec.model_path));
+      !s.ok()) {
+    return fail(s, kExitRuntimeFailure);
+  }
+  Status served = engine::RunTpWorker(**runner, **comm, fd);
+  if (!served.ok()) return fail(served, kExitRuntimeFailure);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddTpWorkerCommand(CLI::App& root) {
+  auto o = std::make_shared<TpWorkerOptions>();
+  Command command;
+  CLI::App* app = root.add_subcommand(
+      "tp-worker", "one tensor-parallel worker rank (started by --tp-size; not for people)");
+  app->group("");  // hidden from --help
+  command.app = app;
+  app->add_option("--model-path", o->spec.model_path)->required();
+  app->add_option("--dtype", o->spec.dtype);
+  app->add_option("--kv-cache-dtype", o->spec.kv_cache_dtype);
+  app->add_option("--quantization", o->spec.quantization);
+  app->add_option("--page-size", o->spec.page_size);
+  app->add_option("--max-total-tokens", o->spec.kv_tokens);
+  app->add_option("--max-batch-tokens", o->spec.max_batch_tokens);
+  app->add_option("--cpu-threads", o->spec.cpu_threads);
+  app->add_option("--device-plugin", o->spec.flags.device_plugin);
+  app->add_option("--platform", o->spec.flags.platform);
+  app->add_option("--tp-size", o->tp_size)->required();
+  app->add_option("--rank", o->rank)->required();
+  app->add_option("--device", o->device)->required();
+  app->add_option("--comm-id", o->comm_id)->required();
+  app->add_option("--control-fd", o->control_fd)->required();
+  command.run = [o] { return RunTpWorkerCommand(*o); };
+  return command;
+}
+
+}  // namespace tessera::cli

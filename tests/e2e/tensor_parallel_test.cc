@@ -1,0 +1,219 @@
+// Tensor parallelism end to end: `tessera serve --tp-size 2` (rank 0 plus a
+// `tp-worker` process it starts) answers the stories260k goldens, alone and
+// under concurrent streams; `generate --tp-size 2` gives --tp-size 1's
+// tokens; a worker killed while serving fails the in-flight request, turns
+// /health 503 and makes the server exit 1 naming the rank, leaving no
+// process behind; sizes that do not divide the model are refused; and
+// `bench-comm --smoke` prints its table as JSON.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testing/fixtures.h"
+#include "testing/server_process.h"
+#include "testing/subprocess.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using testing::RunShell;
+using testing::ServerProcess;
+using testing::ShellQuote;
+
+constexpr const char* kBin = TSR_TESSERA_BIN;
+
+std::vector<Json> ReadJsonLines(const std::string& path) {
+  std::vector<Json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(Json::parse(line));
+  }
+  return out;
+}
+
+// The pids whose parent is `parent` (from /proc).
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 4 > stat.size()) continue;
+    std::istringstream rest(stat.substr(paren + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z') out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+bool ProcessAlive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+// Waits up to `seconds` for a worker (a child of the server) to appear.
+std::vector<pid_t> WaitForWorkers(pid_t server, size_t n, double seconds) {
+  std::vector<pid_t> kids;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    kids = ChildrenOf(server);
+    if (kids.size() >= n) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return kids;
+}
+
+#define START_SERVER(server, ...) \
+  ASSERT_TRUE((server).Start(kBin, __VA_ARGS__)) << (server).log()
+
+TEST(TensorParallelServeTest, StoriesGreedyEqualsGoldensWithTwoRanks) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  const std::vector<Json> cases = ReadJsonLines(golden);
+  ASSERT_FALSE(cases.empty());
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", dir, "--tp-size", "2", "--log-interval", "0"});
+  const std::vector<pid_t> workers = WaitForWorkers(server.pid(), 1, 10);
+  ASSERT_EQ(workers.size(), 1u) << "one tp-worker process";
+
+  auto info = server.Get("/server_info");
+  ASSERT_EQ(info.status, 200);
+  EXPECT_EQ(Json::parse(info.body)["tp_size"], 2) << info.body;
+
+  auto request = [](const Json& c) {
+    return Json{{"input_ids", c["prompt_ids"]},
+                {"sampling_params", {{"max_new_tokens", 64}, {"temperature", 0}}}};
+  };
+  for (const Json& c : cases) {
+    auto res = server.Post("/generate", request(c).dump());
+    ASSERT_EQ(res.status, 200) << res.body;
+    const auto ids = Json::parse(res.body)["output_ids"].get<std::vector<int>>();
+    const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
+    const size_t stable = c["stable_prefix"].get<size_t>();
+    for (size_t i = 0; i < stable && i < expected.size(); ++i) {
+      ASSERT_LT(i, ids.size());
+      EXPECT_EQ(ids[i], expected[i]) << c["prompt"] << " step " << i;
+    }
+  }
+  // Concurrent requests batch together (and decode overlapped) on both ranks.
+  std::vector<std::future<testing::HttpResult>> streams;
+  for (int i = 0; i < 8; ++i) {
+    const Json body = request(cases[i % cases.size()]);
+    streams.push_back(std::async(std::launch::async,
+                                 [&server, body] { return server.Post("/generate", body.dump()); }));
+  }
+  for (int i = 0; i < 8; ++i) {
+    auto res = streams[i].get();
+    ASSERT_EQ(res.status, 200) << res.body;
+    const Json& c = cases[i % cases.size()];
+    const auto ids = Json::parse(res.body)["output_ids"].get<std::vector<int>>();
+    const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
+    const size_t stable = c["stable_prefix"].get<size_t>();
+    for (size_t k = 0; k < stable && k < expected.size(); ++k) {
+      ASSERT_LT(k, ids.size());
+      EXPECT_EQ(ids[k], expected[k]) << "request " << i << " step " << k;
+    }
+  }
+  EXPECT_EQ(server.Stop(), 0) << server.log();
+  for (pid_t w : workers) EXPECT_FALSE(ProcessAlive(w)) << "worker " << w << " outlived rank 0";
+}
+
+TEST(TensorParallelServeTest, AKilledWorkerFailsRequestsAndStopsTheServer) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", dir, "--tp-size", "2", "--log-interval", "0",
+                        "--shutdown-grace", "5"});
+  const std::vector<pid_t> workers = WaitForWorkers(server.pid(), 1, 10);
+  ASSERT_EQ(workers.size(), 1u);
+  const pid_t server_pid = server.pid();
+  // A long generation in flight when the worker dies.
+  auto inflight = std::async(std::launch::async, [&server] {
+    return server.Post("/generate",
+                       Json{{"input_ids", {1, 400, 500}},
+                            {"sampling_params",
+                             {{"max_new_tokens", 100000}, {"ignore_eos", true}}}}
+                           .dump());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(kill(workers[0], SIGKILL), 0);
+  auto res = inflight.get();
+  EXPECT_NE(res.status, 200) << "the in-flight request must fail: " << res.body;
+  // The server goes down on its own, naming the rank.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool saw_unhealthy = false;
+  while (ProcessAlive(server_pid) && std::chrono::steady_clock::now() < deadline) {
+    auto health = server.Get("/health");
+    if (health.status == 503) saw_unhealthy = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(ProcessAlive(server_pid)) << "the server did not exit";
+  EXPECT_EQ(server.Stop(), 1) << server.log();
+  EXPECT_NE(server.log().find("tensor-parallel rank 1 exited"), std::string::npos)
+      << server.log();
+  (void)saw_unhealthy;  // the window can be shorter than one poll
+  for (pid_t w : workers) EXPECT_FALSE(ProcessAlive(w));
+}
+
+TEST(TensorParallelCliTest, GenerateWithTwoRanksGivesTheTokensOfOne) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  const std::string base = std::string(kBin) + " generate --model-path " + ShellQuote(dir) +
+                           " --prompt 'Once upon a time' --max-new-tokens 24 --temperature 0"
+                           " --json";
+  auto one = RunShell(base);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto two = RunShell(base + " --tp-size 2");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(Json::parse(two.out)["output_ids"], Json::parse(one.out)["output_ids"]) << two.out;
+}
+
+TEST(TensorParallelCliTest, SizesThatDoNotDivideTheModelAreRefused) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  auto r = RunShell(std::string(kBin) + " generate --model-path " + ShellQuote(dir) +
+                    " --prompt hi --max-new-tokens 2 --tp-size 3");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--tp-size 3 does not divide"), std::string::npos) << r.err;
+}
+
+TEST(BenchCommTest, SmokePrintsEveryOpAndTheMemcpyReference) {
+  auto r = RunShell(std::string(kBin) + " bench-comm --smoke --json --tp-size 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["tp_size"], 2);
+  EXPECT_GT(j["memcpy_gbps"].get<double>(), 0);
+  EXPECT_GT(j["all_reduce_4k_us"].get<double>(), 0);
+  EXPECT_GT(j["busbw_vs_memcpy"].get<double>(), 0);
+  int ops[3] = {0, 0, 0};
+  for (const Json& row : j["results"]) {
+    EXPECT_GT(row["busbw_gbps"].get<double>(), 0) << row.dump();
+    const std::string op = row["op"];
+    ops[op == "all_reduce" ? 0 : op == "all_gather" ? 1 : 2]++;
+  }
+  EXPECT_EQ(ops[0], 6);  // 1 KiB .. 1 MiB by 4
+  EXPECT_EQ(ops[1], 6);
+  EXPECT_EQ(ops[2], 6);
+}
+
+}  // namespace
+}  // namespace tessera
