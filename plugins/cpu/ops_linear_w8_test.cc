@@ -141,7 +141,7 @@ TEST_F(LinearW8Test, ListedAsVersionTwo) {
     }
   }
   EXPECT_EQ(v2, 4);  // {f32, bf16} x {no bias, bias}
-  EXPECT_EQ(lib_->api().manifest->abi_minor, 2u);  // the cpu plugin lists decoder_layer (1.2)
+  EXPECT_GE(lib_->api().manifest->abi_minor, 1u);  // linear v2 arrived in 1.1
 }
 
 TEST_F(LinearW8Test, BadGroupOrScaleShapeFailsLaunch) {

@@ -51,6 +51,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/serving_bench.h"
@@ -61,6 +62,7 @@
 #include "prompt/prompt_tools.h"
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
+#include "cli/tp_launch.h"
 #include "cli/read_bandwidth.h"
 #include "model/checkpoint.h"
 #include "model/model_runner.h"
@@ -88,6 +90,7 @@ struct BenchOptions {
   int cpu_threads = 0;
   std::string quantization = "none";
   std::string kv_cache_dtype = "auto";
+  TpFlags tp;
   runtime::RuntimeFlags flags;
   CLI::Option* batch_opt = nullptr;
   CLI::Option* input_opt = nullptr;
@@ -252,6 +255,15 @@ int RunOneBatchBench(BenchOptions o) {
 
   auto checkpoint = model::Checkpoint::Open(o.model_path);
   if (!checkpoint.ok()) return ReportError(checkpoint.status(), kExitBadInput);
+  if (Status tp = PrepareTp(o.tp); !tp.ok()) return ReportError(tp, kExitBadInput);
+  const int tp_size = o.tp.tp_size;
+  const int rank_threads =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_size);
+  if (tp_size > 1) {
+    // The ranks share this host's cores: one share each.
+    o.flags.cpu_plugin_options.push_back(
+        {"threads", std::to_string(rank_threads), "--tp-size"});
+  }
   auto rt = StartUsableRuntime(o.flags);
   if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   const int64_t max_batch =
@@ -270,6 +282,24 @@ int RunOneBatchBench(BenchOptions o) {
   ApplyQuantizationFlag(o.quantization, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   if (progress) fmt::print(stderr, "loading {}...\n", o.model_path);
+  std::unique_ptr<TpGroup> tp;  // outlives the runner
+  if (tp_size > 1) {
+    TpRunnerSpec spec;
+    spec.model_path = o.model_path;
+    spec.kv_cache_dtype = o.kv_cache_dtype;
+    spec.quantization = o.quantization;
+    spec.page_size = page_size;
+    spec.kv_tokens = runner_options.kv_capacity_tokens;
+    spec.max_batch_tokens = runner_options.max_batch_tokens;
+    spec.cpu_threads = rank_threads;
+    spec.flags = o.flags;
+    spec.flags.cpu_plugin_options.clear();  // the worker sets its threads
+    auto group = TpGroup::Start(**rt, o.tp, spec);
+    if (!group.ok()) return ReportError(group.status(), kExitBadInput);
+    tp = std::move(*group);
+    runner_options.device = TpDevice(o.tp, 0);
+    runner_options.comm = &tp->comm();
+  }
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);
   if (!runner.ok()) {
     return ReportError(runner.status().WithContext(fmt::format(
@@ -278,8 +308,15 @@ int RunOneBatchBench(BenchOptions o) {
                        FailureCode(runner.status()));
   }
 
+  if (tp != nullptr) {
+    if (Status ready = tp->AwaitReady(**runner, o.model_path); !ready.ok()) {
+      return ReportError(ready, kExitRuntimeFailure);
+    }
+  }
+
   Json out = Json::object();
   out["benchmark"] = "one_batch";
+  out["tp_size"] = tp_size;
   out["model"] = o.model_path;
   out["plugin"] = (*rt)->plugin().name();
   out["device"] = (*runner)->device().Label();
@@ -306,7 +343,7 @@ int RunOneBatchBench(BenchOptions o) {
       params.output_len = o.output_len;
       params.seed = o.seed;
       params.overlap = overlap;
-      auto result = RunOneBatch(**runner, params);
+      auto result = RunOneBatch(**runner, params, tp != nullptr ? &tp->leader() : nullptr);
       if (!result.ok()) {
         return ReportError(
             result.status().WithContext(fmt::format("batch size {}", b)),
@@ -636,6 +673,7 @@ Command AddBenchCommand(CLI::App& root) {
           ->capture_default_str());
   one_batch_option(AddQuantizationOption(app, &o->quantization));
   one_batch_option(AddKvCacheDtypeOption(app, &o->kv_cache_dtype));
+  for (CLI::Option* option : AddTpFlags(app, &o->tp)) one_batch_option(option);
   one_batch_option(app->add_option("--cpu-threads", o->cpu_threads,
                                    "threads of the bandwidth probe (0: all)"));
   one_batch_option(

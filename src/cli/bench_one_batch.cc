@@ -53,7 +53,8 @@ int64_t OneBatchKvPagesNeeded(const OneBatchParams& params, int32_t page_size) {
 }
 
 StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
-                                     const OneBatchParams& params) {
+                                     const OneBatchParams& params,
+                                     engine::TpLeader* tp) {
   if (params.batch_size < 1 || params.input_len < 1 || params.output_len < 1) {
     return InvalidArgumentError(fmt::format(
         "batch size {}, input length {} and output length {} must all be at "
@@ -114,9 +115,18 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   // Enqueues logits -> sample -> copy of the ids into slot k.
   auto sample = [&](const tsr_tensor& logits, int k) -> StatusOr<model::DeviceIds> {
     TSR_ASSIGN_OR_RETURN(model::DeviceIds ids, sampler.Enqueue(logits, rows));
+    if (tp != nullptr) TSR_RETURN_IF_ERROR(tp->BroadcastIds(stream, ids));
     TSR_RETURN_IF_ERROR(sampler.ReadBack(ids, host[k]));
     TSR_RETURN_IF_ERROR(copied[k]->Record(stream));
     return ids;
+  };
+
+  // Every forward pass: first to the worker ranks (tensor parallelism).
+  auto forward = [&](const model::Batch& batch) -> StatusOr<tsr_tensor> {
+    if (tp != nullptr) {
+      TSR_RETURN_IF_ERROR(tp->SendStep(batch, static_cast<int64_t>(batch_size)));
+    }
+    return runner.ForwardOnDevice(batch);
   };
 
   // Prefill: all prompts in one forward pass, then the first tokens.
@@ -125,7 +135,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   for (size_t i = 0; i < batch_size; ++i) {
     prefill.sequences.push_back({prompts[i], 0, pages[i]});
   }
-  TSR_ASSIGN_OR_RETURN(tsr_tensor logits, runner.ForwardOnDevice(prefill));
+  TSR_ASSIGN_OR_RETURN(tsr_tensor logits, forward(prefill));
   TSR_ASSIGN_OR_RETURN(model::DeviceIds device_ids, sample(logits, 0));
   TSR_RETURN_IF_ERROR(copied[0]->Synchronize());
   std::vector<int32_t> last = host[0];
@@ -162,7 +172,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
       decode.token_source = device_ids.buffer;
       decode.token_source_offset = device_ids.offset;
     }
-    TSR_ASSIGN_OR_RETURN(logits, runner.ForwardOnDevice(decode));
+    TSR_ASSIGN_OR_RETURN(logits, forward(decode));
     TSR_ASSIGN_OR_RETURN(device_ids, sample(logits, k));
     host_s += SecondsSince(host_start);
     // Serial: this step's ids; overlap: the previous step's.

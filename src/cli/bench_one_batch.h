@@ -43,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "engine/tp_ranks.h"
 #include "model/model_runner.h"
 
 namespace tessera::cli {
@@ -87,7 +88,8 @@ int64_t OneBatchKvPagesNeeded(const OneBatchParams& params, int32_t page_size);
 // than the model's; ResourceExhausted (naming the pages needed and held)
 // when the runner's KV pool is too small; device errors as they come.
 StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
-                                     const OneBatchParams& params);
+                                     const OneBatchParams& params,
+                                     engine::TpLeader* tp = nullptr);
 
 // Fills roofline_tokens_per_s and roofline_fraction from a read bandwidth.
 void ApplyRoofline(OneBatchResult& result, double read_gbps);

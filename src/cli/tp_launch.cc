@@ -96,15 +96,15 @@ std::string DescribeRunner(model::ModelRunner& runner, const std::string& model_
 
 }  // namespace
 
-void AddTpFlags(CLI::App* app, TpFlags* flags) {
-  app->add_option("--tp-size,--tensor-parallel-size", flags->tp_size,
-                  "tensor-parallel ranks: this process is rank 0 and starts the others")
-      ->capture_default_str();
-  app->add_option("--base-gpu-id", flags->base_gpu_id,
-                  "the device of rank 0 (rank r: base + r * --gpu-id-step)")
-      ->capture_default_str();
-  app->add_option("--gpu-id-step", flags->gpu_id_step, "device step between ranks")
-      ->capture_default_str();
+std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags) {
+  return {app->add_option("--tp-size,--tensor-parallel-size", flags->tp_size,
+                          "tensor-parallel ranks: this process is rank 0 and starts the others")
+              ->capture_default_str(),
+          app->add_option("--base-gpu-id", flags->base_gpu_id,
+                          "the device of rank 0 (rank r: base + r * --gpu-id-step)")
+              ->capture_default_str(),
+          app->add_option("--gpu-id-step", flags->gpu_id_step, "device step between ranks")
+              ->capture_default_str()};
 }
 
 Status PrepareTp(const TpFlags& flags) {

@@ -37,7 +37,8 @@ struct TpFlags {
   int base_gpu_id = 0;
   int gpu_id_step = 1;
 };
-void AddTpFlags(CLI::App* app, TpFlags* flags);
+// Adds --tp-size (--tensor-parallel-size), --base-gpu-id, --gpu-id-step.
+std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags);
 // Checks the flags; before the runtime starts, gives the cpu plugin enough
 // virtual devices for every rank when TESSERA_CPU_DEVICES is unset.
 Status PrepareTp(const TpFlags& flags);
