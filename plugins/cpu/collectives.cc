@@ -29,6 +29,7 @@ CommGroup::CommGroup(std::vector<int> devices)
     : devices_(std::move(devices)),
       live_ranks_(static_cast<int>(devices_.size())),
       next_seq_(devices_.size(), 0),
+      exec_seq_(devices_.size(), 0),
       last_stream_(devices_.size(), nullptr) {}
 
 void CommGroup::ReleaseRank() {
@@ -126,10 +127,12 @@ void CommGroup::Depart(uint64_t seq, Round& round) {
   if (++round.departed == size()) rounds_.erase(seq);
 }
 
-Status CommGroup::RunCollective(int rank, uint64_t seq, const CollectiveArgs& args,
-                                ExecContext& ctx) {
+Status CommGroup::RunCollective(int rank, const CollectiveArgs& args, ExecContext& ctx) {
   const int n = size();
   std::unique_lock<std::mutex> lock(mu_);
+  // Numbered when it runs, not when it was enqueued: a graph replay runs
+  // the captured collective again as the rank's next one.
+  const uint64_t seq = exec_seq_[rank]++;
   if (aborted_) {
     return InvalidArgument("the communicator was destroyed; create a new one with comm_init_all");
   }

@@ -4,9 +4,10 @@
 //
 // comm_init_all creates one CommGroup and a Comm per rank. Each rank's call
 // is enqueued on that rank's stream; the stream workers meet in the group:
-//  - Collectives are numbered per rank in call order (the host must call
-//    the same collectives in the same order on every rank). The ranks of
-//    collective #s rendezvous in Round s: once all arrived, each checks that
+//  - Collectives are numbered per rank in the order they run (the host must
+//    call the same collectives in the same order on every rank; a graph
+//    replay runs its captured ones again). The ranks of collective #s
+//    rendezvous in Round s: once all arrived, each checks that
 //    the calls match, writes its share into a shared staging buffer, waits
 //    for all shares, then copies the result into its own output. Send
 //    buffers may alias receive buffers (in-place all_reduce/all_gather).
@@ -55,12 +56,13 @@ class CommGroup {
   int size() const { return static_cast<int>(devices_.size()); }
   int device(int rank) const { return devices_[rank]; }
 
-  // Assigns `rank`'s next collective its sequence number (at enqueue).
-  // Fails when another rank queued the same collective on the same stream
-  // (`stream` identifies it): that stream could never run both halves.
+  // Counts `rank`'s collectives as they are enqueued. Fails when another
+  // rank queued the same collective on the same stream (`stream` identifies
+  // it): that stream could never run both halves.
   Status NextSequence(int rank, const void* stream, uint64_t* seq);
-  // Runs `rank`'s part of collective `seq` (on its stream worker).
-  Status RunCollective(int rank, uint64_t seq, const CollectiveArgs& args, ExecContext& ctx);
+  // Runs `rank`'s part of its next collective (on its stream worker); the
+  // ranks' k-th runs meet, so a graph replay pairs up like eager calls.
+  Status RunCollective(int rank, const CollectiveArgs& args, ExecContext& ctx);
   Status Send(int rank, int peer, const void* data, tsr_dtype dtype, int64_t count);
   Status Recv(int rank, int peer, void* data, tsr_dtype dtype, int64_t count, ExecContext& ctx);
 
@@ -98,7 +100,8 @@ class CommGroup {
   std::mutex mu_;
   std::condition_variable cv_;
   bool aborted_ = false;                 // guarded by mu_
-  std::vector<uint64_t> next_seq_;       // guarded by mu_
+  std::vector<uint64_t> next_seq_;       // guarded by mu_: per rank, enqueued
+  std::vector<uint64_t> exec_seq_;       // guarded by mu_: per rank, started
   std::vector<const void*> last_stream_; // guarded by mu_: per rank
   std::map<uint64_t, Round> rounds_;     // guarded by mu_
   std::map<std::pair<int, int>, std::deque<Message>> channels_;  // (from, to)

@@ -73,8 +73,9 @@ Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, cons
   const int rank = comm->rank;
   uint64_t seq = 0;
   TSR_CPU_RETURN_IF_ERROR(group->NextSequence(rank, stream.core().get(), &seq));
-  return stream.Enqueue(what, [group, rank, seq, args, keep = std::move(keep)](ExecContext& ctx) {
-    return group->RunCollective(rank, seq, args, ctx);
+  (void)seq;
+  return stream.Enqueue(what, [group, rank, args, keep = std::move(keep)](ExecContext& ctx) {
+    return group->RunCollective(rank, args, ctx);
   });
 }
 

@@ -502,6 +502,52 @@ void CollectiveMpChecks(CheckContext& ctx, PluginEnv& env) {
     return "";
   });
 
+  if (api.graph != nullptr && env.HasCap(TSR_CAP_GRAPHS)) {
+    run("collectives_mp.in_graph", 2, {}, [](RankEnv& r) -> std::string {
+      // An all_reduce captured once and replayed three times, the input
+      // rewritten between replays: each replay sums the current contents.
+      const tsr_plugin_api& api = r.env->api();
+      const int64_t count = 4099;
+      MP_ASSIGN_OR_RETURN(Buffer buf, Upload(r, TSR_DTYPE_F32, std::vector<double>(count, 0.0)));
+      tsr_tensor t = Vector(TSR_DTYPE_F32, buf.get(), count);
+      MP_RETURN_IF_ERROR(r.env->Check(api.graph->begin_capture(r.stream), "begin_capture"));
+      tsr_status st = api.comm->all_reduce(r.comm, r.stream, &t, &t, TSR_REDUCE_SUM);
+      tsr_graph graph = nullptr;
+      MP_RETURN_IF_ERROR(r.env->Check(api.graph->end_capture(r.stream, &graph), "end_capture"));
+      MP_RETURN_IF_ERROR(r.env->Check(st, "all_reduce while capturing"));
+      std::string problem;
+      for (int replay = 0; replay < 3 && problem.empty(); ++replay) {
+        std::vector<double> v(count);
+        for (int64_t i = 0; i < count; ++i) v[i] = Value(r.rank, i + replay);
+        std::vector<char> enc = Encode(TSR_DTYPE_F32, v);
+        Status s = r.env->Upload(buf.get(), 0, enc.data(), enc.size());
+        if (s.ok()) s = r.env->Check(api.graph->launch(graph, r.stream), "graph launch");
+        if (!s.ok()) {
+          problem = std::string(s.message());
+          break;
+        }
+        problem = Sync(r, "a graph replay");
+        if (!problem.empty()) break;
+        auto got = Download(r, TSR_DTYPE_F32, buf, count);
+        if (!got.ok()) {
+          problem = std::string(got.status().message());
+          break;
+        }
+        for (int64_t i = 0; i < count; ++i) {
+          const double want = Reduce(TSR_REDUCE_SUM, r.num_ranks, i + replay);
+          if ((*got)[i] != want) {
+            problem = fmt::format("replay {}: element {} is {}, want {} (the replay must "
+                                  "reduce the buffers' current contents)",
+                                  replay, i, (*got)[i], want);
+            break;
+          }
+        }
+      }
+      api.graph->destroy(graph);
+      return problem;
+    });
+  }
+
   run("collectives_mp.peer_exits", 2, {{"comm_timeout_ms", kPeerExitTimeoutMs}},
       [](RankEnv& r) -> std::string {
         if (r.rank == 1) _exit(0);  // gone without calling: rank 0 must not hang

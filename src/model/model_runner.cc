@@ -246,11 +246,10 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
   r->pages_allocated_elsewhere_ = options.pages_allocated_elsewhere;
   // Tensor parallelism runs the layers as op sequences (decoder_layer v1
-  // has no all-reduce inside) and eagerly (a replayed collective would
-  // reuse its capture-time sequence number on some CCLs).
+  // has no all-reduce inside); decode graphs capture the collectives with
+  // the rest (every rank captures and replays the same buckets in step).
   if (options.fused_decoder_layer && !r->tp_.enabled()) r->ResolveFusedLayer();
-  if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs() &&
-      !r->tp_.enabled()) {
+  if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
     r->graph_max_batch_ = options.graph_max_batch;
     r->scratch_pages_ = {r->kv_pool_->scratch_page()};
   }

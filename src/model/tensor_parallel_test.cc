@@ -1,7 +1,8 @@
 // Tensor parallelism in the model runner: two ranks (threads of this
 // process, each a runner on its own cpu virtual device, joined through the
 // plugin's cross-process communicator) give the logits of one unsharded
-// runner — prefill and decode through the paged cache — for a tied model
+// runner — prefill and decode through the paged cache, decode steps as
+// graph replays with the collectives captured — for a tied model
 // with o biases and fewer KV heads than ranks (replicated), a qk-norm
 // model, and BF16; and the shard plan refuses sizes that do not divide.
 #include <thread>
@@ -137,6 +138,9 @@ TEST_P(TensorParallelRunnerTest, TwoRanksGiveTheLogitsOfOne) {
     cached = len;
     tokens = {ArgmaxRow(want->Row(0))};
   }
+  // The decode steps replayed captured graphs, collectives included.
+  EXPECT_GT(ranks[0]->graph_replays(), 0);
+  EXPECT_EQ(ranks[0]->graph_replays(), ranks[1]->graph_replays());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -542,6 +542,10 @@ typedef struct tsr_comm_init_rank_args {
  *    are undefined.
  *  - Reductions: f32, bf16, f16 accumulate in at least f32 and round once;
  *    i32 wraps; every rank gets bit-identical results.
+ *  - Graphs: with TSR_CAP_GRAPHS, collectives enqueued on a capturing
+ *    stream are recorded like launches; every replay runs them again, and
+ *    replays pair up across ranks by order exactly like eager calls (each
+ *    rank replays its graph once per step). Checked at capture like eager.
  *  - Concurrency: different communicators may be used from different
  *    threads at once; one communicator (one rank) from one thread at a
  *    time. comm_destroy waits for nothing: the host synchronises the
