@@ -5,11 +5,19 @@
 // adds the HOST memory read-bandwidth probe (read_bandwidth.h): a line of
 // text, or a `bandwidth` object {read_gbps, bytes, threads, ...} in --json.
 // A failing probe (e.g. no memory for the buffer) exits 2.
+// --tp N adds a cross-process collective smoke: `tessera bench-comm
+// --tp-size N` (N rank processes through the plugin's comm_init_rank) over
+// all_reduce of 4 KiB .. 16 MiB, printing the 4 KiB latency and the 16 MiB
+// bus bandwidth next to a memcpy reference (a `tp` object in --json); a
+// plugin without cross-process collectives, or a failing collective, is
+// exit 1 with the reason.
 //
 // Exit codes: 0 all is well; 1 a smoke test failed; 2 no usable device, a
 // bad setting, or the requested plugin was rejected (the one-line reason and
 // what to do are printed).
 #include <fmt/format.h>
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -36,6 +44,7 @@ struct DoctorOptions {
   bool json = false;
   runtime::RuntimeFlags flags;
   bool bandwidth = false;
+  int tp = 0;  // --tp N: the cross-process collective smoke
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int cpu_threads = 0;
 };
@@ -209,9 +218,64 @@ DoctorReport Diagnose(const DoctorOptions& options) {
   return report;
 }
 
+// The --tp smoke: bench-comm in child processes; its JSON, or the reason
+// it failed (its stderr).
+StatusOr<nlohmann::json> CrossProcessSmoke(const DoctorOptions& options) {
+  char exe[4096];
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) return InternalError("cannot find this binary (/proc/self/exe)");
+  exe[len] = '\0';
+  std::string cmd = fmt::format(
+      "'{}' bench-comm --tp-size {} --ops all_reduce --min-bytes 4096 "
+      "--max-bytes 16777216 --json",
+      exe, options.tp);
+  if (!options.flags.device_plugin.empty()) {
+    cmd += " --device-plugin '" + options.flags.device_plugin + "'";
+  }
+  if (!options.flags.platform.empty()) cmd += " --platform '" + options.flags.platform + "'";
+  char err_path[] = "/tmp/tessera_doctor_tp_XXXXXX";
+  const int fd = mkstemp(err_path);
+  if (fd >= 0) close(fd);
+  cmd += std::string(" 2>") + err_path;
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return InternalError("could not start bench-comm");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  std::string err;
+  if (std::FILE* f = std::fopen(err_path, "r")) {
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) err.append(buf, n);
+    std::fclose(f);
+  }
+  std::remove(err_path);
+  if (status != 0) {
+    // Its last "error:" line is the reason.
+    const size_t at = err.rfind("error:");
+    std::string reason = at == std::string::npos ? err : err.substr(at + 7);
+    while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+    return UnavailableError(reason.empty() ? "bench-comm failed" : reason);
+  }
+  auto json = nlohmann::json::parse(out, nullptr, false);
+  if (json.is_discarded()) return InternalError("bench-comm printed no JSON");
+  return json;
+}
+
 int RunDoctor(const DoctorOptions& options) {
   auto start = std::chrono::steady_clock::now();
   DoctorReport report = Diagnose(options);
+  std::optional<StatusOr<nlohmann::json>> tp;
+  if (options.tp > 1 && report.exit_code == 0) {
+    tp = CrossProcessSmoke(options);
+    if (!tp->ok()) {
+      report.exit_code = 1;
+      report.error = fmt::format("cross-process collectives ({} ranks): {}", options.tp,
+                                 tp->status().message());
+      report.hint = "--tp-size > 1 needs a plugin with ABI 1.3 comm_init_rank; run "
+                    "`tessera plugin-check` on it (group collectives_mp)";
+    }
+  }
   report.elapsed_ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
                           .count();
@@ -230,6 +294,16 @@ int RunDoctor(const DoctorOptions& options) {
     } else if (bandwidth) {
       out["bandwidth"] = {{"error", bandwidth->status().message()}};
     }
+    if (tp && tp->ok()) {
+      out["tp"] = {{"ranks", options.tp},
+                   {"all_reduce_4k_us", (**tp)["all_reduce_4k_us"]},
+                   {"busbw_bytes", (**tp)["busbw_all_reduce_bytes"]},
+                   {"busbw_vs_memcpy", (**tp)["busbw_vs_memcpy"]},
+                   {"memcpy_gbps", (**tp)["memcpy_gbps"]},
+                   {"results", (**tp)["results"]}};
+    } else if (tp) {
+      out["tp"] = {{"ranks", options.tp}, {"error", tp->status().message()}};
+    }
     fmt::print("{}\n", out.dump(2));
   } else {
     fmt::print("{}", DoctorReportToText(report));
@@ -240,6 +314,16 @@ int RunDoctor(const DoctorOptions& options) {
           "bound by, not an accelerator's)\n",
           (*bandwidth)->read_gbps, (*bandwidth)->threads,
           (*bandwidth)->bytes >> 20, (*bandwidth)->repetitions);
+    }
+    if (tp && tp->ok()) {
+      const nlohmann::json& j = **tp;
+      double busbw = 0;
+      for (const auto& row : j["results"]) busbw = row["busbw_gbps"].get<double>();
+      fmt::print(
+          "cross-process collectives: {} rank processes, all_reduce 4 KiB {:.1f} us, "
+          "16 MiB bus bandwidth {:.2f} GB/s ({:.0f}% of a {:.2f} GB/s memcpy)\n",
+          options.tp, j["all_reduce_4k_us"].get<double>(), busbw,
+          100.0 * j["busbw_vs_memcpy"].get<double>(), j["memcpy_gbps"].get<double>());
     }
   }
   std::fflush(stdout);
@@ -275,6 +359,9 @@ Command AddDoctorCommand(CLI::App& root) {
       ->capture_default_str();
   command.app->add_option("--cpu-threads", options->cpu_threads,
                           "With --bandwidth: reading threads (0: all)");
+  command.app->add_option("--tp", options->tp,
+                          "Also run a cross-process collective smoke over N rank processes "
+                          "(latency and bandwidth)");
   command.run = [options] { return RunDoctor(*options); };
   return command;
 }

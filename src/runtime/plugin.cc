@@ -119,8 +119,9 @@ bool Plugin::HasCrossProcessCollectives() const {
 Status Plugin::NoCrossProcessCollectives(const char* what) const {
   return UnavailableError(fmt::format(
       "{} plugin (ABI {}) has no collectives across processes ({} "
-      "unavailable: it needs ABI 1.3 comm_get_unique_id and comm_init_rank); "
-      "run with --tp-size 1 or choose a plugin that has them",
+      "unavailable: its comm table lacks the ABI 1.3 entries "
+      "comm_get_unique_id and comm_init_rank); run with --tp-size 1 or choose "
+      "a plugin that has them",
       name(), AbiVersion(), what));
 }
 

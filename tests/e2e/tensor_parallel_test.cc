@@ -196,6 +196,37 @@ TEST(TensorParallelCliTest, SizesThatDoNotDivideTheModelAreRefused) {
   EXPECT_NE(r.err.find("--tp-size 3 does not divide"), std::string::npos) << r.err;
 }
 
+TEST(TensorParallelCliTest, AWorkerThatCannotStartStopsStartUpWithItsOwnMessage) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  // One virtual device: rank 1's device 1 does not exist in its process.
+  auto r = RunShell("TESSERA_CPU_DEVICES=1 " + std::string(kBin) + " generate --model-path " +
+                    ShellQuote(dir) + " --prompt hi --max-new-tokens 2 --tp-size 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("tensor-parallel rank 1: device 1 does not exist"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("tensor-parallel rank 1 exited (exit code 2)"), std::string::npos)
+      << r.err;
+}
+
+TEST(TensorParallelCliTest, DoctorTpRunsTheCrossProcessSmokeOrSaysWhyNot) {
+  auto ok = RunShell(std::string(kBin) + " doctor --tp 2 --json --platform cpu");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const Json j = Json::parse(ok.out);
+  EXPECT_EQ(j["tp"]["ranks"], 2);
+  EXPECT_GT(j["tp"]["all_reduce_4k_us"].get<double>(), 0);
+  EXPECT_GT(j["tp"]["busbw_vs_memcpy"].get<double>(), 0);
+#ifdef TSR_HAVE_OPENCL_PLUGIN
+  // The OpenCL plugin has no comm table: refused, by name.
+  auto cl = RunShell(std::string(kBin) + " doctor --tp 2 --platform opencl");
+  if (cl.exit_code != 2) {  // 2: no OpenCL device here
+    EXPECT_EQ(cl.exit_code, 1) << cl.out << cl.err;
+    EXPECT_NE(cl.out.find("opencl plugin (ABI 1.3) has no collectives across processes"),
+              std::string::npos)
+        << cl.out;
+  }
+#endif
+}
+
 TEST(BenchCommTest, SmokePrintsEveryOpAndTheMemcpyReference) {
   auto r = RunShell(std::string(kBin) + " bench-comm --smoke --json --tp-size 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
