@@ -5,7 +5,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "comm_reduce.h"
 #include "kit_names.h"
 
 namespace tessera::cpu {
@@ -13,17 +12,21 @@ namespace {
 
 constexpr auto kCancelPoll = std::chrono::milliseconds(5);
 
-const char* KindName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-  }
-  return "?";
-}
 
 }  // namespace
+
+plugin_kit::CommExec CommExecOf(ExecContext& ctx) {
+  plugin_kit::CommExec exec;
+  exec.cancel = ctx.cancel;
+  ThreadPool* pool = ctx.pool;
+  if (pool != nullptr) {
+    exec.parallel = [pool](int64_t n, int64_t grain,
+                           const std::function<void(int64_t, int64_t)>& fn) {
+      pool->ParallelFor(n, grain, fn);
+    };
+  }
+  return exec;
+}
 
 CommGroup::CommGroup(std::vector<int> devices)
     : devices_(std::move(devices)),
@@ -74,17 +77,17 @@ Status CommGroup::CheckMatch(const Round& round) const {
   for (int r = 1; r < size(); ++r) {
     const CollectiveArgs& b = round.args[r];
     if (b.kind != a.kind) {
-      return InvalidArgument("rank ", r, " called ", KindName(b.kind), " where rank 0 called ",
-                             KindName(a.kind),
+      return InvalidArgument("rank ", r, " called ", plugin_kit::CollectiveKindName(b.kind), " where rank 0 called ",
+                             plugin_kit::CollectiveKindName(a.kind),
                              "; every rank must issue the same collectives in the same order");
     }
     if (b.dtype != a.dtype || b.count != a.count) {
-      return InvalidArgument(KindName(a.kind), ": rank ", r, " passed ", b.count, " ",
+      return InvalidArgument(plugin_kit::CollectiveKindName(a.kind), ": rank ", r, " passed ", b.count, " ",
                              DTypeName(b.dtype), " elements where rank 0 passed ", a.count, " ",
                              DTypeName(a.dtype), "; tensors must match on every rank");
     }
     if (b.op != a.op || b.root != a.root) {
-      return InvalidArgument(KindName(a.kind), ": rank ", r,
+      return InvalidArgument(plugin_kit::CollectiveKindName(a.kind), ": rank ", r,
                              " passed a different reduce op or root than rank 0");
     }
   }
@@ -103,15 +106,16 @@ void CommGroup::WriteShare(int rank, const Round& round, ExecContext& ctx) {
       const int64_t hi = args.count * (rank + 1) / n;
       std::vector<const char*> sends(n);
       for (int q = 0; q < n; ++q) sends[q] = round.args[q].send + lo * esize;
-      ReduceInto(args.dtype, args.op, sends, round.staging.get() + lo * esize, hi - lo, ctx.pool);
+      plugin_kit::ReduceInto(args.dtype, args.op, sends, round.staging.get() + lo * esize,
+                             hi - lo, CommExecOf(ctx).parallel);
       break;
     }
     case CollectiveKind::kReduceScatter: {
       // Rank r reduces slice r of every rank's send: its own result.
       std::vector<const char*> sends(n);
       for (int q = 0; q < n; ++q) sends[q] = round.args[q].send + rank * bytes;
-      ReduceInto(args.dtype, args.op, sends, round.staging.get() + rank * bytes, args.count,
-                 ctx.pool);
+      plugin_kit::ReduceInto(args.dtype, args.op, sends, round.staging.get() + rank * bytes,
+                             args.count, CommExecOf(ctx).parallel);
       break;
     }
     case CollectiveKind::kAllGather:
@@ -144,7 +148,7 @@ Status CommGroup::RunCollective(int rank, const CollectiveArgs& args, ExecContex
   auto fail_waiting = [&](const char* phase) {
     round.failed = true;
     round.error = InvalidArgument(
-        KindName(args.kind), " #", seq, " was abandoned by rank ", rank, " ", phase,
+        plugin_kit::CollectiveKindName(args.kind), " #", seq, " was abandoned by rank ", rank, " ", phase,
         " (its stream was destroyed or the communicator aborted); every rank must "
         "issue the same collectives and stay alive until they complete");
     cv_.notify_all();

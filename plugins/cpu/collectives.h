@@ -31,23 +31,19 @@
 #include <mutex>
 #include <vector>
 
+#include "kit/comm_reduce.h"
+#include "kit/shm_comm.h"
 #include "kit_names.h"
 #include "stream.h"
 
 namespace tessera::cpu {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kBroadcast, kReduceScatter };
+using plugin_kit::CollectiveArgs;
+using plugin_kit::CollectiveKind;
+using plugin_kit::ShmComm;
 
-// One rank's arguments to a collective (element counts, host addresses).
-struct CollectiveArgs {
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  tsr_dtype dtype = TSR_DTYPE_INVALID;
-  int64_t count = 0;  // elements in `send` (broadcast: the buffer; reduce_scatter: `recv`)
-  const char* send = nullptr;
-  char* recv = nullptr;  // all_gather: num_ranks * count elements
-  tsr_reduce_op op = TSR_REDUCE_SUM;
-  int root = 0;
-};
+// The kit's view of a stream worker's context (its cancel flag and pool).
+plugin_kit::CommExec CommExecOf(ExecContext& ctx);
 
 class CommGroup {
  public:
@@ -106,8 +102,6 @@ class CommGroup {
   std::map<uint64_t, Round> rounds_;     // guarded by mu_
   std::map<std::pair<int, int>, std::deque<Message>> channels_;  // (from, to)
 };
-
-class ShmComm;
 
 // One rank of a communicator (what a tsr_comm handle names): of an
 // in-process group (comm_init_all) or of a shared-memory one

@@ -8,10 +8,8 @@
 #include <vector>
 
 #include "collectives.h"
-#include "comm_reduce.h"
 #include "kit_names.h"
 #include "plugin_state.h"
-#include "shm_comm.h"
 
 namespace tessera::cpu {
 namespace {
@@ -54,7 +52,7 @@ Status CommTensor(const tsr_tensor* t, const char* name, bool reducible, TensorV
     return InvalidArgument(name, " must be contiguous (row-major strides), but has shape ",
                            ShapeString(*view), " and non-contiguous strides");
   }
-  if (reducible && !ReducibleDType(view->dtype)) {
+  if (reducible && !plugin_kit::ReducibleDType(view->dtype)) {
     return Unsupported(name, " is ", DTypeName(view->dtype),
                        "; reductions support f32, bf16, f16 and i32");
   }
@@ -66,7 +64,7 @@ Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, cons
   if (comm->shm != nullptr) {
     std::shared_ptr<ShmComm> shm = comm->shm;
     return stream.Enqueue(what, [shm, args, keep = std::move(keep)](ExecContext& ctx) {
-      return shm->RunCollective(args, ctx);
+      return shm->RunCollective(args, CommExecOf(ctx));
     });
   }
   std::shared_ptr<CommGroup> group = comm->group;
@@ -222,7 +220,7 @@ tsr_status Send(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor
     if (comm->shm != nullptr) {
       std::shared_ptr<ShmComm> shm = comm->shm;
       return stream->Enqueue("send", [shm, peer, v, keep](ExecContext& ctx) {
-        return shm->Send(peer, v.data, v.dtype, v.numel(), ctx);
+        return shm->Send(peer, v.data, v.dtype, v.numel(), CommExecOf(ctx));
       });
     }
     std::shared_ptr<CommGroup> group = comm->group;
@@ -246,7 +244,7 @@ tsr_status Recv(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor
     if (comm->shm != nullptr) {
       std::shared_ptr<ShmComm> shm = comm->shm;
       return stream->Enqueue("recv", [shm, peer, v, keep](ExecContext& ctx) {
-        return shm->Recv(peer, v.data, v.dtype, v.numel(), ctx);
+        return shm->Recv(peer, v.data, v.dtype, v.numel(), CommExecOf(ctx));
       });
     }
     std::shared_ptr<CommGroup> group = comm->group;
@@ -290,7 +288,7 @@ tsr_status ReduceScatter(tsr_comm comm_handle, tsr_stream stream_handle, const t
 tsr_status CommGetUniqueId(tsr_comm_unique_id* out) {
   return Guard("comm_get_unique_id", [&]() -> Status {
     TSR_CPU_RETURN_IF_ERROR(RequireState());
-    return NewShmUniqueId(out);
+    return plugin_kit::NewShmUniqueId(out);
   });
 }
 

@@ -34,4 +34,9 @@ tsr_status Launch(tsr_kernel kernel, tsr_stream stream, const tsr_tensor* inputs
 
 }  // namespace tessera::opencl::entry
 
+namespace tessera::opencl {
+// comm_entries.cc: the comm table (ABI 1.3, host-staged shared memory).
+const tsr_comm_api* CommApi();
+}  // namespace tessera::opencl
+
 #endif  // TESSERA_PLUGINS_OPENCL_ENTRIES_H_

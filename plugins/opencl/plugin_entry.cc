@@ -21,7 +21,7 @@ const tsr_plugin_manifest kManifest = {
     0,
     "the OpenCL ICD loader (libOpenCL.so.1, Debian ocl-icd-libopencl1) and one OpenCL 1.2 "
     "platform with a device (e.g. pocl-opencl-icd for CPUs)",
-    TSR_CAP_PINNED_HOST | TSR_CAP_GRAPHS,
+    TSR_CAP_PINNED_HOST | TSR_CAP_GRAPHS | TSR_CAP_COLLECTIVES,
 };
 
 void CopyString(char* dst, size_t capacity, const std::string& src) {
@@ -347,7 +347,7 @@ tsr_plugin_api MakeApi() {
   api.list_ops = entry::ListOps;
   api.resolve_op = entry::ResolveOp;
   api.launch = entry::Launch;
-  api.comm = nullptr;
+  api.comm = CommApi();
   static const tsr_graph_api kGraphApi = {
       sizeof(tsr_graph_api), entry::GraphBeginCapture, entry::GraphEndCapture,
       entry::GraphLaunch, entry::GraphDestroy};

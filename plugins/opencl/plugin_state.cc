@@ -10,7 +10,7 @@
 namespace tessera::opencl {
 namespace {
 
-constexpr const char* kKnownKeys = "cache_dir";
+constexpr const char* kKnownKeys = "cache_dir, comm_timeout_ms";
 
 std::mutex g_init_mu;
 std::atomic<PluginState*> g_state{nullptr};
@@ -90,6 +90,9 @@ Status InitPlugin(const tsr_init_args* args) {
   for (const auto& [key, value] : init.options) {
     if (key == "cache_dir") {
       state->cache_dir = value;
+    } else if (key == "comm_timeout_ms") {
+      TSR_CL_RETURN_IF_ERROR(
+          plugin_kit::ParseIntOption(key, value, 1, 86400000, &state->comm_timeout_ms));
     } else {
       return InvalidArgument("unknown option '", key, "'; the opencl plugin knows: ", kKnownKeys);
     }

@@ -14,6 +14,7 @@
 #include "cl_ops.h"
 #include "device.h"
 #include "memory.h"
+#include "kit/shm_comm.h"
 #include "stream.h"
 
 namespace tessera::opencl {
@@ -26,15 +27,26 @@ struct Kernel {
   ClOpFn enqueue = nullptr;
 };
 
+// One rank of a communicator (a tsr_comm): the kit's shared-memory
+// transport, fed through host memory (comm_entries.cc).
+struct Comm {
+  std::shared_ptr<plugin_kit::ShmComm> shm;
+  int rank = 0;
+  int size = 1;
+  int device = 0;
+};
+
 struct PluginState {
   std::vector<std::unique_ptr<Device>> devices;  // by ordinal
   std::string cache_dir;
+  int comm_timeout_ms = 60000;  // the comm_timeout_ms option
 
   HandleRegistry<Buffer> buffers;
   HandleRegistry<Stream> streams;
   HandleRegistry<Event> events;
   HandleRegistry<Kernel> kernels;
   HandleRegistry<Graph> graphs;
+  HandleRegistry<Comm> comms;
   // kernel_handles[device * NumOpSignatures() + i]: resolve_op's answers.
   std::vector<uintptr_t> kernel_handles;
 

@@ -103,7 +103,8 @@ std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags) {
           app->add_option("--base-gpu-id", flags->base_gpu_id,
                           "the device of rank 0 (rank r: base + r * --gpu-id-step)")
               ->capture_default_str(),
-          app->add_option("--gpu-id-step", flags->gpu_id_step, "device step between ranks")
+          app->add_option("--gpu-id-step", flags->gpu_id_step,
+                          "device step between ranks (0: every rank on the base device)")
               ->capture_default_str()};
 }
 
@@ -111,8 +112,8 @@ Status PrepareTp(const TpFlags& flags) {
   if (flags.tp_size < 1 || flags.tp_size > 64) {
     return InvalidArgumentError(fmt::format("--tp-size {} must be 1..64", flags.tp_size));
   }
-  if (flags.base_gpu_id < 0 || flags.gpu_id_step < 1) {
-    return InvalidArgumentError("--base-gpu-id must be >= 0 and --gpu-id-step >= 1");
+  if (flags.base_gpu_id < 0 || flags.gpu_id_step < 0) {
+    return InvalidArgumentError("--base-gpu-id and --gpu-id-step must be >= 0");
   }
   if (flags.tp_size > 1 && std::getenv("TESSERA_CPU_DEVICES") == nullptr) {
     const int needed = TpDevice(flags, flags.tp_size - 1) + 1;

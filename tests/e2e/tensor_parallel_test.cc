@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "testing/fixtures.h"
+#include "testing/platforms.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
 
@@ -188,6 +190,32 @@ TEST(TensorParallelCliTest, GenerateWithTwoRanksGivesTheTokensOfOne) {
   EXPECT_EQ(Json::parse(two.out)["output_ids"], Json::parse(one.out)["output_ids"]) << two.out;
 }
 
+#ifdef TSR_HAVE_OPENCL_PLUGIN
+// The OpenCL plugin's collectives stage through host memory into the same
+// shared-memory transport; both ranks share the one PoCL device here
+// (--gpu-id-step 0), and decode runs eagerly (no graph can record a host
+// step). Greedy tokens equal the goldens' stable prefix, as on cpu.
+TEST(TensorParallelCliTest, OpenClWithTwoRanksGivesTheGoldens) {
+  TSR_REQUIRE_PLATFORM(kBin, "opencl");
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  const Json c = ReadJsonLines(golden).front();
+  auto r = RunShell(std::string(kBin) + " generate --platform opencl --model-path " +
+                    ShellQuote(dir) + " --prompt " + ShellQuote(c["prompt"].get<std::string>()) +
+                    " --max-new-tokens 32 --temperature 0 --json --tp-size 2 --gpu-id-step 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json out = Json::parse(r.out);
+  ASSERT_EQ(out["prompt_ids"], c["prompt_ids"]);
+  const auto got = out["output_ids"].get<std::vector<int>>();
+  const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
+  const size_t stable = std::min<size_t>(c["stable_prefix"].get<size_t>(), 32);
+  for (size_t i = 0; i < stable && i < expected.size(); ++i) {
+    ASSERT_LT(i, got.size());
+    EXPECT_EQ(got[i], expected[i]) << "step " << i;
+  }
+}
+#endif
+
 TEST(TensorParallelCliTest, SizesThatDoNotDivideTheModelAreRefused) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   auto r = RunShell(std::string(kBin) + " generate --model-path " + ShellQuote(dir) +
@@ -216,12 +244,11 @@ TEST(TensorParallelCliTest, DoctorTpRunsTheCrossProcessSmokeOrSaysWhyNot) {
   EXPECT_GT(j["tp"]["all_reduce_4k_us"].get<double>(), 0);
   EXPECT_GT(j["tp"]["busbw_vs_memcpy"].get<double>(), 0);
 #ifdef TSR_HAVE_OPENCL_PLUGIN
-  // The OpenCL plugin has no comm table: refused, by name.
+  // The OpenCL plugin's host-staged collectives (both ranks on its device).
   auto cl = RunShell(std::string(kBin) + " doctor --tp 2 --platform opencl");
   if (cl.exit_code != 2) {  // 2: no OpenCL device here
-    EXPECT_EQ(cl.exit_code, 1) << cl.out << cl.err;
-    EXPECT_NE(cl.out.find("opencl plugin (ABI 1.3) has no collectives across processes"),
-              std::string::npos)
+    EXPECT_EQ(cl.exit_code, 0) << cl.out << cl.err;
+    EXPECT_NE(cl.out.find("cross-process collectives: 2 rank processes"), std::string::npos)
         << cl.out;
   }
 #endif

@@ -526,7 +526,10 @@ typedef struct tsr_comm_init_rank_args {
  *    reduce_scatter) and every send/recv is ENQUEUED on `stream`, a stream
  *    of the rank's device, and runs in that stream's order like a launch:
  *    it reads its inputs after the stream's earlier work and later work
- *    sees its outputs. The call itself does not wait for the peers.
+ *    sees its outputs. The call itself need not wait for the peers; a
+ *    plugin that cannot run host-side work in stream order may instead
+ *    complete the collective before returning (after the stream's earlier
+ *    work) and refuse it while the stream captures a graph.
  *    Every rank issues the same collectives, with matching dtype, counts,
  *    op and root, in the same order; a rank's collectives run in the order
  *    of its calls (issue them from one thread, on one stream at a time or

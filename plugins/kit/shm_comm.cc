@@ -1,4 +1,4 @@
-#include "shm_comm.h"
+#include "kit/shm_comm.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm_reduce.h"
+#include "kit/half.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -52,15 +52,6 @@ inline void CpuRelax() {
 #endif
 }
 
-const char* KindName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-  }
-  return "?";
-}
 
 // True when process `pid` is gone: no such process, or a zombie (a dead
 // child its parent has not reaped yet still answers kill(pid, 0)).
@@ -270,7 +261,7 @@ Status ShmComm::Join(const tsr_comm_unique_id& id_bytes, int num_ranks, int rank
         if (ready) {
           Status s = comm->Map(fd, layout.total);
           close(fd);
-          TSR_CPU_RETURN_IF_ERROR(s);
+          TSR_KIT_RETURN_IF_ERROR(s);
           comm->Locate(comm->header_->slot_bytes, comm->header_->channel_bytes);
           break;
         }
@@ -306,7 +297,7 @@ Status ShmComm::Join(const tsr_comm_unique_id& id_bytes, int num_ranks, int rank
       },
       "in comm_init_rank for the other ranks to join", nullptr);
   if (rank == 0) shm_unlink(id.name);  // all joined (or given up): the name is no longer needed
-  TSR_CPU_RETURN_IF_ERROR(joined);
+  TSR_KIT_RETURN_IF_ERROR(joined);
   *out = std::move(comm);
   return OkStatus();
 }
@@ -337,7 +328,7 @@ Status ShmComm::Break(const std::string& reason) {
 }
 
 template <typename Done, typename Lagging>
-Status ShmComm::WaitUntil(Done done, Lagging lagging, const char* what, ExecContext* ctx) {
+Status ShmComm::WaitUntil(Done done, Lagging lagging, const char* what, const CommExec* ctx) {
   const Clock::time_point start = Clock::now();
   while (Clock::now() - start < kSpinFor) {
     for (int i = 0; i < 64; ++i) {
@@ -388,7 +379,7 @@ Status ShmComm::WaitUntil(Done done, Lagging lagging, const char* what, ExecCont
   }
 }
 
-Status ShmComm::Barrier(bool second, uint64_t step, const char* what, ExecContext& ctx) {
+Status ShmComm::Barrier(bool second, uint64_t step, const char* what, const CommExec& ctx) {
   const uint64_t target = step + 1;
   auto counter = [second](RankState& st) -> std::atomic<uint64_t>& {
     return second ? st.reduced : st.arrived;
@@ -417,12 +408,12 @@ Status ShmComm::CheckCallsMatch(uint64_t step) const {
     const RankState& b = rank_state(q);
     if (b.kind != a.kind) {
       return InvalidArgument("collective #", step, ": rank ", q, " called ",
-                             KindName(static_cast<CollectiveKind>(b.kind)), " where rank 0 called ",
-                             KindName(static_cast<CollectiveKind>(a.kind)),
+                             CollectiveKindName(static_cast<CollectiveKind>(b.kind)), " where rank 0 called ",
+                             CollectiveKindName(static_cast<CollectiveKind>(a.kind)),
                              "; every rank must issue the same collectives in the same order");
     }
     if (b.dtype != a.dtype || b.count != a.count || b.op != a.op || b.root != a.root) {
-      return InvalidArgument(KindName(static_cast<CollectiveKind>(a.kind)), ": rank ", q,
+      return InvalidArgument(CollectiveKindName(static_cast<CollectiveKind>(a.kind)), ": rank ", q,
                              " passed ", b.count, " ", DTypeName(b.dtype), " elements (op ", b.op,
                              ", root ", b.root, ") where rank 0 passed ", a.count, " ",
                              DTypeName(a.dtype), " (op ", a.op, ", root ", a.root,
@@ -432,7 +423,7 @@ Status ShmComm::CheckCallsMatch(uint64_t step) const {
   return OkStatus();
 }
 
-Status ShmComm::RunCollective(const CollectiveArgs& args, ExecContext& ctx) {
+Status ShmComm::RunCollective(const CollectiveArgs& args, const CommExec& ctx) {
   if (broken_) return BrokenError();
   const int n = num_ranks_;
   const auto es = static_cast<int64_t>(DTypeSize(args.dtype));
@@ -449,15 +440,15 @@ Status ShmComm::RunCollective(const CollectiveArgs& args, ExecContext& ctx) {
     switch (args.kind) {
       case CollectiveKind::kAllReduce:
       case CollectiveKind::kAllGather:
-        ParallelCopy(mine, args.send + offset * es, c * es, ctx.pool);
+        ParallelCopy(mine, args.send + offset * es, c * es, ctx.parallel);
         break;
       case CollectiveKind::kBroadcast:
-        if (rank_ == args.root) ParallelCopy(mine, args.send + offset * es, c * es, ctx.pool);
+        if (rank_ == args.root) ParallelCopy(mine, args.send + offset * es, c * es, ctx.parallel);
         break;
       case CollectiveKind::kReduceScatter:
         for (int q = 0; q < n; ++q) {
           ParallelCopy(mine + q * c * es, args.send + (q * args.count + offset) * es, c * es,
-                       ctx.pool);
+                       ctx.parallel);
         }
         break;
     }
@@ -468,7 +459,7 @@ Status ShmComm::RunCollective(const CollectiveArgs& args, ExecContext& ctx) {
                 : 0;
     me.root = args.kind == CollectiveKind::kBroadcast ? args.root : 0;
     me.count = args.count;
-    TSR_CPU_RETURN_IF_ERROR(Barrier(false, step, StrCat("at ", KindName(args.kind)).c_str(), ctx));
+    TSR_KIT_RETURN_IF_ERROR(Barrier(false, step, StrCat("at ", CollectiveKindName(args.kind)).c_str(), ctx));
     Status match = CheckCallsMatch(step);
     if (!match.ok()) {
       (void)Break(match.message());
@@ -480,35 +471,35 @@ Status ShmComm::RunCollective(const CollectiveArgs& args, ExecContext& ctx) {
         const int64_t lo = c * rank_ / n, hi = c * (rank_ + 1) / n;
         std::vector<const char*> inputs(n);
         for (int q = 0; q < n; ++q) inputs[q] = slot(q, step) + lo * es;
-        ReduceInto(args.dtype, args.op, inputs, mine + lo * es, hi - lo, ctx.pool);
+        ReduceInto(args.dtype, args.op, inputs, mine + lo * es, hi - lo, ctx.parallel);
         break;
       }
       case CollectiveKind::kReduceScatter: {
         std::vector<const char*> inputs(n);
         for (int q = 0; q < n; ++q) inputs[q] = slot(q, step) + rank_ * c * es;
-        ReduceInto(args.dtype, args.op, inputs, args.recv + offset * es, c, ctx.pool);
+        ReduceInto(args.dtype, args.op, inputs, args.recv + offset * es, c, ctx.parallel);
         break;
       }
       case CollectiveKind::kAllGather:
         for (int q = 0; q < n; ++q) {
           ParallelCopy(args.recv + (q * args.count + offset) * es, slot(q, step), c * es,
-                       ctx.pool);
+                       ctx.parallel);
         }
         break;
       case CollectiveKind::kBroadcast:
         if (rank_ != args.root) {
-          ParallelCopy(args.recv + offset * es, slot(args.root, step), c * es, ctx.pool);
+          ParallelCopy(args.recv + offset * es, slot(args.root, step), c * es, ctx.parallel);
         }
         break;
     }
-    TSR_CPU_RETURN_IF_ERROR(
-        Barrier(true, step, StrCat("at ", KindName(args.kind), " (second barrier)").c_str(), ctx));
+    TSR_KIT_RETURN_IF_ERROR(
+        Barrier(true, step, StrCat("at ", CollectiveKindName(args.kind), " (second barrier)").c_str(), ctx));
     // 3. all_reduce: gather every rank's reduced slice.
     if (args.kind == CollectiveKind::kAllReduce) {
       for (int q = 0; q < n; ++q) {
         const int64_t lo = c * q / n, hi = c * (q + 1) / n;
         ParallelCopy(args.recv + (offset + lo) * es, slot(q, step) + lo * es, (hi - lo) * es,
-                     ctx.pool);
+                     ctx.parallel);
       }
     }
     offset += c;
@@ -528,7 +519,7 @@ struct MessageHeader {
 }  // namespace
 
 Status ShmComm::Send(int peer, const void* data, tsr_dtype dtype, int64_t count,
-                     ExecContext& ctx) {
+                     const CommExec& ctx) {
   if (broken_) return BrokenError();
   Channel& ch = channel(rank_, peer);
   char* ring = channel_data(rank_, peer);
@@ -538,7 +529,7 @@ Status ShmComm::Send(int peer, const void* data, tsr_dtype dtype, int64_t count,
   auto put = [&](const char* src, uint64_t len) -> Status {
     uint64_t written = ch.written.load(std::memory_order_relaxed);
     while (len > 0) {
-      TSR_CPU_RETURN_IF_ERROR(WaitUntil(
+      TSR_KIT_RETURN_IF_ERROR(WaitUntil(
           [&] { return written - ch.read.load(std::memory_order_acquire) < capacity; },
           [&] { return std::vector<int>{peer}; }, what.c_str(), &ctx));
       const uint64_t space = capacity - (written - ch.read.load(std::memory_order_acquire));
@@ -552,11 +543,11 @@ Status ShmComm::Send(int peer, const void* data, tsr_dtype dtype, int64_t count,
     }
     return OkStatus();
   };
-  TSR_CPU_RETURN_IF_ERROR(put(reinterpret_cast<const char*>(&mh), sizeof(mh)));
+  TSR_KIT_RETURN_IF_ERROR(put(reinterpret_cast<const char*>(&mh), sizeof(mh)));
   return put(static_cast<const char*>(data), static_cast<uint64_t>(count) * DTypeSize(dtype));
 }
 
-Status ShmComm::Recv(int peer, void* data, tsr_dtype dtype, int64_t count, ExecContext& ctx) {
+Status ShmComm::Recv(int peer, void* data, tsr_dtype dtype, int64_t count, const CommExec& ctx) {
   if (broken_) return BrokenError();
   Channel& ch = channel(peer, rank_);
   const char* ring = channel_data(peer, rank_);
@@ -565,7 +556,7 @@ Status ShmComm::Recv(int peer, void* data, tsr_dtype dtype, int64_t count, ExecC
   auto take = [&](char* dst, uint64_t len) -> Status {
     uint64_t read = ch.read.load(std::memory_order_relaxed);
     while (len > 0) {
-      TSR_CPU_RETURN_IF_ERROR(WaitUntil(
+      TSR_KIT_RETURN_IF_ERROR(WaitUntil(
           [&] { return ch.written.load(std::memory_order_acquire) > read; },
           [&] { return std::vector<int>{peer}; }, what.c_str(), &ctx));
       const uint64_t avail = ch.written.load(std::memory_order_acquire) - read;
@@ -580,7 +571,7 @@ Status ShmComm::Recv(int peer, void* data, tsr_dtype dtype, int64_t count, ExecC
     return OkStatus();
   };
   MessageHeader mh{};
-  TSR_CPU_RETURN_IF_ERROR(take(reinterpret_cast<char*>(&mh), sizeof(mh)));
+  TSR_KIT_RETURN_IF_ERROR(take(reinterpret_cast<char*>(&mh), sizeof(mh)));
   if (mh.dtype != dtype || mh.count != count) {
     const Status mismatch = InvalidArgument(
         "recv on rank ", rank_, " expected ", count, " ", DTypeName(dtype), " elements from rank ",
@@ -592,4 +583,4 @@ Status ShmComm::Recv(int peer, void* data, tsr_dtype dtype, int64_t count, ExecC
   return take(static_cast<char*>(data), static_cast<uint64_t>(count) * DTypeSize(dtype));
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit

@@ -1,9 +1,12 @@
-#include "comm_reduce.h"
+#include "kit/comm_reduce.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
-namespace tessera::cpu {
+#include "kit/half.h"
+
+namespace tessera::plugin_kit {
 namespace {
 
 constexpr int64_t kReduceGrain = 16384;         // elements per chunk
@@ -74,30 +77,40 @@ bool ReducibleDType(tsr_dtype dtype) {
          dtype == TSR_DTYPE_I32;
 }
 
+const char* CollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all_reduce";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
 void ReduceInto(tsr_dtype dtype, tsr_reduce_op op, const std::vector<const char*>& inputs,
-                char* out, int64_t count, ThreadPool* pool) {
+                char* out, int64_t count, const ParallelForFn& parallel) {
   if (count <= 0 || inputs.empty()) return;
-  if (pool == nullptr || count <= kReduceGrain) {
+  if (!parallel || count <= kReduceGrain) {
     ReduceChunk(dtype, op, inputs, out, 0, count);
     return;
   }
-  pool->ParallelFor(count, kReduceGrain, [&](int64_t b, int64_t e) {
+  parallel(count, kReduceGrain, [&](int64_t b, int64_t e) {
     ReduceChunk(dtype, op, inputs, out, b, e);
   });
 }
 
-void ParallelCopy(char* dst, const char* src, size_t bytes, ThreadPool* pool) {
+void ParallelCopy(char* dst, const char* src, size_t bytes, const ParallelForFn& parallel) {
   if (bytes == 0 || dst == src) return;
-  if (pool == nullptr || bytes <= kCopyGrain) {
+  if (!parallel || bytes <= kCopyGrain) {
     std::memmove(dst, src, bytes);
     return;
   }
   const auto chunks = static_cast<int64_t>((bytes + kCopyGrain - 1) / kCopyGrain);
-  pool->ParallelFor(chunks, 1, [&](int64_t b, int64_t e) {
+  parallel(chunks, 1, [&](int64_t b, int64_t e) {
     const size_t lo = static_cast<size_t>(b) * kCopyGrain;
     const size_t hi = std::min(bytes, static_cast<size_t>(e) * kCopyGrain);
     std::memcpy(dst + lo, src + lo, hi - lo);
   });
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit

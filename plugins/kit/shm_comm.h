@@ -27,21 +27,31 @@
 // the segment broken with a reason, so every other rank fails at once with
 // the same story instead of waiting out its own timeout.
 //
-// Thread-safety: one rank is driven by one stream worker at a time (the
-// ABI's ordering rule); different ShmComm objects may run concurrently,
-// also in one process.
-#ifndef TESSERA_PLUGINS_CPU_SHM_COMM_H_
-#define TESSERA_PLUGINS_CPU_SHM_COMM_H_
+// Thread-safety: one rank is driven by one thread at a time (the ABI's
+// ordering rule); different ShmComm objects may run concurrently, also in
+// one process. Shared by the cpu plugin (on its stream workers) and the
+// OpenCL plugin (on the host, staging device buffers through host memory).
+#ifndef TESSERA_PLUGINS_KIT_SHM_COMM_H_
+#define TESSERA_PLUGINS_KIT_SHM_COMM_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "collectives.h"
-#include "kit_names.h"
-#include "stream.h"
+#include "kit/comm_reduce.h"
+#include "kit/status.h"
 
-namespace tessera::cpu {
+namespace tessera::plugin_kit {
+
+// What a running collective may use: a flag that cancels its waits (a
+// destroyed stream; may be NULL) and the plugin's parallel-for for copies
+// and reductions (may be empty: serial).
+struct CommExec {
+  const std::atomic<bool>* cancel = nullptr;
+  ParallelForFn parallel;
+  bool cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
+};
 
 // Fills `out` with a fresh id naming a segment that does not exist yet.
 Status NewShmUniqueId(tsr_comm_unique_id* out);
@@ -61,9 +71,9 @@ class ShmComm {
   int rank() const { return rank_; }
 
   // This rank's part of a collective (args as collectives.h's).
-  Status RunCollective(const CollectiveArgs& args, ExecContext& ctx);
-  Status Send(int peer, const void* data, tsr_dtype dtype, int64_t count, ExecContext& ctx);
-  Status Recv(int peer, void* data, tsr_dtype dtype, int64_t count, ExecContext& ctx);
+  Status RunCollective(const CollectiveArgs& args, const CommExec& ctx);
+  Status Send(int peer, const void* data, tsr_dtype dtype, int64_t count, const CommExec& ctx);
+  Status Recv(int peer, void* data, tsr_dtype dtype, int64_t count, const CommExec& ctx);
 
  private:
   struct Header;
@@ -83,12 +93,12 @@ class ShmComm {
 
   // Publishes this rank's barrier counter for `step` (the first or the
   // second barrier) and waits for every rank's.
-  Status Barrier(bool second, uint64_t step, const char* what, ExecContext& ctx);
+  Status Barrier(bool second, uint64_t step, const char* what, const CommExec& ctx);
   Status CheckCallsMatch(uint64_t step) const;
   // Waits until done() holds; lagging() lists the ranks awaited (checked
   // for liveness, named on timeout). ctx may be NULL (comm_init_rank).
   template <typename Done, typename Lagging>
-  Status WaitUntil(Done done, Lagging lagging, const char* what, ExecContext* ctx);
+  Status WaitUntil(Done done, Lagging lagging, const char* what, const CommExec* ctx);
   // Marks the segment broken (first reason wins) and returns the error.
   Status Break(const std::string& reason);
   Status BrokenError() const;
@@ -108,6 +118,6 @@ class ShmComm {
   bool broken_ = false;
 };
 
-}  // namespace tessera::cpu
+}  // namespace tessera::plugin_kit
 
-#endif  // TESSERA_PLUGINS_CPU_SHM_COMM_H_
+#endif  // TESSERA_PLUGINS_KIT_SHM_COMM_H_
