@@ -7,6 +7,11 @@
 //   isa=NAME    kernel path: scalar, avx2, avx512 or avx512bf16 (default:
 //               the TESSERA_CPU_ISA environment variable, else the best
 //               path the CPU supports; see cpu_isa.h). Resolved by init.
+//   cpusets=L0;L1;...  pins virtual device i's threads (its pool and its
+//               streams' workers) to the CPUs of list Li ("0-3,8"); one
+//               list per physical device; `threads` then defaults to the
+//               size of each list (so ranks of different processes on
+//               devices 0 and 1 do not share cores)
 //   comm_timeout_ms=N  how long a collective, send/recv or comm_init_rank
 //               waits for a peer before failing (1..86400000; default
 //               60000; ABI 1.3)
@@ -27,6 +32,9 @@ struct Options {
   int devices = 1;
   std::string isa;  // as given; empty = not given
   int comm_timeout_ms = 60000;
+  // cpusets: per physical device, its CPUs (empty: not given).
+  std::vector<std::vector<int>> cpusets;
+  bool threads_given = false;
   // Physical indices to expose, in order (all when num_visible was -1).
   std::vector<int> visible;
 };

@@ -114,7 +114,7 @@ tsr_status DeviceProperties(int32_t device, tsr_device_properties* props) {
     p.memory_total = state.memory_total;
     p.memory_free = MemoryFree();
     p.alignment = kMinAlignment;
-    p.compute_units = static_cast<uint32_t>(state.threads);
+    p.compute_units = static_cast<uint32_t>(state.pools[device]->size());  // its threads
     p.dtype_mask = (uint64_t{1} << TSR_DTYPE_F32) | (uint64_t{1} << TSR_DTYPE_F16) |
                    (uint64_t{1} << TSR_DTYPE_BF16) | (uint64_t{1} << TSR_DTYPE_I32) |
                    (uint64_t{1} << TSR_DTYPE_I64) | (uint64_t{1} << TSR_DTYPE_U8) |

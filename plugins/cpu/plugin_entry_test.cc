@@ -1,7 +1,10 @@
 // Manifest, init options, devices, memory, handle validation and launch
 // validation of the cpu plugin, through its raw C table.
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "cpu_plugin_test_util.h"
 
@@ -59,6 +62,40 @@ TEST_F(CpuPluginTest, ThreadsAndDevicesOptions) {
   ASSERT_EQ(api_->device_properties(2, &props), TSR_OK);
   EXPECT_EQ(props.compute_units, 3u);
   EXPECT_EQ(props.physical_index, 2);
+}
+
+TEST_F(CpuPluginTest, CpusetsPinEachDeviceAndSizeItsThreads) {
+  // Device 0 on CPU 0, device 1 on CPU 0 too (every machine has one).
+  ASSERT_EQ(InitWith({{"devices", "2"}, {"cpusets", "0;0"}}), TSR_OK) << api_->last_error();
+  tsr_device_properties props{};
+  props.struct_size = sizeof(props);
+  ASSERT_EQ(api_->device_properties(1, &props), TSR_OK);
+  EXPECT_EQ(props.compute_units, 1u);  // threads default to the set's size
+  // A stream of a pinned device gets a worker thread allowed on CPU 0 only.
+  auto pinned_threads = [] {
+    int n = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream in(task.path() / "status");
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+          n += line.substr(line.find_first_not_of(" \t", 18)) == "0";
+        }
+      }
+    }
+    return n;
+  };
+  const int before = pinned_threads();
+  tsr_stream stream = nullptr;
+  ASSERT_EQ(api_->stream_create(1, &stream), TSR_OK);
+  if (std::thread::hardware_concurrency() > 1) EXPECT_EQ(pinned_threads(), before + 1);
+  EXPECT_EQ(api_->stream_synchronize(stream), TSR_OK);
+  api_->stream_destroy(stream);
+  Shutdown();
+  EXPECT_EQ(InitWith({{"devices", "2"}, {"cpusets", "0-1"}}), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(api_->last_error(), HasSubstr("one per device"));
+  EXPECT_EQ(InitWith({{"cpusets", "3-1"}}), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(api_->last_error(), HasSubstr("'3-1'"));
 }
 
 TEST_F(CpuPluginTest, UnknownOptionNamesKeyAndKnownOnes) {

@@ -82,7 +82,13 @@ Status InitPlugin(const tsr_init_args* args) {
   state->cpu_vendor = CpuVendor();
   state->memory_total = MemoryTotal();
   for (size_t i = 0; i < state->physical.size(); ++i) {
-    state->pools.push_back(std::make_unique<ThreadPool>(options.threads));
+    std::vector<int> cpus;
+    if (!options.cpusets.empty()) cpus = options.cpusets[state->physical[i]];
+    // A pinned device's threads default to its CPUs.
+    const int threads = !cpus.empty() && !options.threads_given
+                            ? static_cast<int>(cpus.size())
+                            : options.threads;
+    state->pools.push_back(std::make_unique<ThreadPool>(threads, cpus));
   }
   size_t num_sigs = NumOpSignatures();
   for (int d = 0; d < state->device_count(); ++d) {

@@ -56,7 +56,10 @@ Status StreamCore::WaitForCancellable(uint64_t gen,
 
 Stream::Stream(int device, ThreadPool* pool)
     : device_(device), pool_(pool), core_(std::make_shared<StreamCore>()) {
-  worker_ = std::thread([this] { WorkerLoop(); });
+  worker_ = std::thread([this] {
+    if (pool_ != nullptr) pool_->PinCurrentThread();  // the device's CPU set, if any
+    WorkerLoop();
+  });
 }
 
 Stream::~Stream() { Close(); }

@@ -1,5 +1,8 @@
 #include "thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -30,9 +33,23 @@ struct ThreadPool::Job {
   std::exception_ptr error;  // guarded by mu: the first chunk that threw
 };
 
-ThreadPool::ThreadPool(int threads) : size_(std::max(threads, 1)) {
+ThreadPool::ThreadPool(int threads, std::vector<int> cpus)
+    : size_(std::max(threads, 1)), cpus_(std::move(cpus)) {
   helpers_.reserve(size_ - 1);
-  for (int i = 1; i < size_; ++i) helpers_.emplace_back([this] { HelperLoop(); });
+  for (int i = 1; i < size_; ++i) {
+    helpers_.emplace_back([this] {
+      PinCurrentThread();
+      HelperLoop();
+    });
+  }
+}
+
+bool ThreadPool::PinCurrentThread() const {
+  if (cpus_.empty()) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus_) CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
 ThreadPool::~ThreadPool() {

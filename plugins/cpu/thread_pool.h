@@ -30,12 +30,18 @@ namespace tessera::cpu {
 class ThreadPool {
  public:
   // `threads` >= 1 counts the caller: threads - 1 helpers are started.
-  explicit ThreadPool(int threads);
+  // `cpus` (may be empty: no pinning): the CPUs the helpers (and the
+  // streams of this pool's device, PinCurrentThread) may run on.
+  explicit ThreadPool(int threads, std::vector<int> cpus = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return size_; }
+  const std::vector<int>& cpus() const { return cpus_; }
+  // Restricts the calling thread to cpus() (nothing when empty); false
+  // when the system refused (the thread keeps its old mask).
+  bool PinCurrentThread() const;
 
   // Splits [0, n) into chunks of at least `grain` items (grain >= 1).
   void ParallelFor(int64_t n, int64_t grain,
@@ -47,6 +53,7 @@ class ThreadPool {
   static void RunChunks(Job& job);
 
   const int size_;
+  const std::vector<int> cpus_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;  // guarded by mu_

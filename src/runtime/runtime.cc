@@ -117,6 +117,9 @@ Status Runtime::Build(std::vector<LoadedCandidate> loaded) {
     cpu_options.push_back({"devices", std::to_string(*config_.cpu_devices),
                            "TESSERA_CPU_DEVICES"});
   }
+  if (config_.cpu_cpusets) {
+    cpu_options.push_back({"cpusets", *config_.cpu_cpusets, "TESSERA_CPU_CPUSETS"});
+  }
   TSR_ASSIGN_OR_RETURN(
       cpu_options, MergePluginOptions(cpu_options, config_.cpu_plugin_options));
 

@@ -185,6 +185,8 @@ StatusOr<RuntimeConfig> RuntimeConfig::FromEnvironment(
     config.cpu_devices = static_cast<int32_t>(**parsed);
   }
 
+  if (auto cpusets = GetEnv("TESSERA_CPU_CPUSETS")) config.cpu_cpusets = *cpusets;
+
   if (auto options = GetEnv("TESSERA_PLUGIN_OPTIONS")) {
     TSR_ASSIGN_OR_RETURN(
         config.plugin_options,

@@ -69,6 +69,9 @@ struct RuntimeConfig {
   std::optional<std::vector<int32_t>> visible_devices;
   // TESSERA_CPU_DEVICES; passed to the cpu plugin as devices=N.
   std::optional<int32_t> cpu_devices;
+  // TESSERA_CPU_CPUSETS: the cpu plugin's `cpusets` option ("0-3;4-7":
+  // virtual device i's threads on the CPUs of list i).
+  std::optional<std::string> cpu_cpusets;
   // Init options for the selected plugin and for the cpu plugin. When the cpu
   // plugin is the selected one it receives both lists (a key in both is an
   // error).
