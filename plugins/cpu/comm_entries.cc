@@ -285,6 +285,43 @@ tsr_status ReduceScatter(tsr_comm comm_handle, tsr_stream stream_handle, const t
   });
 }
 
+// The fabric_rings option (a synthetic interconnect): every rank learns
+// every rank's physical device (an all_gather) and all refuse a
+// communicator whose devices are not in one ring.
+Status CheckFabric(ShmComm& shm, int physical_device) {
+  const auto& rings = State()->fabric_rings;
+  if (rings.empty()) return OkStatus();
+  const int n = shm.size();
+  std::vector<int32_t> devices(n);
+  const int32_t mine = physical_device;
+  CollectiveArgs args;
+  args.kind = CollectiveKind::kAllGather;
+  args.dtype = TSR_DTYPE_I32;
+  args.count = 1;
+  args.send = reinterpret_cast<const char*>(&mine);
+  args.recv = reinterpret_cast<char*>(devices.data());
+  TSR_CPU_RETURN_IF_ERROR(shm.RunCollective(args, plugin_kit::CommExec{}));
+  auto ring_of = [&rings](int device) {
+    for (size_t i = 0; i < rings.size(); ++i) {
+      for (int d : rings[i]) {
+        if (d == device) return static_cast<int>(i);
+      }
+    }
+    return -1;
+  };
+  const int ring0 = ring_of(devices[0]);
+  for (int r = 0; r < n; ++r) {
+    if (ring_of(devices[r]) != ring0 || ring0 < 0) {
+      return Status(TSR_ERR_DEVICE,
+                    StrCat("the fabric cannot route collectives between these devices: rank 0 "
+                           "is on device ", devices[0], " (ring ", ring0, ") and rank ", r,
+                           " on device ", devices[r], " (ring ", ring_of(devices[r]),
+                           "); place each communicator's ranks on one ring (--rank-order)"));
+    }
+  }
+  return OkStatus();
+}
+
 tsr_status CommGetUniqueId(tsr_comm_unique_id* out) {
   return Guard("comm_get_unique_id", [&]() -> Status {
     TSR_CPU_RETURN_IF_ERROR(RequireState());
@@ -320,6 +357,7 @@ tsr_status CommInitRank(const tsr_comm_init_rank_args* args, tsr_comm* out) {
     std::shared_ptr<ShmComm> shm;
     TSR_CPU_RETURN_IF_ERROR(
         ShmComm::Join(*a.id, a.num_ranks, a.rank, State()->comm_timeout_ms, &shm));
+    TSR_CPU_RETURN_IF_ERROR(CheckFabric(*shm, State()->physical[a.device]));
     auto comm = std::make_shared<Comm>();
     comm->shm = std::move(shm);
     comm->rank = a.rank;

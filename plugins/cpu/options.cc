@@ -9,14 +9,17 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr const char* kKnownKeys = "threads, devices, isa, comm_timeout_ms, cpusets";
+constexpr const char* kKnownKeys =
+    "threads, devices, isa, comm_timeout_ms, cpusets, fabric_rings";
 
-// "0-3,8" -> {0, 1, 2, 3, 8}.
+// "0-3,8" -> {0, 1, 2, 3, 8} (CPUs, or device indices for fabric_rings);
+// '+' separates items too ("0+4+8"), for TESSERA_PLUGIN_OPTIONS, whose
+// options are comma-separated.
 Status ParseCpuList(const std::string& text, std::vector<int>* out) {
   out->clear();
   size_t at = 0;
   while (at <= text.size()) {
-    size_t end = text.find(',', at);
+    size_t end = text.find_first_of(",+", at);
     if (end == std::string::npos) end = text.size();
     const std::string item = text.substr(at, end - at);
     int lo = -1, hi = -1;
@@ -43,15 +46,16 @@ Status ParseOptions(const tsr_init_args* args, int default_threads, Options* out
     if (key == "threads") {
       TSR_CPU_RETURN_IF_ERROR(plugin_kit::ParseIntOption(key, value, 1, 1024, &options.threads));
       options.threads_given = true;
-    } else if (key == "cpusets") {
-      options.cpusets.clear();
+    } else if (key == "cpusets" || key == "fabric_rings") {
+      auto& lists = key == "cpusets" ? options.cpusets : options.fabric_rings;
+      lists.clear();
       size_t at = 0;
       while (at <= value.size()) {
         size_t end = value.find(';', at);
         if (end == std::string::npos) end = value.size();
-        std::vector<int> cpus;
-        TSR_CPU_RETURN_IF_ERROR(ParseCpuList(value.substr(at, end - at), &cpus));
-        options.cpusets.push_back(std::move(cpus));
+        std::vector<int> items;
+        TSR_CPU_RETURN_IF_ERROR(ParseCpuList(value.substr(at, end - at), &items));
+        lists.push_back(std::move(items));
         at = end + 1;
       }
     } else if (key == "devices") {

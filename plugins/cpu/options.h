@@ -8,10 +8,16 @@
 //               the TESSERA_CPU_ISA environment variable, else the best
 //               path the CPU supports; see cpu_isa.h). Resolved by init.
 //   cpusets=L0;L1;...  pins virtual device i's threads (its pool and its
-//               streams' workers) to the CPUs of list Li ("0-3,8"); one
+//               streams' workers) to the CPUs of list Li ("0-3,8" or
+//               "0-3+8": '+' also separates items); one
 //               list per physical device; `threads` then defaults to the
 //               size of each list (so ranks of different processes on
 //               devices 0 and 1 do not share cores)
+//   fabric_rings=L0;L1;...  a synthetic interconnect for tests: only the
+//               physical devices of one list can form a communicator
+//               across processes (like chips that route collectives only
+//               within their row of a torus); comm_init_rank over devices
+//               of two lists fails on every rank, naming them
 //   comm_timeout_ms=N  how long a collective, send/recv or comm_init_rank
 //               waits for a peer before failing (1..86400000; default
 //               60000; ABI 1.3)
@@ -32,6 +38,8 @@ struct Options {
   int devices = 1;
   std::string isa;  // as given; empty = not given
   int comm_timeout_ms = 60000;
+  // fabric_rings: the device lists (empty: every device reaches every one).
+  std::vector<std::vector<int>> fabric_rings;
   // cpusets: per physical device, its CPUs (empty: not given).
   std::vector<std::vector<int>> cpusets;
   bool threads_given = false;

@@ -247,12 +247,13 @@ int RunGenerate(const GenerateOptions& o) {
   request.logit.min_tokens = int32_t(o.min_new_tokens);
   request.top_logprobs = o.top_logprobs;
 
-  if (Status tp = PrepareTp(o.tp); !tp.ok()) return ReportError(tp, kExitBadInput);
+  TpFlags tp_flags = o.tp;
+  if (Status tp = PrepareTp(tp_flags); !tp.ok()) return ReportError(tp, kExitBadInput);
   runtime::RuntimeFlags flags = o.flags;
-  if (o.tp.tp_size > 1) {
+  if (tp_flags.tp_size > 1) {
     // The ranks share this host's cores: one share each.
     const int threads =
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.tp.tp_size);
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_flags.tp_size);
     flags.cpu_plugin_options.push_back({"threads", std::to_string(threads), "--tp-size"});
   }
   auto rt = StartUsableRuntime(flags);
@@ -265,7 +266,7 @@ int RunGenerate(const GenerateOptions& o) {
       o.chunked_prefill_size > 0 ? std::min(prompt_len, o.chunked_prefill_size)
                                  : prompt_len;
   std::unique_ptr<TpGroup> tp;  // outlives the runner and the engine
-  if (o.tp.tp_size > 1) {
+  if (tp_flags.tp_size > 1) {
     TpRunnerSpec spec;
     spec.model_path = o.model_path;
     spec.kv_cache_dtype = o.kv_cache_dtype;
@@ -274,12 +275,12 @@ int RunGenerate(const GenerateOptions& o) {
     spec.kv_tokens = runner_options.kv_capacity_tokens;
     spec.max_batch_tokens = runner_options.max_batch_tokens;
     spec.cpu_threads =
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.tp.tp_size);
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_flags.tp_size);
     spec.flags = o.flags;  // the worker adds its own thread count
-    auto group = TpGroup::Start(**rt, o.tp, spec);
+    auto group = TpGroup::Start(**rt, tp_flags, spec);
     if (!group.ok()) return ReportError(group.status(), kExitBadInput);
     tp = std::move(*group);
-    runner_options.device = TpDevice(o.tp, 0);
+    runner_options.device = TpDevice(tp_flags, 0);
     runner_options.comm = &tp->comm();
   }
   auto runner = model::ModelRunner::Create(**rt, **checkpoint, runner_options);

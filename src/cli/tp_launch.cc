@@ -5,7 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <cstring>
 #include <functional>
 #include <cstdlib>
@@ -105,25 +109,68 @@ std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags) {
               ->capture_default_str(),
           app->add_option("--gpu-id-step", flags->gpu_id_step,
                           "device step between ranks (0: every rank on the base device)")
-              ->capture_default_str()};
+              ->capture_default_str(),
+          app->add_option("--rank-order", flags->rank_order,
+                          "FILE or s0,s1,...: rank r uses device base + s_r * step (default "
+                          "s_r = r), to keep a TP group on devices that route to each other")};
 }
 
-Status PrepareTp(const TpFlags& flags) {
+Status PrepareTp(TpFlags& flags) {
   if (flags.tp_size < 1 || flags.tp_size > 64) {
     return InvalidArgumentError(fmt::format("--tp-size {} must be 1..64", flags.tp_size));
   }
   if (flags.base_gpu_id < 0 || flags.gpu_id_step < 0) {
     return InvalidArgumentError("--base-gpu-id and --gpu-id-step must be >= 0");
   }
+  flags.slots.clear();
+  if (flags.rank_order.empty()) {
+    for (int r = 0; r < flags.tp_size; ++r) flags.slots.push_back(r);
+  } else {
+    std::string text = flags.rank_order;
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(text, ec)) {
+      std::ifstream in(text);
+      std::ostringstream all;
+      all << in.rdbuf();
+      text = all.str();
+    }
+    for (char& c : text) {
+      if (c == ',' || c == '\n' || c == '\t' || c == '\r') c = ' ';
+    }
+    std::istringstream in(text);
+    std::string item;
+    while (in >> item) {
+      char* end = nullptr;
+      const long v = std::strtol(item.c_str(), &end, 10);
+      if (*end != '\0' || v < 0 || v > 4096) {
+        return InvalidArgumentError(fmt::format(
+            "--rank-order: '{}' is not a device slot (a number >= 0)", item));
+      }
+      for (int s : flags.slots) {
+        if (s == v) {
+          return InvalidArgumentError(
+              fmt::format("--rank-order lists slot {} twice; each rank needs its own", v));
+        }
+      }
+      flags.slots.push_back(static_cast<int>(v));
+    }
+    if (static_cast<int>(flags.slots.size()) != flags.tp_size) {
+      return InvalidArgumentError(fmt::format(
+          "--rank-order lists {} slot(s) for --tp-size {}; give one per rank",
+          flags.slots.size(), flags.tp_size));
+    }
+  }
   if (flags.tp_size > 1 && std::getenv("TESSERA_CPU_DEVICES") == nullptr) {
-    const int needed = TpDevice(flags, flags.tp_size - 1) + 1;
+    int needed = 1;
+    for (int r = 0; r < flags.tp_size; ++r) needed = std::max(needed, TpDevice(flags, r) + 1);
     setenv("TESSERA_CPU_DEVICES", std::to_string(needed).c_str(), 1);
   }
   return OkStatus();
 }
 
 int TpDevice(const TpFlags& flags, int rank) {
-  return flags.base_gpu_id + rank * flags.gpu_id_step;
+  const int slot = rank < static_cast<int>(flags.slots.size()) ? flags.slots[rank] : rank;
+  return flags.base_gpu_id + slot * flags.gpu_id_step;
 }
 
 std::vector<std::string> TpRunnerSpec::ToArgs() const {

@@ -36,12 +36,21 @@ struct TpFlags {
   int tp_size = 1;
   int base_gpu_id = 0;
   int gpu_id_step = 1;
+  // --rank-order FILE|s0,s1,...: rank r takes device slot s_r instead of r
+  // (device = base + s_r * step), so a TP group lands on devices that can
+  // route collectives among themselves (e.g. one row of a torus whose
+  // chips are numbered by column). Parsed by PrepareTp into `slots`.
+  std::string rank_order;
+  std::vector<int> slots;
 };
-// Adds --tp-size (--tensor-parallel-size), --base-gpu-id, --gpu-id-step.
+// Adds --tp-size (--tensor-parallel-size), --base-gpu-id, --gpu-id-step,
+// --rank-order.
 std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags);
-// Checks the flags; before the runtime starts, gives the cpu plugin enough
-// virtual devices for every rank when TESSERA_CPU_DEVICES is unset.
-Status PrepareTp(const TpFlags& flags);
+// Checks the flags and parses --rank-order (a file of slots, or a comma
+// list: tp_size distinct slots >= 0); before the runtime starts, gives the
+// cpu plugin enough virtual devices for every rank when
+// TESSERA_CPU_DEVICES is unset.
+Status PrepareTp(TpFlags& flags);
 // The local device ordinal of `rank`.
 int TpDevice(const TpFlags& flags, int rank);
 

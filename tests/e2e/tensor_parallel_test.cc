@@ -216,6 +216,44 @@ TEST(TensorParallelCliTest, OpenClWithTwoRanksGivesTheGoldens) {
 }
 #endif
 
+// A synthetic interconnect: 16 cpu virtual devices as a 4x4 torus numbered
+// by column, where only the chips of one row can form a ring (the cpu
+// plugin's fabric_rings option). With the default rank order a TP group of
+// 4 takes devices 0..3 — a column, spanning every row — and the fabric
+// refuses it on every rank; --rank-order 0,4,8,12 (or the same in a file)
+// keeps the group on row 0.
+TEST(TensorParallelCliTest, RankOrderKeepsATpGroupOnOneRingOfASyntheticTorus) {
+  const std::string dir = (fs::temp_directory_path() /
+                           ("tessera_tp_torus_" + std::to_string(getpid())))
+                              .string();
+  auto made = RunShell(std::string(kBin) + " make-model --arch qwen3 --preset tiny --out " +
+                       ShellQuote(dir) + " --force");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string env =
+      "TESSERA_CPU_DEVICES=16 "
+      "TESSERA_PLUGIN_OPTIONS='fabric_rings=0+4+8+12;1+5+9+13;2+6+10+14;3+7+11+15' ";
+  const std::string gen = env + std::string(kBin) + " generate --model-path " + ShellQuote(dir) +
+                          " --prompt hi --max-new-tokens 4 --temperature 0 --json --tp-size 4";
+  auto refused = RunShell(gen);
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find("the fabric cannot route collectives between these devices"),
+            std::string::npos)
+      << refused.err;
+  auto row = RunShell(gen + " --rank-order 0,4,8,12");
+  EXPECT_EQ(row.exit_code, 0) << row.err;
+  const std::string order_file = dir + "/rank_order.txt";
+  std::ofstream(order_file) << "0\n4\n8\n12\n";
+  auto from_file = RunShell(gen + " --rank-order " + ShellQuote(order_file));
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  if (row.exit_code == 0 && from_file.exit_code == 0) {
+    EXPECT_EQ(Json::parse(from_file.out)["output_ids"], Json::parse(row.out)["output_ids"]);
+  }
+  auto bad = RunShell(gen + " --rank-order 0,4,4,12");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("lists slot 4 twice"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+}
+
 TEST(TensorParallelCliTest, SizesThatDoNotDivideTheModelAreRefused) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   auto r = RunShell(std::string(kBin) + " generate --model-path " + ShellQuote(dir) +
