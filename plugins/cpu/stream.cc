@@ -56,10 +56,8 @@ Status StreamCore::WaitForCancellable(uint64_t gen,
 
 Stream::Stream(int device, ThreadPool* pool)
     : device_(device), pool_(pool), core_(std::make_shared<StreamCore>()) {
-  worker_ = std::thread([this] {
-    if (pool_ != nullptr) pool_->PinCurrentThread();  // the device's CPU set, if any
-    WorkerLoop();
-  });
+  worker_ = std::thread([this] { WorkerLoop(); });
+  if (pool_ != nullptr) pool_->Pin(worker_);  // the device's CPU set, if any
 }
 
 Stream::~Stream() { Close(); }

@@ -37,19 +37,17 @@ ThreadPool::ThreadPool(int threads, std::vector<int> cpus)
     : size_(std::max(threads, 1)), cpus_(std::move(cpus)) {
   helpers_.reserve(size_ - 1);
   for (int i = 1; i < size_; ++i) {
-    helpers_.emplace_back([this] {
-      PinCurrentThread();
-      HelperLoop();
-    });
+    helpers_.emplace_back([this] { HelperLoop(); });
+    Pin(helpers_.back());
   }
 }
 
-bool ThreadPool::PinCurrentThread() const {
+bool ThreadPool::Pin(std::thread& thread) const {
   if (cpus_.empty()) return true;
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus_) CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+  return pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set) == 0;
 }
 
 ThreadPool::~ThreadPool() {

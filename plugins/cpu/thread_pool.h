@@ -39,9 +39,10 @@ class ThreadPool {
 
   int size() const { return size_; }
   const std::vector<int>& cpus() const { return cpus_; }
-  // Restricts the calling thread to cpus() (nothing when empty); false
-  // when the system refused (the thread keeps its old mask).
-  bool PinCurrentThread() const;
+  // Restricts `thread` to cpus() (nothing when empty); false when the
+  // system refused (the thread keeps its old mask). Called by the creator
+  // right after starting it, so the pin is in place when it returns.
+  bool Pin(std::thread& thread) const;
 
   // Splits [0, n) into chunks of at least `grain` items (grain >= 1).
   void ParallelFor(int64_t n, int64_t grain,
