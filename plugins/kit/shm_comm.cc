@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <atomic>
 #include <cerrno>
@@ -80,6 +81,22 @@ size_t ChannelBytesFor(int n) {
   if (n < 2) return 0;
   const size_t share = (size_t{16} << 20) / (static_cast<size_t>(n) * (n - 1));
   return std::clamp(share, size_t{64} << 10, size_t{1} << 20) & ~(kAlign - 1);
+}
+
+// What a barrier wait names in a timeout message ("at all_reduce"); string
+// literals, so the hot path builds no string per step.
+const char* BarrierLabel(CollectiveKind kind, bool second) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return second ? "at all_reduce (second barrier)" : "at all_reduce";
+    case CollectiveKind::kAllGather:
+      return second ? "at all_gather (second barrier)" : "at all_gather";
+    case CollectiveKind::kBroadcast:
+      return second ? "at broadcast (second barrier)" : "at broadcast";
+    case CollectiveKind::kReduceScatter:
+      return second ? "at reduce_scatter (second barrier)" : "at reduce_scatter";
+  }
+  return "at a collective";
 }
 
 }  // namespace
@@ -158,6 +175,26 @@ void ShmComm::Locate(size_t slot_bytes, size_t channel_bytes) {
   ranks_ = base_ + l.ranks;
   slots_ = base_ + l.slots;
   channels_ = base_ + l.channels;
+}
+
+Status ReadCommInitRankArgs(const tsr_comm_init_rank_args* args, const tsr_comm* out,
+                            tsr_comm_init_rank_args* a) {
+  if (args == nullptr || out == nullptr) return InvalidArgument("args and out must not be NULL");
+  if (args->struct_size < offsetof(tsr_comm_init_rank_args, device) + sizeof(int32_t)) {
+    return InvalidArgument("args->struct_size ", args->struct_size,
+                           " is too small to hold id, num_ranks, rank and device");
+  }
+  *a = tsr_comm_init_rank_args{};
+  a->num_nodes = 1;
+  std::memcpy(a, args, std::min<size_t>(sizeof(*a), args->struct_size));
+  if (a->id == nullptr) return InvalidArgument("args->id must not be NULL");
+  if (a->num_ranks < 1 || a->num_ranks > 64) {
+    return InvalidArgument("num_ranks ", a->num_ranks, " must be 1..64");
+  }
+  if (a->rank < 0 || a->rank >= a->num_ranks) {
+    return InvalidArgument("rank ", a->rank, " must be 0..", a->num_ranks - 1);
+  }
+  return OkStatus();
 }
 
 ShmComm::RankState& ShmComm::rank_state(int r) const {
@@ -459,7 +496,7 @@ Status ShmComm::RunCollective(const CollectiveArgs& args, const CommExec& ctx) {
                 : 0;
     me.root = args.kind == CollectiveKind::kBroadcast ? args.root : 0;
     me.count = args.count;
-    TSR_KIT_RETURN_IF_ERROR(Barrier(false, step, StrCat("at ", CollectiveKindName(args.kind)).c_str(), ctx));
+    TSR_KIT_RETURN_IF_ERROR(Barrier(false, step, BarrierLabel(args.kind, false), ctx));
     Status match = CheckCallsMatch(step);
     if (!match.ok()) {
       (void)Break(match.message());
@@ -493,7 +530,7 @@ Status ShmComm::RunCollective(const CollectiveArgs& args, const CommExec& ctx) {
         break;
     }
     TSR_KIT_RETURN_IF_ERROR(
-        Barrier(true, step, StrCat("at ", CollectiveKindName(args.kind), " (second barrier)").c_str(), ctx));
+        Barrier(true, step, BarrierLabel(args.kind, true), ctx));
     // 3. all_reduce: gather every rank's reduced slice.
     if (args.kind == CollectiveKind::kAllReduce) {
       for (int q = 0; q < n; ++q) {

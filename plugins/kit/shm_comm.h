@@ -56,6 +56,14 @@ struct CommExec {
 // Fills `out` with a fresh id naming a segment that does not exist yet.
 Status NewShmUniqueId(tsr_comm_unique_id* out);
 
+// Checks comm_init_rank's arguments (args and out non-NULL, a struct_size
+// that holds id..device, a non-NULL id, 1 <= num_ranks <= 64, rank in
+// range) and copies them into `a` as this header knows them; node is 0
+// and num_nodes 1 when the caller's struct predates them. The device is
+// the plugin's to check.
+Status ReadCommInitRankArgs(const tsr_comm_init_rank_args* args, const tsr_comm* out,
+                            tsr_comm_init_rank_args* a);
+
 class ShmComm {
  public:
   // Joins `rank` of `num_ranks` (rank 0 creates the segment). Fails with

@@ -277,24 +277,11 @@ tsr_status CommGetUniqueId(tsr_comm_unique_id* out) {
 tsr_status CommInitRank(const tsr_comm_init_rank_args* args, tsr_comm* out) {
   return Guard("comm_init_rank", [&]() -> Status {
     TSR_CL_RETURN_IF_ERROR(RequireState());
-    if (args == nullptr || out == nullptr) return InvalidArgument("args and out must not be NULL");
-    if (args->struct_size < offsetof(tsr_comm_init_rank_args, device) + sizeof(int32_t)) {
-      return InvalidArgument("args->struct_size ", args->struct_size,
-                             " is too small to hold id, num_ranks, rank and device");
-    }
     tsr_comm_init_rank_args a{};
-    std::memcpy(&a, args, std::min<size_t>(sizeof(a), args->struct_size));
-    if (a.id == nullptr) return InvalidArgument("args->id must not be NULL");
-    if (a.num_ranks < 1 || a.num_ranks > 64) {
-      return InvalidArgument("num_ranks ", a.num_ranks, " must be 1..64");
-    }
-    if (a.rank < 0 || a.rank >= a.num_ranks) {
-      return InvalidArgument("rank ", a.rank, " must be 0..", a.num_ranks - 1);
-    }
+    TSR_CL_RETURN_IF_ERROR(plugin_kit::ReadCommInitRankArgs(args, out, &a));
     TSR_CL_RETURN_IF_ERROR(CheckDevice(a.device));
-    const int num_nodes = args->struct_size >= sizeof(tsr_comm_init_rank_args) ? a.num_nodes : 1;
-    if (num_nodes > 1) {
-      return Unsupported("the communicator spans ", num_nodes,
+    if (a.num_nodes > 1) {
+      return Unsupported("the communicator spans ", a.num_nodes,
                          " nodes, but the opencl plugin's collectives reach only ranks on one "
                          "node (host shared memory): run every rank on one node (--nnodes 1)");
     }

@@ -51,7 +51,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/serving_bench.h"
@@ -257,10 +256,8 @@ int RunOneBatchBench(BenchOptions o) {
   if (!checkpoint.ok()) return ReportError(checkpoint.status(), kExitBadInput);
   if (Status tp = PrepareTp(o.tp); !tp.ok()) return ReportError(tp, kExitBadInput);
   const int tp_size = o.tp.tp_size;
-  const int rank_threads =
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_size);
+  const int rank_threads = TpRankThreads(o.tp);
   if (tp_size > 1) {
-    // The ranks share this host's cores: one share each.
     o.flags.cpu_plugin_options.push_back(
         {"threads", std::to_string(rank_threads), "--tp-size"});
   }

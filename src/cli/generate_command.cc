@@ -42,7 +42,6 @@
 #include <vector>
 #include <random>
 #include <string>
-#include <thread>
 
 #include "cli/command.h"
 #include "cli/cli_io.h"
@@ -251,10 +250,8 @@ int RunGenerate(const GenerateOptions& o) {
   if (Status tp = PrepareTp(tp_flags); !tp.ok()) return ReportError(tp, kExitBadInput);
   runtime::RuntimeFlags flags = o.flags;
   if (tp_flags.tp_size > 1) {
-    // The ranks share this host's cores: one share each.
-    const int threads =
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_flags.tp_size);
-    flags.cpu_plugin_options.push_back({"threads", std::to_string(threads), "--tp-size"});
+    flags.cpu_plugin_options.push_back(
+        {"threads", std::to_string(TpRankThreads(tp_flags)), "--tp-size"});
   }
   auto rt = StartUsableRuntime(flags);
   if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
@@ -274,8 +271,7 @@ int RunGenerate(const GenerateOptions& o) {
     spec.page_size = runner_options.page_size;
     spec.kv_tokens = runner_options.kv_capacity_tokens;
     spec.max_batch_tokens = runner_options.max_batch_tokens;
-    spec.cpu_threads =
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_flags.tp_size);
+    spec.cpu_threads = TpRankThreads(tp_flags);
     spec.flags = o.flags;  // the worker adds its own thread count
     auto group = TpGroup::Start(**rt, tp_flags, spec);
     if (!group.ok()) return ReportError(group.status(), kExitBadInput);

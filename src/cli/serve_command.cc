@@ -217,10 +217,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
 
   const int tp_size = o.tp.tp_size;
   if (Status tp = PrepareTp(o.tp); !tp.ok()) return ReportError(tp, kExitBadInput);
-  if (tp_size > 1 && o.cpu_threads == 0) {
-    // The ranks share this host's cores: one share each.
-    o.cpu_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / tp_size);
-  }
+  if (tp_size > 1 && o.cpu_threads == 0) o.cpu_threads = TpRankThreads(o.tp);
   if (o.cpu_threads > 0) {
     o.flags.cpu_plugin_options.push_back(
         {"threads", std::to_string(o.cpu_threads), "--cpu-threads"});

@@ -173,6 +173,11 @@ int TpDevice(const TpFlags& flags, int rank) {
   return flags.base_gpu_id + slot * flags.gpu_id_step;
 }
 
+int TpRankThreads(const TpFlags& flags) {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                         std::max(flags.tp_size, 1));
+}
+
 std::vector<std::string> TpRunnerSpec::ToArgs() const {
   std::vector<std::string> out = {"--model-path", model_path,
                                   "--dtype", dtype,

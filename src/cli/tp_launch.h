@@ -53,6 +53,9 @@ std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags);
 Status PrepareTp(TpFlags& flags);
 // The local device ordinal of `rank`.
 int TpDevice(const TpFlags& flags, int rank);
+// The cpu plugin's threads per rank when the user gave none: the ranks
+// share this host's cores, one share each (at least 1).
+int TpRankThreads(const TpFlags& flags);
 
 // What a worker needs to build the runner rank 0 builds (as flags).
 struct TpRunnerSpec {
