@@ -55,7 +55,7 @@ class CommGroup {
   // Counts `rank`'s collectives as they are enqueued. Fails when another
   // rank queued the same collective on the same stream (`stream` identifies
   // it): that stream could never run both halves.
-  Status NextSequence(int rank, const void* stream, uint64_t* seq);
+  Status CountEnqueued(int rank, const void* stream);
   // Runs `rank`'s part of its next collective (on its stream worker); the
   // ranks' k-th runs meet, so a graph replay pairs up like eager calls.
   Status RunCollective(int rank, const CollectiveArgs& args, ExecContext& ctx);

@@ -69,9 +69,7 @@ Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, cons
   }
   std::shared_ptr<CommGroup> group = comm->group;
   const int rank = comm->rank;
-  uint64_t seq = 0;
-  TSR_CPU_RETURN_IF_ERROR(group->NextSequence(rank, stream.core().get(), &seq));
-  (void)seq;
+  TSR_CPU_RETURN_IF_ERROR(group->CountEnqueued(rank, stream.core().get()));
   return stream.Enqueue(what, [group, rank, args, keep = std::move(keep)](ExecContext& ctx) {
     return group->RunCollective(rank, args, ctx);
   });
