@@ -1,6 +1,6 @@
 // Collective communication among the virtual devices of this process
 // (tsr_comm_api): all_reduce, all_gather, broadcast, reduce_scatter, send
-// and recv. Ranks in different processes use shm_comm.h instead.
+// and recv. Ranks in different processes use rank_comm.h instead.
 //
 // comm_init_all creates one CommGroup and a Comm per rank. Each rank's call
 // is enqueued on that rank's stream; the stream workers meet in the group:
@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kit/comm_reduce.h"
+#include "kit/rank_comm.h"
 #include "kit/shm_comm.h"
 #include "kit_names.h"
 #include "stream.h"
@@ -40,6 +41,7 @@ namespace tessera::cpu {
 
 using plugin_kit::CollectiveArgs;
 using plugin_kit::CollectiveKind;
+using plugin_kit::RankComm;
 using plugin_kit::ShmComm;
 
 // The kit's view of a stream worker's context (its cancel flag and pool).
@@ -104,11 +106,12 @@ class CommGroup {
 };
 
 // One rank of a communicator (what a tsr_comm handle names): of an
-// in-process group (comm_init_all) or of a shared-memory one
-// (comm_init_rank); exactly one of the two is set.
+// in-process group (comm_init_all) or of a cross-process one
+// (comm_init_rank: shared memory on one node, Gloo across nodes); exactly
+// one of the two is set.
 struct Comm {
   std::shared_ptr<CommGroup> group;
-  std::shared_ptr<ShmComm> shm;
+  std::shared_ptr<RankComm> remote;
   int rank = 0;
   int size = 1;
   int device = 0;

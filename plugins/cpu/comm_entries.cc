@@ -1,6 +1,6 @@
 // The tsr_comm_api entries: validate on the calling thread, then enqueue
 // the rank's part on its stream (collectives.h runs the in-process
-// rendezvous, shm_comm.h the cross-process one).
+// rendezvous, rank_comm.h the cross-process one: shared memory or Gloo).
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -61,10 +61,10 @@ Status CommTensor(const tsr_tensor* t, const char* name, bool reducible, TensorV
 
 Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, const char* what,
                          CollectiveArgs args, std::vector<std::shared_ptr<Buffer>> keep) {
-  if (comm->shm != nullptr) {
-    std::shared_ptr<ShmComm> shm = comm->shm;
-    return stream.Enqueue(what, [shm, args, keep = std::move(keep)](ExecContext& ctx) {
-      return shm->RunCollective(args, CommExecOf(ctx));
+  if (comm->remote != nullptr) {
+    std::shared_ptr<RankComm> remote = comm->remote;
+    return stream.Enqueue(what, [remote, args, keep = std::move(keep)](ExecContext& ctx) {
+      return remote->RunCollective(args, CommExecOf(ctx));
     });
   }
   std::shared_ptr<CommGroup> group = comm->group;
@@ -215,10 +215,10 @@ tsr_status Send(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor
     std::shared_ptr<Buffer> keep;
     TensorView v;
     TSR_CPU_RETURN_IF_ERROR(CommTensor(t, "t", false, &v, &keep));
-    if (comm->shm != nullptr) {
-      std::shared_ptr<ShmComm> shm = comm->shm;
-      return stream->Enqueue("send", [shm, peer, v, keep](ExecContext& ctx) {
-        return shm->Send(peer, v.data, v.dtype, v.numel(), CommExecOf(ctx));
+    if (comm->remote != nullptr) {
+      std::shared_ptr<RankComm> remote = comm->remote;
+      return stream->Enqueue("send", [remote, peer, v, keep](ExecContext& ctx) {
+        return remote->Send(peer, v.data, v.dtype, v.numel(), CommExecOf(ctx));
       });
     }
     std::shared_ptr<CommGroup> group = comm->group;
@@ -239,10 +239,10 @@ tsr_status Recv(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_tensor
     std::shared_ptr<Buffer> keep;
     TensorView v;
     TSR_CPU_RETURN_IF_ERROR(CommTensor(t, "t", false, &v, &keep));
-    if (comm->shm != nullptr) {
-      std::shared_ptr<ShmComm> shm = comm->shm;
-      return stream->Enqueue("recv", [shm, peer, v, keep](ExecContext& ctx) {
-        return shm->Recv(peer, v.data, v.dtype, v.numel(), CommExecOf(ctx));
+    if (comm->remote != nullptr) {
+      std::shared_ptr<RankComm> remote = comm->remote;
+      return stream->Enqueue("recv", [remote, peer, v, keep](ExecContext& ctx) {
+        return remote->Recv(peer, v.data, v.dtype, v.numel(), CommExecOf(ctx));
       });
     }
     std::shared_ptr<CommGroup> group = comm->group;
@@ -286,10 +286,10 @@ tsr_status ReduceScatter(tsr_comm comm_handle, tsr_stream stream_handle, const t
 // The fabric_rings option (a synthetic interconnect): every rank learns
 // every rank's physical device (an all_gather) and all refuse a
 // communicator whose devices are not in one ring.
-Status CheckFabric(ShmComm& shm, int physical_device) {
+Status CheckFabric(RankComm& comm, int physical_device) {
   const auto& rings = State()->fabric_rings;
   if (rings.empty()) return OkStatus();
-  const int n = shm.size();
+  const int n = comm.size();
   std::vector<int32_t> devices(n);
   const int32_t mine = physical_device;
   CollectiveArgs args;
@@ -298,7 +298,7 @@ Status CheckFabric(ShmComm& shm, int physical_device) {
   args.count = 1;
   args.send = reinterpret_cast<const char*>(&mine);
   args.recv = reinterpret_cast<char*>(devices.data());
-  TSR_CPU_RETURN_IF_ERROR(shm.RunCollective(args, plugin_kit::CommExec{}));
+  TSR_CPU_RETURN_IF_ERROR(comm.RunCollective(args, plugin_kit::CommExec{}));
   auto ring_of = [&rings](int device) {
     for (size_t i = 0; i < rings.size(); ++i) {
       for (int d : rings[i]) {
@@ -323,7 +323,7 @@ Status CheckFabric(ShmComm& shm, int physical_device) {
 tsr_status CommGetUniqueId(tsr_comm_unique_id* out) {
   return Guard("comm_get_unique_id", [&]() -> Status {
     TSR_CPU_RETURN_IF_ERROR(RequireState());
-    return plugin_kit::NewShmUniqueId(out);
+    return plugin_kit::NewUniqueId(out);
   });
 }
 
@@ -333,18 +333,11 @@ tsr_status CommInitRank(const tsr_comm_init_rank_args* args, tsr_comm* out) {
     tsr_comm_init_rank_args a{};
     TSR_CPU_RETURN_IF_ERROR(plugin_kit::ReadCommInitRankArgs(args, out, &a));
     TSR_CPU_RETURN_IF_ERROR(CheckDevice(a.device));
-    if (a.num_nodes > 1) {
-      return Unsupported("the communicator spans ", a.num_nodes,
-                         " nodes, but the cpu plugin's collectives reach only ranks on one "
-                         "node (shared memory); its network transport is not built yet: run "
-                         "every rank on one node (--nnodes 1)");
-    }
-    std::shared_ptr<ShmComm> shm;
-    TSR_CPU_RETURN_IF_ERROR(
-        ShmComm::Join(*a.id, a.num_ranks, a.rank, State()->comm_timeout_ms, &shm));
-    TSR_CPU_RETURN_IF_ERROR(CheckFabric(*shm, State()->physical[a.device]));
+    std::shared_ptr<RankComm> remote;
+    TSR_CPU_RETURN_IF_ERROR(plugin_kit::JoinRankComm(a, State()->comm_timeout_ms, &remote));
+    TSR_CPU_RETURN_IF_ERROR(CheckFabric(*remote, State()->physical[a.device]));
     auto comm = std::make_shared<Comm>();
-    comm->shm = std::move(shm);
+    comm->remote = std::move(remote);
     comm->rank = a.rank;
     comm->size = a.num_ranks;
     comm->device = a.device;

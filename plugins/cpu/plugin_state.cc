@@ -6,6 +6,7 @@
 
 #include "host_info.h"
 #include "kit/host_log.h"
+#include "kit/rank_comm.h"
 #include "options.h"
 
 namespace tessera::cpu {
@@ -120,7 +121,9 @@ Status ShutdownPlugin() {
   // collective), then drop the rest.
   std::vector<std::shared_ptr<Stream>> streams = state->streams.RemoveAll();
   for (auto& s : streams) s->RequestClose();
-  for (auto& comm : state->comms.RemoveAll()) comm->group->Abort();
+  for (auto& comm : state->comms.RemoveAll()) {
+    if (comm->group != nullptr) comm->group->Abort();
+  }
   for (auto& s : streams) s->Close();
   streams.clear();
   state->graphs.RemoveAll();
@@ -129,6 +132,7 @@ Status ShutdownPlugin() {
   state->buffers.RemoveAll();
   state->pools.clear();
   delete state;
+  plugin_kit::StopCommRendezvous();
   return OkStatus();
 }
 

@@ -41,7 +41,7 @@ struct ShmId {
   uint64_t nonce;
   char name[64];  // the segment's name, "/tessera-ccl-<16 hex digits>"
 };
-static_assert(sizeof(ShmId) <= TSR_COMM_UNIQUE_ID_BYTES);
+static_assert(sizeof(ShmId) <= 80);  // rank_comm.h: bytes 80.. are the network's
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -175,26 +175,6 @@ void ShmComm::Locate(size_t slot_bytes, size_t channel_bytes) {
   ranks_ = base_ + l.ranks;
   slots_ = base_ + l.slots;
   channels_ = base_ + l.channels;
-}
-
-Status ReadCommInitRankArgs(const tsr_comm_init_rank_args* args, const tsr_comm* out,
-                            tsr_comm_init_rank_args* a) {
-  if (args == nullptr || out == nullptr) return InvalidArgument("args and out must not be NULL");
-  if (args->struct_size < offsetof(tsr_comm_init_rank_args, device) + sizeof(int32_t)) {
-    return InvalidArgument("args->struct_size ", args->struct_size,
-                           " is too small to hold id, num_ranks, rank and device");
-  }
-  *a = tsr_comm_init_rank_args{};
-  a->num_nodes = 1;
-  std::memcpy(a, args, std::min<size_t>(sizeof(*a), args->struct_size));
-  if (a->id == nullptr) return InvalidArgument("args->id must not be NULL");
-  if (a->num_ranks < 1 || a->num_ranks > 64) {
-    return InvalidArgument("num_ranks ", a->num_ranks, " must be 1..64");
-  }
-  if (a->rank < 0 || a->rank >= a->num_ranks) {
-    return InvalidArgument("rank ", a->rank, " must be 0..", a->num_ranks - 1);
-  }
-  return OkStatus();
 }
 
 ShmComm::RankState& ShmComm::rank_state(int r) const {

@@ -40,48 +40,37 @@
 #include <string>
 
 #include "kit/comm_reduce.h"
+#include "kit/rank_comm.h"
 #include "kit/status.h"
 
 namespace tessera::plugin_kit {
 
-// What a running collective may use: a flag that cancels its waits (a
-// destroyed stream; may be NULL) and the plugin's parallel-for for copies
-// and reductions (may be empty: serial).
-struct CommExec {
-  const std::atomic<bool>* cancel = nullptr;
-  ParallelForFn parallel;
-  bool cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
-};
 
-// Fills `out` with a fresh id naming a segment that does not exist yet.
+// Fills bytes 0..79 of `out` (and zeroes the rest) with a fresh id
+// naming a segment that does not exist yet.
 Status NewShmUniqueId(tsr_comm_unique_id* out);
 
-// Checks comm_init_rank's arguments (args and out non-NULL, a struct_size
-// that holds id..device, a non-NULL id, 1 <= num_ranks <= 64, rank in
-// range) and copies them into `a` as this header knows them; node is 0
-// and num_nodes 1 when the caller's struct predates them. The device is
-// the plugin's to check.
-Status ReadCommInitRankArgs(const tsr_comm_init_rank_args* args, const tsr_comm* out,
-                            tsr_comm_init_rank_args* a);
 
-class ShmComm {
+class ShmComm : public RankComm {
  public:
   // Joins `rank` of `num_ranks` (rank 0 creates the segment). Fails with
   // TSR_ERR_DEVICE naming the missing ranks when not all joined within
   // `timeout_ms`.
   static Status Join(const tsr_comm_unique_id& id, int num_ranks, int rank, int timeout_ms,
                      std::shared_ptr<ShmComm>* out);
-  ~ShmComm();
+  ~ShmComm() override;
   ShmComm(const ShmComm&) = delete;
   ShmComm& operator=(const ShmComm&) = delete;
 
-  int size() const { return num_ranks_; }
-  int rank() const { return rank_; }
+  int size() const override { return num_ranks_; }
+  int rank() const override { return rank_; }
 
   // This rank's part of a collective (args as collectives.h's).
-  Status RunCollective(const CollectiveArgs& args, const CommExec& ctx);
-  Status Send(int peer, const void* data, tsr_dtype dtype, int64_t count, const CommExec& ctx);
-  Status Recv(int peer, void* data, tsr_dtype dtype, int64_t count, const CommExec& ctx);
+  Status RunCollective(const CollectiveArgs& args, const CommExec& ctx) override;
+  Status Send(int peer, const void* data, tsr_dtype dtype, int64_t count,
+              const CommExec& ctx) override;
+  Status Recv(int peer, void* data, tsr_dtype dtype, int64_t count,
+              const CommExec& ctx) override;
 
  private:
   struct Header;

@@ -1,6 +1,6 @@
-// The OpenCL plugin's comm table (ABI 1.3): the kit's shared-memory
-// transport (kit/shm_comm.h, the cpu plugin's too), fed through host
-// memory. OpenCL 1.2 cannot run host code in a queue's order, so each
+// The OpenCL plugin's comm table (ABI 1.3): the kit's cross-process
+// transports (kit/rank_comm.h: shared memory on one node, Gloo across
+// nodes; the cpu plugin's too), fed through host memory. OpenCL 1.2 cannot run host code in a queue's order, so each
 // collective runs at the call: it waits for the stream's earlier work,
 // reads its inputs to host staging, meets its peers, and writes the result
 // back before returning — the stream's later work sees it, as the contract
@@ -158,7 +158,7 @@ Status RunStaged(tsr_comm comm_handle, tsr_stream stream_handle, const char* wha
   }
   args.op = op;
   args.root = root;
-  TSR_CL_RETURN_IF_ERROR(comm->shm->RunCollective(args, plugin_kit::CommExec{}));
+  TSR_CL_RETURN_IF_ERROR(comm->remote->RunCollective(args, plugin_kit::CommExec{}));
   return Write(*stream, recv, out.data());
 }
 
@@ -186,7 +186,7 @@ tsr_status CommInitAll(const int32_t* devices, int32_t num_devices, tsr_comm* co
     for (const Status& s : status) TSR_CL_RETURN_IF_ERROR(s);
     for (int r = 0; r < num_devices; ++r) {
       auto comm = std::make_shared<Comm>();
-      comm->shm = shm[r];
+      comm->remote = shm[r];
       comm->rank = r;
       comm->size = num_devices;
       comm->device = devices[r];
@@ -252,10 +252,10 @@ Status PointToPoint(tsr_comm comm_handle, tsr_stream stream_handle, const tsr_te
   std::vector<char> host(staged.bytes);
   if (sending) {
     TSR_CL_RETURN_IF_ERROR(Read(*stream, staged, host.data()));
-    return comm->shm->Send(peer, host.data(), staged.dtype, staged.count, plugin_kit::CommExec{});
+    return comm->remote->Send(peer, host.data(), staged.dtype, staged.count, plugin_kit::CommExec{});
   }
   TSR_CL_RETURN_IF_ERROR(
-      comm->shm->Recv(peer, host.data(), staged.dtype, staged.count, plugin_kit::CommExec{}));
+      comm->remote->Recv(peer, host.data(), staged.dtype, staged.count, plugin_kit::CommExec{}));
   return Write(*stream, staged, host.data());
 }
 
@@ -270,7 +270,7 @@ tsr_status Recv(tsr_comm comm, tsr_stream stream, const tsr_tensor* t, int32_t p
 tsr_status CommGetUniqueId(tsr_comm_unique_id* out) {
   return Guard("comm_get_unique_id", [&]() -> Status {
     TSR_CL_RETURN_IF_ERROR(RequireState());
-    return plugin_kit::NewShmUniqueId(out);
+    return plugin_kit::NewUniqueId(out);
   });
 }
 
@@ -280,16 +280,10 @@ tsr_status CommInitRank(const tsr_comm_init_rank_args* args, tsr_comm* out) {
     tsr_comm_init_rank_args a{};
     TSR_CL_RETURN_IF_ERROR(plugin_kit::ReadCommInitRankArgs(args, out, &a));
     TSR_CL_RETURN_IF_ERROR(CheckDevice(a.device));
-    if (a.num_nodes > 1) {
-      return Unsupported("the communicator spans ", a.num_nodes,
-                         " nodes, but the opencl plugin's collectives reach only ranks on one "
-                         "node (host shared memory): run every rank on one node (--nnodes 1)");
-    }
-    std::shared_ptr<ShmComm> shm;
-    TSR_CL_RETURN_IF_ERROR(
-        ShmComm::Join(*a.id, a.num_ranks, a.rank, State()->comm_timeout_ms, &shm));
+    std::shared_ptr<plugin_kit::RankComm> remote;
+    TSR_CL_RETURN_IF_ERROR(plugin_kit::JoinRankComm(a, State()->comm_timeout_ms, &remote));
     auto comm = std::make_shared<Comm>();
-    comm->shm = std::move(shm);
+    comm->remote = std::move(remote);
     comm->rank = a.rank;
     comm->size = a.num_ranks;
     comm->device = a.device;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "kit/rank_comm.h"
 #include "kit/host_log.h"
 #include "kit/init_args.h"
 #include "program_cache.h"
@@ -139,6 +140,7 @@ Status ShutdownPlugin() {
   state->kernels.RemoveAll();
   state->buffers.RemoveAll();
   delete state;
+  plugin_kit::StopCommRendezvous();
   return OkStatus();
 }
 

@@ -14,6 +14,7 @@
 #include "cl_ops.h"
 #include "device.h"
 #include "memory.h"
+#include "kit/rank_comm.h"
 #include "kit/shm_comm.h"
 #include "stream.h"
 
@@ -27,10 +28,11 @@ struct Kernel {
   ClOpFn enqueue = nullptr;
 };
 
-// One rank of a communicator (a tsr_comm): the kit's shared-memory
-// transport, fed through host memory (comm_entries.cc).
+// One rank of a communicator (a tsr_comm): the kit's cross-process
+// transport (shared memory, or Gloo across nodes), fed through host memory
+// (comm_entries.cc).
 struct Comm {
-  std::shared_ptr<plugin_kit::ShmComm> shm;
+  std::shared_ptr<plugin_kit::RankComm> remote;
   int rank = 0;
   int size = 1;
   int device = 0;

@@ -9,7 +9,9 @@
 // three ranks, a collective captured in a graph and replayed (or refused
 // while capturing, which a plugin that completes collectives at the call
 // may do), and a peer that exits mid-collective (an error within the comm
-// timeout, never a hang).
+// timeout, never a hang). The whole set runs again as ranks of two nodes
+// (collectives_mp.nodes2.*: the plugin's network transport), skipped with
+// the plugin's reason when it refuses num_nodes > 1.
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +37,8 @@ constexpr double kRankTimeoutS = 120;
 // Short enough that the peer-exit check fails fast with plugins that only
 // notice a dead peer by timeout.
 constexpr const char* kPeerExitTimeoutMs = "5000";
+// How a rank reports that the plugin refused a communicator across nodes.
+constexpr const char* kUnsupportedMark = "UNSUPPORTED: ";
 
 struct RankEnv {
   PluginEnv* env;
@@ -68,7 +72,8 @@ std::string ReadAll(int fd) {
 }
 
 // In a forked rank: init, join, run `body`, tear down. Never returns.
-[[noreturn]] void RankMain(PluginEnv env, int rank, int num_ranks, const InitOptions& extra,
+[[noreturn]] void RankMain(PluginEnv env, int rank, int num_ranks, int num_nodes,
+                           const InitOptions& extra,
                            int id_read_fd, const std::vector<int>& id_write_fds, int result_fd,
                            const RankBody& body) {
   auto finish = [&](const std::string& message) {
@@ -104,11 +109,15 @@ std::string ReadAll(int fd) {
   args.num_ranks = num_ranks;
   args.rank = rank;
   args.device = device;
-  args.node = 0;
-  args.num_nodes = 1;
+  args.node = rank % num_nodes;
+  args.num_nodes = num_nodes;
   tsr_comm comm = nullptr;
-  s = env.Check(api.comm->comm_init_rank(&args, &comm),
-                fmt::format("comm_init_rank (rank {} of {})", rank, num_ranks));
+  const tsr_status joined = api.comm->comm_init_rank(&args, &comm);
+  if (joined == TSR_ERR_UNSUPPORTED && num_nodes > 1) {
+    finish(std::string(kUnsupportedMark) + env.LastError());
+  }
+  s = env.Check(joined, fmt::format("comm_init_rank (rank {} of {} on node {} of {})", rank,
+                                    num_ranks, args.node, num_nodes));
   if (!s.ok()) finish(std::string(s.message()));
   RankEnv renv{&env, rank, num_ranks, comm, stream};
   std::string message = body(renv);
@@ -121,7 +130,8 @@ std::string ReadAll(int fd) {
 
 // Forks `n` ranks running `body`; returns "" when every rank passed, else
 // each failing rank's story.
-std::string RunRanks(PluginEnv& env, int n, const InitOptions& extra, const RankBody& body) {
+std::string RunRanks(PluginEnv& env, int n, int num_nodes, const InitOptions& extra,
+                     const RankBody& body) {
   std::vector<int> id_read(n, -1), id_write(n, -1), result_read(n, -1), result_write(n, -1);
   for (int r = 0; r < n; ++r) {
     int p[2];
@@ -147,7 +157,8 @@ std::string RunRanks(PluginEnv& env, int n, const InitOptions& extra, const Rank
         if (q > 0 && r == 0) writes.push_back(id_write[q]);
       }
       close(result_read[r]);
-      RankMain(env, r, n, extra, r > 0 ? id_read[r] : -1, writes, result_write[r], body);
+      RankMain(env, r, n, num_nodes, extra, r > 0 ? id_read[r] : -1, writes, result_write[r],
+               body);
     }
     pids.push_back(pid);
   }
@@ -371,14 +382,42 @@ void CollectiveMpChecks(CheckContext& ctx, PluginEnv& env) {
                     "comm_init_rank, reduce_scatter); --tp-size > 1 will refuse it"));
     return;
   }
+  // Every check runs twice: the ranks on one node (num_nodes 1), then as
+  // nodes of their own (num_nodes 2, rank r on node r % 2: the plugin's
+  // transport between hosts, here over this host's own address).
+  int nodes = 1;
+  std::string group = "collectives_mp";
   auto run = [&](const std::string& name, int n, const InitOptions& extra, const RankBody& body) {
-    ctx.Run(name, [&]() -> Outcome {
-      std::string problems = RunRanks(env, n, extra, body);
-      return problems.empty() ? Pass(fmt::format("{} processes", n)) : Fail(problems);
+    const std::string full = group + name.substr(name.find('.'));
+    ctx.Run(full, [&]() -> Outcome {
+      std::string problems = RunRanks(env, n, nodes, extra, body);
+      if (problems.empty()) {
+        return Pass(nodes == 1 ? fmt::format("{} processes", n)
+                               : fmt::format("{} processes on {} nodes", n, nodes));
+      }
+      return Fail(problems);
     });
   };
-
-  run("collectives_mp.init", 2, {}, [](RankEnv&) { return std::string(); });
+  for (int pass = 0; pass < 2; ++pass) {
+  if (pass == 1) {
+    nodes = 2;
+    group = "collectives_mp.nodes2";
+    std::string refused;
+    ctx.Run(group + ".init", [&]() -> Outcome {
+      std::string problems = RunRanks(env, 2, nodes, {}, [](RankEnv&) { return std::string(); });
+      const size_t mark = problems.find(kUnsupportedMark);
+      if (mark != std::string::npos) {
+        refused = problems.substr(mark + std::strlen(kUnsupportedMark));
+        return Skip(fmt::format("the plugin refuses communicators across nodes "
+                                "(--nnodes > 1 will fail): {}",
+                                refused));
+      }
+      return problems.empty() ? Pass("2 processes on 2 nodes") : Fail(problems);
+    });
+    if (!refused.empty()) break;
+  } else {
+    run("collectives_mp.init", 2, {}, [](RankEnv&) { return std::string(); });
+  }
 
   for (auto [op, op_name] : {std::pair{TSR_REDUCE_SUM, "sum"}, std::pair{TSR_REDUCE_MAX, "max"},
                              std::pair{TSR_REDUCE_MIN, "min"}}) {
@@ -573,6 +612,7 @@ void CollectiveMpChecks(CheckContext& ctx, PluginEnv& env) {
         if (s > 30) return fmt::format("the error came after {:.1f} s (comm_timeout_ms=5000)", s);
         return std::string();
       });
+  }  // pass
 }
 
 }  // namespace tessera::conformance
