@@ -14,6 +14,7 @@ packages=(
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   libcpp-httplib-dev libboost-dev libpcre2-dev libutf8proc-dev
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
+  libgloo-dev iproute2
 )
 
 missing=()

@@ -126,6 +126,7 @@ void RankProcesses::KillAll() {
 }
 
 std::string RankProcesses::DescribeWaitStatus(int wait_status) {
+  if (wait_status == kRemoteClosed) return "its node's connection to rank 0 closed";
   if (WIFEXITED(wait_status)) {
     return fmt::format("exit code {}", WEXITSTATUS(wait_status));
   }

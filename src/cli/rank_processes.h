@@ -46,8 +46,11 @@ class RankProcesses {
   // all still run. Never blocks.
   struct Exit {
     int rank;
-    int wait_status;
+    int wait_status;  // or kRemoteClosed
   };
+  // An Exit's wait_status for a rank on another node whose connection
+  // closed (its process is not ours to reap).
+  static constexpr int kRemoteClosed = -1;
   std::optional<Exit> PollExited();
   // Waits up to timeout_s for every rank to exit; OK when all exited 0,
   // otherwise an error naming each rank that failed or did not exit.
@@ -55,7 +58,7 @@ class RankProcesses {
   // SIGKILL and reap every child still running.
   void KillAll();
 
-  // "exit code 3", "signal 9 (Killed)".
+  // "exit code 3", "signal 9 (Killed)", "its node's connection closed".
   static std::string DescribeWaitStatus(int wait_status);
 
  private:

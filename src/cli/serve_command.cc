@@ -48,6 +48,7 @@
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
 #include "cli/tp_launch.h"
+#include "cli/tp_nodes.h"
 #include "engine/engine.h"
 #include "metrics/process_metrics.h"
 #include "metrics/registry.h"
@@ -204,6 +205,26 @@ struct LoadedModel {
   std::unique_ptr<metrics::ServingMetrics> metrics;
 };
 
+// The tokens one forward pass may take.
+int64_t MaxBatchTokens(const ServeOptions& o) {
+  return std::clamp<int64_t>(o.chunked_prefill_size > 0 ? o.chunked_prefill_size : 2048, 64,
+                             4096);
+}
+
+// What every worker rank must build (the KV pool size is rank 0's to set).
+TpRunnerSpec TpSpecOf(const ServeOptions& o) {
+  TpRunnerSpec spec;
+  spec.model_path = o.model_path;
+  spec.dtype = o.dtype;
+  spec.kv_cache_dtype = o.kv_cache_dtype;
+  spec.quantization = o.quantization;
+  spec.page_size = o.page_size;
+  spec.max_batch_tokens = MaxBatchTokens(o);
+  spec.cpu_threads = o.cpu_threads;
+  spec.flags = o.flags;
+  return spec;
+}
+
 // Loads the model and starts the engine; on failure returns the exit code
 // after printing the error.
 int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
@@ -263,8 +284,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
     ro.kv_capacity_tokens = static_cast<int64_t>(
         std::min<uint64_t>(by_memory, 32ull * static_cast<uint64_t>(context)));
   }
-  ro.max_batch_tokens = std::clamp<int64_t>(
-      o.chunked_prefill_size > 0 ? o.chunked_prefill_size : 2048, 64, 4096);
+  ro.max_batch_tokens = MaxBatchTokens(o);
   // Decode graphs for batch buckets up to --graph-max-bs, capped by
   // --max-running-requests (no batch is larger).
   ro.graph_max_batch =
@@ -285,16 +305,8 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
           static_cast<int64_t>(ro.kv_memory_budget_bytes / std::max<uint64_t>(per_token, 1));
       ro.kv_memory_budget_bytes = 0;
     }
-    TpRunnerSpec spec;
-    spec.model_path = o.model_path;
-    spec.dtype = o.dtype;
-    spec.kv_cache_dtype = o.kv_cache_dtype;
-    spec.quantization = o.quantization;
-    spec.page_size = o.page_size;
+    TpRunnerSpec spec = TpSpecOf(o);
     spec.kv_tokens = ro.kv_capacity_tokens;
-    spec.max_batch_tokens = ro.max_batch_tokens;
-    spec.cpu_threads = o.cpu_threads;
-    spec.flags = o.flags;
     auto group = TpGroup::Start(*m.runtime, o.tp, spec);
     if (!group.ok()) return ReportError(group.status(), kExitBadInput);
     m.tp = std::move(*group);
@@ -403,6 +415,15 @@ int RunServe(ServeOptions o) {
     o.server.served_model_name = o.model_path;
   }
   o.server.model_path = o.model_path;
+
+  if (o.tp.nnodes > 1 && o.tp.node_rank > 0) {
+    // Another node of a multi-node group: no server here, only ranks
+    // (tp_nodes.h). A signal ends this process, and its ranks with it.
+    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+    if (Status tp = PrepareTp(o.tp); !tp.ok()) return ReportError(tp, kExitBadInput);
+    if (o.cpu_threads == 0) o.cpu_threads = TpRankThreads(o.tp);
+    return RunFollowerNode(o.tp, TpSpecOf(o));
+  }
 
   // HTTP first, so /health answers 503 while the model loads.
   server::ServingContext ctx(o.server);
@@ -586,7 +607,7 @@ Command AddServeCommand(CLI::App& root) {
                   "activation and KV dtype: auto, float32, bfloat16")
       ->capture_default_str();
   AddQuantizationOption(app, &o->quantization);
-  AddTpFlags(app, &o->tp);
+  AddTpFlags(app, &o->tp, /*nodes=*/true);
   AddKvCacheDtypeOption(app, &o->kv_cache_dtype);
   app->add_option("--cpu-threads", o->cpu_threads,
                   "threads of the cpu plugin (default: all cores)");

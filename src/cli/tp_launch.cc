@@ -12,6 +12,7 @@
 #include <sstream>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <cstdlib>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "cli/command.h"
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
+#include "cli/tp_nodes.h"
 #include "engine/tp_protocol.h"
 #include "model/checkpoint.h"
 
@@ -100,8 +102,8 @@ std::string DescribeRunner(model::ModelRunner& runner, const std::string& model_
 
 }  // namespace
 
-std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags) {
-  return {app->add_option("--tp-size,--tensor-parallel-size", flags->tp_size,
+std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags, bool nodes) {
+  std::vector<CLI::Option*> out = {app->add_option("--tp-size,--tensor-parallel-size", flags->tp_size,
                           "tensor-parallel ranks: this process is rank 0 and starts the others")
               ->capture_default_str(),
           app->add_option("--base-gpu-id", flags->base_gpu_id,
@@ -113,6 +115,18 @@ std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags) {
           app->add_option("--rank-order", flags->rank_order,
                           "FILE or s0,s1,...: rank r uses device base + s_r * step (default "
                           "s_r = r), to keep a TP group on devices that route to each other")};
+  if (nodes) {
+    out.push_back(app->add_option("--nnodes", flags->nnodes,
+                                  "nodes (hosts) the --tp-size ranks span, tp-size/nnodes each")
+                      ->capture_default_str());
+    out.push_back(app->add_option("--node-rank", flags->node_rank,
+                                  "this node's index; node 0 serves HTTP and runs rank 0")
+                      ->capture_default_str());
+    out.push_back(app->add_option("--dist-init-addr", flags->dist_init_addr,
+                                  "HOST:PORT where node 0 listens for the other nodes' ranks "
+                                  "(required with --nnodes > 1)"));
+  }
+  return out;
 }
 
 Status PrepareTp(TpFlags& flags) {
@@ -122,9 +136,28 @@ Status PrepareTp(TpFlags& flags) {
   if (flags.base_gpu_id < 0 || flags.gpu_id_step < 0) {
     return InvalidArgumentError("--base-gpu-id and --gpu-id-step must be >= 0");
   }
+  if (flags.nnodes < 1 || flags.tp_size % flags.nnodes != 0) {
+    return InvalidArgumentError(fmt::format(
+        "--nnodes {} must be >= 1 and divide --tp-size {} (every node runs as many ranks)",
+        flags.nnodes, flags.tp_size));
+  }
+  if (flags.node_rank < 0 || flags.node_rank >= flags.nnodes) {
+    return InvalidArgumentError(fmt::format("--node-rank {} must be 0..{} (--nnodes {})",
+                                            flags.node_rank, flags.nnodes - 1, flags.nnodes));
+  }
+  if (flags.nnodes > 1) {
+    if (flags.dist_init_addr.empty()) {
+      return InvalidArgumentError(fmt::format(
+          "--nnodes {} needs --dist-init-addr HOST:PORT: node 0's address, where the other "
+          "nodes' ranks reach rank 0",
+          flags.nnodes));
+    }
+    TSR_RETURN_IF_ERROR(ParseDistInitAddr(flags.dist_init_addr).status());
+  }
+  const int local = TpLocalRanks(flags);
   flags.slots.clear();
   if (flags.rank_order.empty()) {
-    for (int r = 0; r < flags.tp_size; ++r) flags.slots.push_back(r);
+    for (int r = 0; r < local; ++r) flags.slots.push_back(r);
   } else {
     std::string text = flags.rank_order;
     std::error_code ec;
@@ -154,28 +187,33 @@ Status PrepareTp(TpFlags& flags) {
       }
       flags.slots.push_back(static_cast<int>(v));
     }
-    if (static_cast<int>(flags.slots.size()) != flags.tp_size) {
+    if (static_cast<int>(flags.slots.size()) != local) {
       return InvalidArgumentError(fmt::format(
-          "--rank-order lists {} slot(s) for --tp-size {}; give one per rank",
-          flags.slots.size(), flags.tp_size));
+          "--rank-order lists {} slot(s) for {} rank(s) per node; give one per rank",
+          flags.slots.size(), local));
     }
   }
   if (flags.tp_size > 1 && std::getenv("TESSERA_CPU_DEVICES") == nullptr) {
     int needed = 1;
-    for (int r = 0; r < flags.tp_size; ++r) needed = std::max(needed, TpDevice(flags, r) + 1);
+    for (int r = 0; r < local; ++r) needed = std::max(needed, TpDevice(flags, r) + 1);
     setenv("TESSERA_CPU_DEVICES", std::to_string(needed).c_str(), 1);
   }
   return OkStatus();
 }
 
+int TpLocalRanks(const TpFlags& flags) {
+  return std::max(1, flags.tp_size / std::max(flags.nnodes, 1));
+}
+
 int TpDevice(const TpFlags& flags, int rank) {
-  const int slot = rank < static_cast<int>(flags.slots.size()) ? flags.slots[rank] : rank;
+  const int local = rank % TpLocalRanks(flags);
+  const int slot = local < static_cast<int>(flags.slots.size()) ? flags.slots[local] : local;
   return flags.base_gpu_id + slot * flags.gpu_id_step;
 }
 
 int TpRankThreads(const TpFlags& flags) {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                         std::max(flags.tp_size, 1));
+                         TpLocalRanks(flags));
 }
 
 std::vector<std::string> TpRunnerSpec::ToArgs() const {
@@ -209,43 +247,89 @@ StatusOr<std::unique_ptr<TpGroup>> TpGroup::Start(runtime::Runtime& runtime,
                                                   const TpFlags& flags,
                                                   const TpRunnerSpec& spec) {
   const int n = flags.tp_size;
+  const int local = TpLocalRanks(flags);  // ranks 0..local-1 run on this node
   runtime::Plugin& plugin = runtime.plugin();
   // A plugin without cross-process collectives refuses here, by name.
   TSR_ASSIGN_OR_RETURN(tsr_comm_unique_id id, runtime::Communicator::UniqueId(plugin));
   std::unique_ptr<TpGroup> group(new TpGroup());
-  std::vector<int> child_fds(n, -1);
-  for (int r = 1; r < n; ++r) {
+  int listen_fd = -1;
+  if (flags.nnodes > 1) {
+    TSR_ASSIGN_OR_RETURN(HostPort addr, ParseDistInitAddr(flags.dist_init_addr));
+    TSR_ASSIGN_OR_RETURN(listen_fd, ListenForNodes(addr));
+  }
+  std::vector<int> child_fds(local, -1);
+  group->fds_.assign(n - 1, -1);
+  for (int r = 1; r < local; ++r) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      if (listen_fd >= 0) close(listen_fd);
       return InternalError(fmt::format("socketpair for rank {}: {}", r, std::strerror(errno)));
     }
-    group->fds_.push_back(sv[0]);
+    group->fds_[r - 1] = sv[0];
     child_fds[r] = sv[1];
   }
   const std::string hex = runtime::UniqueIdToHex(id);
   auto spawned = RankProcesses::Spawn(
-      n,
+      local,
       [&](int r) {
         std::vector<std::string> args = {"tp-worker"};
         std::vector<std::string> more = spec.ToArgs();
         args.insert(args.end(), more.begin(), more.end());
         args.insert(args.end(), {"--tp-size", std::to_string(n), "--rank", std::to_string(r),
                                  "--device", std::to_string(TpDevice(flags, r)), "--comm-id",
-                                 hex, "--control-fd", std::to_string(child_fds[r])});
+                                 hex, "--control-fd", std::to_string(child_fds[r]), "--nnodes",
+                                 std::to_string(flags.nnodes), "--node-rank", "0"});
         return args;
       },
       [&](int r) { return child_fds[r]; });
-  for (int r = 1; r < n; ++r) close(child_fds[r]);
-  if (!spawned.ok()) return spawned.status();
+  for (int r = 1; r < local; ++r) close(child_fds[r]);
+  if (!spawned.ok()) {
+    if (listen_fd >= 0) close(listen_fd);
+    return spawned.status();
+  }
   group->workers_ = std::move(*spawned);
-  TSR_LOG_INFO("tensor parallel: started {} worker rank(s); joining the communicator", n - 1);
+  if (flags.nnodes > 1) {
+    std::vector<int> remote;
+    for (int r = local; r < n; ++r) remote.push_back(r);
+    TSR_LOG_INFO("tensor parallel: started {} local worker rank(s); waiting for ranks {}..{} "
+                 "of the other {} node(s) at {}",
+                 local - 1, local, n - 1, flags.nnodes - 1, flags.dist_init_addr);
+    std::map<int, int> fds;
+    Status accepted =
+        AcceptRemoteRanks(listen_fd, remote, fmt::format("{} {}", hex, spec.kv_tokens),
+                          group->workers_, kStartTimeoutS, &fds);
+    close(listen_fd);
+    for (auto [r, fd] : fds) group->fds_[r - 1] = fd;
+    TSR_RETURN_IF_ERROR(accepted);
+    group->first_remote_ = local;
+    group->remote_gone_.assign(n, false);
+  } else {
+    TSR_LOG_INFO("tensor parallel: started {} worker rank(s); joining the communicator", n - 1);
+  }
   TSR_RETURN_IF_ERROR(AwaitWorkers(group->workers_, group->fds_, engine::TpMessageType::kHello,
                                    "up (runtime started)",
                                    [](int, const engine::TpMessage&) { return OkStatus(); }));
-  TSR_ASSIGN_OR_RETURN(group->comm_, runtime::Communicator::CreateRank(
-                                         plugin, id, n, 0, TpDevice(flags, 0)));
+  TSR_ASSIGN_OR_RETURN(group->comm_,
+                       runtime::Communicator::CreateRank(plugin, id, n, 0, TpDevice(flags, 0),
+                                                         0, flags.nnodes));
   group->leader_ = std::make_unique<engine::TpLeader>(*group->comm_, group->fds_);
   return group;
+}
+
+std::optional<RankProcesses::Exit> TpGroup::PollExited() {
+  if (auto exit = workers_.PollExited()) return exit;
+  if (first_remote_ == 0) return std::nullopt;
+  // A worker on another node sends nothing after kReady: anything readable
+  // on its channel is the connection closing.
+  for (int r = first_remote_; r <= static_cast<int>(fds_.size()); ++r) {
+    if (remote_gone_[r]) continue;
+    pollfd p{fds_[r - 1], POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) > 0 && p.revents != 0) {
+      remote_gone_[r] = true;
+      return RankProcesses::Exit{r, RankProcesses::kRemoteClosed};
+    }
+  }
+  return std::nullopt;
 }
 
 Status TpGroup::AwaitReady(model::ModelRunner& runner, const std::string& model_path) {
@@ -263,10 +347,14 @@ Status TpGroup::AwaitReady(model::ModelRunner& runner, const std::string& model_
 
 TpGroup::~TpGroup() {
   if (leader_ != nullptr) leader_->Shutdown();
-  for (int fd : fds_) shutdown(fd, SHUT_WR);
+  for (int fd : fds_) {
+    if (fd >= 0) shutdown(fd, SHUT_WR);
+  }
   Status s = workers_.WaitAll(10);
   if (!s.ok()) TSR_LOG_WARN("tensor parallel: {}", s.message());
-  for (int fd : fds_) close(fd);
+  for (int fd : fds_) {
+    if (fd >= 0) close(fd);
+  }
 }
 
 // --- tessera tp-worker ------------------------------------------------------
@@ -280,20 +368,52 @@ struct TpWorkerOptions {
   int device = 0;
   std::string comm_id;
   int control_fd = -1;
+  std::string control_addr;  // a worker on another node: rank 0's --dist-init-addr
+  int nnodes = 1;
+  int node_rank = 0;
 };
 
+// A worker on another node: connects to rank 0, says its rank, and learns
+// the communicator id and the KV pool size.
+StatusOr<int> JoinFromAnotherNode(TpWorkerOptions& o) {
+  TSR_ASSIGN_OR_RETURN(HostPort addr, ParseDistInitAddr(o.control_addr));
+  TSR_ASSIGN_OR_RETURN(int fd, ConnectToRankZero(addr, kStartTimeoutS));
+  Status s = engine::SendTpText(fd, engine::TpMessageType::kJoin, std::to_string(o.rank));
+  auto m = s.ok() ? engine::ReceiveTpMessage(fd) : StatusOr<engine::TpMessage>(s);
+  if (!m.ok() || m->type != engine::TpMessageType::kJoined) {
+    close(fd);
+    return UnavailableError(fmt::format(
+        "rank 0 at {} did not accept this rank ({}); its own log says why", o.control_addr,
+        m.ok() ? "unexpected answer" : std::string(m.status().message())));
+  }
+  std::istringstream in(m->text);
+  if (!(in >> o.comm_id >> o.spec.kv_tokens)) {
+    close(fd);
+    return DataLossError("rank 0's answer to kJoin is malformed");
+  }
+  return fd;
+}
+
 int RunTpWorkerCommand(TpWorkerOptions& o) {
-  const int fd = o.control_fd;
+  int fd = o.control_fd;
   auto fail = [&](const Status& s, int code) {
     return ReportError(s.WithContext(fmt::format("tensor-parallel rank {}", o.rank)), code);
   };
-  if (fd < 0) return fail(InvalidArgumentError("--control-fd is required"), kExitBadInput);
+  if (fd < 0 && o.control_addr.empty()) {
+    return fail(InvalidArgumentError("--control-fd or --control-addr is required"),
+                kExitBadInput);
+  }
   if (o.spec.cpu_threads > 0) {
     o.spec.flags.cpu_plugin_options.push_back(
         {"threads", std::to_string(o.spec.cpu_threads), "--cpu-threads"});
   }
   auto rt = StartUsableRuntime(o.spec.flags);
   if (!rt.ok()) return fail(rt.status(), kExitBadInput);
+  if (!o.control_addr.empty()) {
+    auto joined = JoinFromAnotherNode(o);
+    if (!joined.ok()) return fail(joined.status(), kExitRuntimeFailure);
+    fd = *joined;
+  }
   auto id = runtime::UniqueIdFromHex(o.comm_id);
   if (!id.ok()) return fail(id.status(), kExitBadInput);
   if (o.device < 0 || o.device >= (*rt)->num_devices()) {
@@ -305,7 +425,7 @@ int RunTpWorkerCommand(TpWorkerOptions& o) {
   }
   if (Status s = engine::SendTpHello(fd); !s.ok()) return fail(s, kExitRuntimeFailure);
   auto comm = runtime::Communicator::CreateRank((*rt)->plugin(), *id, o.tp_size, o.rank,
-                                                o.device);
+                                                o.device, o.node_rank, o.nnodes);
   if (!comm.ok()) return fail(comm.status(), kExitRuntimeFailure);
   auto checkpoint = model::Checkpoint::Open(o.spec.model_path);
   if (!checkpoint.ok()) return fail(checkpoint.status(), kExitBadInput);
@@ -347,8 +467,11 @@ Command AddTpWorkerCommand(CLI::App& root) {
   app->add_option("--tp-size", o->tp_size)->required();
   app->add_option("--rank", o->rank)->required();
   app->add_option("--device", o->device)->required();
-  app->add_option("--comm-id", o->comm_id)->required();
-  app->add_option("--control-fd", o->control_fd)->required();
+  app->add_option("--comm-id", o->comm_id);
+  app->add_option("--control-fd", o->control_fd);
+  app->add_option("--control-addr", o->control_addr);
+  app->add_option("--nnodes", o->nnodes);
+  app->add_option("--node-rank", o->node_rank);
   command.run = [o] { return RunTpWorkerCommand(*o); };
   return command;
 }

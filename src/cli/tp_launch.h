@@ -42,16 +42,23 @@ struct TpFlags {
   // chips are numbered by column). Parsed by PrepareTp into `slots`.
   std::string rank_order;
   std::vector<int> slots;
+  // Across hosts (tp_nodes.h): node_rank of nnodes, rank 0 at
+  // dist_init_addr ("HOST:PORT").
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string dist_init_addr;
 };
 // Adds --tp-size (--tensor-parallel-size), --base-gpu-id, --gpu-id-step,
-// --rank-order.
-std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags);
+// --rank-order; with `nodes`, --nnodes, --node-rank, --dist-init-addr.
+std::vector<CLI::Option*> AddTpFlags(CLI::App* app, TpFlags* flags, bool nodes = false);
 // Checks the flags and parses --rank-order (a file of slots, or a comma
 // list: tp_size distinct slots >= 0); before the runtime starts, gives the
 // cpu plugin enough virtual devices for every rank when
 // TESSERA_CPU_DEVICES is unset.
 Status PrepareTp(TpFlags& flags);
-// The local device ordinal of `rank`.
+// The ranks each node runs (tp_size / nnodes).
+int TpLocalRanks(const TpFlags& flags);
+// The local device ordinal of `rank` (on its own node).
 int TpDevice(const TpFlags& flags, int rank);
 // The cpu plugin's threads per rank when the user gave none: the ranks
 // share this host's cores, one share each (at least 1).
@@ -92,13 +99,17 @@ class TpGroup {
 
   runtime::Communicator& comm() { return *comm_; }
   engine::TpLeader& leader() { return *leader_; }
-  // A worker that exited since the last call (reaped), or nullopt.
-  std::optional<RankProcesses::Exit> PollExited() { return workers_.PollExited(); }
+  // A worker that exited since the last call (reaped), or one on another
+  // node whose connection closed (wait_status kRemoteClosed); nullopt when
+  // all run. Call only once every rank is ready.
+  std::optional<RankProcesses::Exit> PollExited();
 
  private:
   TpGroup() = default;
   RankProcesses workers_;
-  std::vector<int> fds_;  // rank 0's ends of the control channels
+  std::vector<int> fds_;  // rank 0's ends of the control channels (rank r at r - 1)
+  int first_remote_ = 0;  // ranks >= this live on other nodes (0: none)
+  std::vector<bool> remote_gone_;
   runtime::CommunicatorPtr comm_;
   std::unique_ptr<engine::TpLeader> leader_;
 };

@@ -96,10 +96,13 @@ StatusOr<bool> ReadAll(int fd, void* data, size_t n) {
   return true;
 }
 
+// One write per message (a TCP channel then sends it as one segment).
 Status Send(int fd, TpMessageType type, const std::vector<char>& payload) {
   const Header h{kMagic, static_cast<uint32_t>(type), payload.size()};
-  TSR_RETURN_IF_ERROR(WriteAll(fd, &h, sizeof(h)));
-  return WriteAll(fd, payload.data(), payload.size());
+  std::vector<char> frame(sizeof(h) + payload.size());
+  std::memcpy(frame.data(), &h, sizeof(h));
+  if (!payload.empty()) std::memcpy(frame.data() + sizeof(h), payload.data(), payload.size());
+  return WriteAll(fd, frame.data(), frame.size());
 }
 
 }  // namespace
@@ -137,8 +140,11 @@ Status SendTpShutdown(int fd) { return Send(fd, TpMessageType::kShutdown, {}); }
 Status SendTpHello(int fd) { return Send(fd, TpMessageType::kHello, {}); }
 
 Status SendTpReady(int fd, const std::string& description) {
-  return Send(fd, TpMessageType::kReady,
-              std::vector<char>(description.begin(), description.end()));
+  return SendTpText(fd, TpMessageType::kReady, description);
+}
+
+Status SendTpText(int fd, TpMessageType type, const std::string& text) {
+  return Send(fd, type, std::vector<char>(text.begin(), text.end()));
 }
 
 StatusOr<TpMessage> ReceiveTpMessage(int fd) {
@@ -156,7 +162,8 @@ StatusOr<TpMessage> ReceiveTpMessage(int fd) {
   TpMessage m;
   m.type = static_cast<TpMessageType>(h.type);
   if (m.type == TpMessageType::kShutdown || m.type == TpMessageType::kHello) return m;
-  if (m.type == TpMessageType::kReady) {
+  if (m.type == TpMessageType::kReady || m.type == TpMessageType::kJoin ||
+      m.type == TpMessageType::kJoined) {
     m.text.assign(payload.begin(), payload.end());
     return m;
   }

@@ -13,6 +13,12 @@
 //   kReady     its runner is built; the payload describes it (model,
 //              dtypes, shard, KV pages, plugin and ABI) for rank 0 to
 //              compare with its own.
+// A worker on another node (--nnodes) reaches rank 0 over TCP instead
+// (--dist-init-addr) and opens the channel with
+//   kJoin      its rank, as text;
+// which rank 0 answers with
+//   kJoined    "<communicator id hex> <KV pool tokens>" (what a local
+//              worker gets as flags).
 // Host byte order (every rank runs on the same architecture).
 //
 // Thread-safety: a channel end is used by one thread at a time.
@@ -28,7 +34,14 @@
 
 namespace tessera::engine {
 
-enum class TpMessageType : uint32_t { kStep = 1, kShutdown = 2, kHello = 3, kReady = 4 };
+enum class TpMessageType : uint32_t {
+  kStep = 1,
+  kShutdown = 2,
+  kHello = 3,
+  kReady = 4,
+  kJoin = 5,
+  kJoined = 6,
+};
 
 // A step as a worker receives it; batch() views into the owned vectors.
 struct TpStep {
@@ -49,7 +62,7 @@ struct TpStep {
 struct TpMessage {
   TpMessageType type = TpMessageType::kShutdown;
   TpStep step;       // kStep only
-  std::string text;  // kReady only
+  std::string text;  // kReady, kJoin, kJoined
 };
 
 // Writes one step / a shutdown to `fd` (blocking until written).
@@ -57,6 +70,8 @@ Status SendTpStep(int fd, const model::Batch& batch, int64_t sampled_rows);
 Status SendTpShutdown(int fd);
 Status SendTpHello(int fd);
 Status SendTpReady(int fd, const std::string& description);
+// A text message (kReady, kJoin, kJoined).
+Status SendTpText(int fd, TpMessageType type, const std::string& text);
 // Reads the next message. Unavailable when the peer closed the channel.
 StatusOr<TpMessage> ReceiveTpMessage(int fd);
 
