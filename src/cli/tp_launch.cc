@@ -86,18 +86,58 @@ Status AwaitWorkers(RankProcesses& workers, const std::vector<int>& fds,
   return OkStatus();
 }
 
-// What every rank's runner must agree on, as one line.
+// What every rank's runner must agree on, as "key=value" items joined by
+// "; " (rank 0 compares them item by item and names what differs).
 std::string DescribeRunner(model::ModelRunner& runner, const std::string& model_path) {
   const model::ModelConfig& c = runner.config();
   runtime::Plugin& plugin = runner.runtime().plugin();
   return fmt::format(
-      "model {} ({}, {} layers, hidden {}, vocab {}), {} activations, {} KV cache, "
-      "KV pool {} pages x {}, {} rank(s), plugin {} {} (ABI {})",
+      "model={}; architecture={}; layers={}; hidden={}; vocab={}; activations={}; "
+      "kv_cache={}; kv_pool={} pages x {}; ranks={}; plugin={} {}; abi={}",
       model_path, model::ArchitectureClassName(c.architecture), c.num_hidden_layers,
       c.hidden_size, c.vocab_size, DTypeName(runner.activation_dtype()),
       DTypeName(runner.kv_cache_dtype()), runner.kv_pool().num_pages(),
       runner.kv_pool().page_size(), runner.tp().size, plugin.name(), plugin.Version(),
       plugin.AbiVersion());
+}
+
+std::vector<std::pair<std::string, std::string>> DescriptionItems(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find("; ", start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    const size_t eq = item.find('=');
+    out.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    start = end + 2;
+  }
+  return out;
+}
+
+// OK when `theirs` equals `mine`; else an error naming each item that
+// differs (or both lines when the shapes differ: another tessera version).
+Status CompareWithRankZero(int rank, const std::string& mine, const std::string& theirs) {
+  if (mine == theirs) return OkStatus();
+  const auto a = DescriptionItems(mine), b = DescriptionItems(theirs);
+  std::string diffs;
+  for (size_t i = 0; i < a.size() && a.size() == b.size(); ++i) {
+    if (a[i].first != b[i].first) {
+      diffs.clear();
+      break;
+    }
+    if (a[i].second != b[i].second) {
+      diffs += fmt::format("\n  {}: rank 0 has {}, rank {} has {}", a[i].first, a[i].second,
+                           rank, b[i].second);
+    }
+  }
+  if (diffs.empty()) {
+    diffs = fmt::format("\n  rank 0: {}\n  rank {}: {}", mine, rank, theirs);
+  }
+  return FailedPreconditionError(fmt::format(
+      "tensor-parallel rank {} differs from rank 0, refusing to start (start every node with "
+      "the same model, flags and tessera build):{}",
+      rank, diffs));
 }
 
 }  // namespace
@@ -336,12 +376,8 @@ Status TpGroup::AwaitReady(model::ModelRunner& runner, const std::string& model_
   const std::string mine = DescribeRunner(runner, model_path);
   return AwaitWorkers(
       workers_, fds_, engine::TpMessageType::kReady, "ready (model loaded)",
-      [&mine](int rank, const engine::TpMessage& m) -> Status {
-        if (m.text == mine) return OkStatus();
-        return FailedPreconditionError(fmt::format(
-            "tensor-parallel rank {} differs from rank 0, refusing to start:\n  rank 0: {}\n  "
-            "rank {}: {}",
-            rank, mine, rank, m.text));
+      [&mine](int rank, const engine::TpMessage& m) {
+        return CompareWithRankZero(rank, mine, m.text);
       });
 }
 
