@@ -165,9 +165,12 @@ Status NetComm::RunCollective(const CollectiveArgs& a, const CommExec& ctx) {
         AllReduceInPlace(a.recv, a.dtype, a.count, a.op);
         break;
       case CollectiveKind::kReduceScatter: {
-        std::vector<char> all(a.send, a.send + bytes * n);
-        AllReduceInPlace(all.data(), a.dtype, a.count * n, a.op);
-        ParallelCopy(a.recv, all.data() + bytes * rank_, bytes, ctx.parallel);
+        // Reduced in a scratch copy (kept: fresh pages per call cost more
+        // than the transfer), of which this rank keeps its slice.
+        if (scratch_.size() < bytes * n) scratch_.resize(bytes * n);
+        ParallelCopy(scratch_.data(), a.send, bytes * n, ctx.parallel);
+        AllReduceInPlace(scratch_.data(), a.dtype, a.count * n, a.op);
+        ParallelCopy(a.recv, scratch_.data() + bytes * rank_, bytes, ctx.parallel);
         break;
       }
       case CollectiveKind::kAllGather: {

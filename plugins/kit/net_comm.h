@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kit/rank_comm.h"
 
@@ -67,6 +68,7 @@ class NetComm : public RankComm {
   std::shared_ptr<gloo::Context> context_;
   uint32_t next_tag_ = 0;
   std::map<int, uint64_t> sent_, received_;  // per peer
+  std::vector<char> scratch_;                // reduce_scatter's copy of send
   std::string broken_;
 };
 

@@ -58,6 +58,9 @@ struct BenchCommOptions {
   int64_t max_bytes = int64_t{256} << 20;
   int step_factor = 4;
   int cpu_threads = 1;
+  // > 1: rank r plays node r % nnodes, so the ranks meet through the
+  // plugin's network transport (between nodes) instead of shared memory.
+  int nnodes = 1;
   bool json = false;
   bool smoke = false;
   runtime::RuntimeFlags flags;
@@ -113,6 +116,9 @@ int RunBenchComm(BenchCommOptions& o) {
   if (o.tp_size < 1 || o.tp_size > 64) {
     return ReportError(InvalidArgumentError("--tp-size must be 1..64"), kExitBadInput);
   }
+  if (o.nnodes < 1 || o.nnodes > o.tp_size) {
+    return ReportError(InvalidArgumentError("--nnodes must be 1..--tp-size"), kExitBadInput);
+  }
   if (o.smoke) {
     if (o.min_bytes_opt->count() == 0) o.min_bytes = 1024;
     if (o.max_bytes_opt->count() == 0) o.max_bytes = int64_t{1} << 20;
@@ -155,6 +161,7 @@ int RunBenchComm(BenchCommOptions& o) {
                                      "--max-bytes", std::to_string(o.max_bytes),
                                      "--step-factor", std::to_string(o.step_factor),
                                      "--cpu-threads", std::to_string(o.cpu_threads),
+                                     "--nnodes", std::to_string(o.nnodes),
                                      "--comm-id", runtime::UniqueIdToHex(id)};
     if (o.smoke) args.push_back("--smoke");
     if (!o.flags.device_plugin.empty()) {
@@ -170,7 +177,8 @@ int RunBenchComm(BenchCommOptions& o) {
     id = *parsed;
   }
   runtime::Device& device = (*rt)->device(rank % static_cast<int>((*rt)->devices().size()));
-  auto comm = runtime::Communicator::CreateRank(plugin, id, n, rank, device.ordinal());
+  auto comm = runtime::Communicator::CreateRank(plugin, id, n, rank, device.ordinal(),
+                                                rank % o.nnodes, o.nnodes);
   if (!comm.ok()) return ReportError(comm.status(), kExitRuntimeFailure);
   auto stream = device.CreateStream();
   if (!stream.ok()) return ReportError(stream.status(), kExitRuntimeFailure);
@@ -257,6 +265,7 @@ int RunBenchComm(BenchCommOptions& o) {
     Json out;
     out["plugin"] = plugin.name();
     out["tp_size"] = n;
+    out["nnodes"] = o.nnodes;
     out["dtype"] = "f32";
     out["memcpy_gbps"] = memcpy_gbps;
     out["all_reduce_4k_us"] = latency_4k_us >= 0 ? Json(latency_4k_us) : Json(nullptr);
@@ -275,7 +284,9 @@ int RunBenchComm(BenchCommOptions& o) {
     fmt::print("{}\n", DumpJson(out));
     return kExitOk;
   }
-  fmt::print("# bench-comm: {} ranks ({} plugin), f32, out of place\n", n, plugin.name());
+  fmt::print("# bench-comm: {} ranks ({} plugin, {}), f32, out of place\n", n, plugin.name(),
+             o.nnodes > 1 ? fmt::format("as {} nodes: the network transport", o.nnodes)
+                          : std::string("one node"));
   fmt::print("{:>16} {:>12} {:>7} {:>12} {:>12} {:>12}\n", "op", "bytes", "iters", "time_us",
              "algbw_GB/s", "busbw_GB/s");
   for (const Row& r : rows) {
@@ -300,6 +311,10 @@ Command AddBenchCommCommand(CLI::App& root) {
       "collective bandwidth and latency across rank processes (like nccl-tests)");
   command.app = app;
   app->add_option("--tp-size", o->tp_size, "ranks (processes)")->capture_default_str();
+  app->add_option("--nnodes", o->nnodes,
+                  "> 1: rank r acts as node r % N on this host, so the ranks use the plugin's "
+                  "transport between nodes (Gloo/TCP for cpu) instead of shared memory")
+      ->capture_default_str();
   app->add_option("--ops", o->ops, "comma-separated: all_reduce, all_gather, reduce_scatter")
       ->capture_default_str();
   o->min_bytes_opt =
