@@ -80,7 +80,10 @@ std::span<const tsr_op_id> AllOps() { return kAllOps; }
 
 bool IsKnownVersion(tsr_op_id op, uint32_t version) {
   if (OpName(op).empty()) return false;
-  if (IsFusedOp(op)) return version == kOpVersion;
+  if (IsFusedOp(op)) {
+    return version == kOpVersion ||
+           (op == TSR_OP_DECODER_LAYER && version == kDecoderLayerTpVersion);
+  }
   return version == kOpVersion ||
          (op == TSR_OP_LINEAR && version == kLinearW8Version);
 }
@@ -234,7 +237,7 @@ StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
 std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
                                                   uint32_t version) {
   if (!IsKnownVersion(op, version)) return {};
-  if (version == kLinearW8Version) {  // linear v2
+  if (op == TSR_OP_LINEAR && version == kLinearW8Version) {  // linear v2
     std::vector<std::vector<DType>> out;
     for (DType a : {F32, BF16}) {
       out.push_back({a, TSR_DTYPE_I8, F32, a});
@@ -311,7 +314,9 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
     return NotFoundError(fmt::format(
         "{} version {} is unknown; ABI 1.{} defines version {}{}", OpName(op),
         version, TSR_PLUGIN_ABI_MINOR, kOpVersion,
-        op == TSR_OP_LINEAR ? " and 2 (int8 weights)" : " only"));
+        op == TSR_OP_LINEAR          ? " and 2 (int8 weights)"
+        : op == TSR_OP_DECODER_LAYER ? " and 2 (a tensor-parallel rank)"
+                                     : " only"));
   }
   if (IsFusedOp(op) && dtypes.size() != kFusedSignatureClasses) {
     return InvalidArgumentError(fmt::format(

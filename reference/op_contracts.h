@@ -23,6 +23,10 @@ namespace tessera::reference {
 // The version every v1 op has; linear also has version 2 (ABI 1.1).
 inline constexpr uint32_t kOpVersion = 1;
 inline constexpr uint32_t kLinearW8Version = 2;
+// decoder_layer v2 (ABI 1.4): one tensor-parallel rank's layer (params.comm).
+// Same tensors and signatures as v1; the reference runs it as v1 (without
+// the all-reduces: one rank alone, or comm NULL).
+inline constexpr uint32_t kDecoderLayerTpVersion = 2;
 
 // Fused ops (ids >= TSR_OP_FUSED_BASE; decoder_layer since ABI 1.2): their
 // signatures list dtype classes, not one dtype per launch argument.

@@ -62,7 +62,10 @@ const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
   static const OpEntry kLinearW8{internal::LinearW8, {}};
   if (op == TSR_OP_LINEAR && version == kLinearW8Version) return &kLinearW8;
   static const OpEntry kDecoderLayer{internal::DecoderLayer, {{0, 0}}};
-  if (op == TSR_OP_DECODER_LAYER && version == kOpVersion) return &kDecoderLayer;
+  if (op == TSR_OP_DECODER_LAYER &&
+      (version == kOpVersion || version == kDecoderLayerTpVersion)) {
+    return &kDecoderLayer;
+  }
   static const OpEntry kEmbedding{internal::Embedding, {}};
   static const OpEntry kRmsNorm{internal::RmsNorm, {{0, 0}}};
   static const OpEntry kAddRmsNorm{internal::AddRmsNorm, {{1, 1}}};

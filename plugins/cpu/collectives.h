@@ -120,6 +120,12 @@ struct Comm {
 // The plugin's tsr_comm_api table.
 const tsr_comm_api* CommApi();
 
+// decoder_layer v2 (ABI 1.4): at the launch, checks that `comm` is a live
+// communicator whose rank lives on `device`; on the stream worker, runs an
+// in-place all_reduce SUM of `x` as that rank.
+Status CheckLayerComm(tsr_comm comm, int device);
+Status RunLayerAllReduce(tsr_comm comm, const TensorView& x, ExecContext& ctx);
+
 }  // namespace tessera::cpu
 
 #endif  // TESSERA_PLUGINS_CPU_COLLECTIVES_H_

@@ -348,6 +348,37 @@ tsr_status CommInitRank(const tsr_comm_init_rank_args* args, tsr_comm* out) {
 
 }  // namespace
 
+Status CheckLayerComm(tsr_comm handle, int device) {
+  std::shared_ptr<Comm> comm = State()->comms.Find(handle);
+  if (comm == nullptr) {
+    return InvalidHandle("decoder_layer v2: params.comm ", static_cast<const void*>(handle),
+                         " is not a live communicator of this plugin (NULL means no tensor "
+                         "parallelism)");
+  }
+  if (comm->device != device) {
+    return InvalidArgument("decoder_layer v2: params.comm's rank ", comm->rank,
+                           " lives on device ", comm->device, " but the launch is on device ",
+                           device);
+  }
+  return OkStatus();
+}
+
+Status RunLayerAllReduce(tsr_comm handle, const TensorView& x, ExecContext& ctx) {
+  std::shared_ptr<Comm> comm = State()->comms.Find(handle);
+  if (comm == nullptr) {
+    return InvalidHandle("decoder_layer v2: its communicator was destroyed before the layer ran");
+  }
+  CollectiveArgs args;
+  args.kind = CollectiveKind::kAllReduce;
+  args.dtype = x.dtype;
+  args.count = x.numel();
+  args.send = x.data;
+  args.recv = x.data;
+  args.op = TSR_REDUCE_SUM;
+  if (comm->remote != nullptr) return comm->remote->RunCollective(args, CommExecOf(ctx));
+  return comm->group->RunCollective(comm->rank, args, ctx);
+}
+
 const tsr_comm_api* CommApi() {
   static const tsr_comm_api api = {
       sizeof(tsr_comm_api), CommInitAll, CommDestroy,     AllReduce,    AllGather,

@@ -2,6 +2,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives.h"
 #include "entries.h"
 #include "kit_names.h"
 #include "plugin_state.h"
@@ -65,6 +66,10 @@ tsr_status Launch(tsr_kernel kernel_handle, tsr_stream stream_handle, const tsr_
           return ResolveTensorBuffer(handle, label, out, &keep);
         },
         call.get()));
+    if (def.id == TSR_OP_DECODER_LAYER && def.version == 2 &&
+        call->params.decoder_layer.comm != nullptr) {
+      TSR_CPU_RETURN_IF_ERROR(CheckLayerComm(call->params.decoder_layer.comm, kernel->device));
+    }
     OpRunFn run = kernel->run;
     return stream->Enqueue(def.name, [call, run, keep = std::move(keep)](ExecContext& ctx) {
       return run(*call, ctx);

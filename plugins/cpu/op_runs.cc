@@ -1,7 +1,7 @@
 // The op table's kernels: each listed (op, version) mapped to its Run, and
 // the cpu plugin's additions to the shared v1 table (ExtendOpTable, see
 // kit/op_table.h): linear v2, weight-only int8 (ABI 1.1), and the fused
-// decoder_layer (ABI 1.2).
+// decoder_layer (v1 since ABI 1.2, v2 — a tensor-parallel rank — since 1.4).
 #include "kit/decoder_layer_plan.h"
 #include "kit/op_checks.h"
 #include "ops.h"
@@ -18,7 +18,7 @@ const OpDef kLinearW8Def = {TSR_OP_LINEAR,
                             2};
 }  // namespace
 
-// Replaces the kit's weak default: v1 + linear v2 + decoder_layer.
+// Replaces the kit's weak default: v1 + linear v2 + decoder_layer v1 and v2.
 void ExtendOpTable(OpTableBuilder& table) {
   constexpr tsr_dtype I8 = TSR_DTYPE_I8;
   constexpr tsr_dtype F32 = TSR_DTYPE_F32;
@@ -33,6 +33,8 @@ void ExtendOpTable(OpTableBuilder& table) {
       for (tsr_dtype kv : {F32, BF16}) {
         table.AddFused(&DecoderLayerDef(), TSR_DECODER_LAYER_NUM_INPUTS,
                        TSR_DECODER_LAYER_NUM_OUTPUTS, {x, w, kv});
+        table.AddFused(&DecoderLayerTpDef(), TSR_DECODER_LAYER_NUM_INPUTS,
+                       TSR_DECODER_LAYER_NUM_OUTPUTS, {x, w, kv});
       }
     }
   }
@@ -45,7 +47,10 @@ namespace tessera::cpu {
 OpRunFn FindOpRun(const OpDef& def) { return FindOpRun(def.id, def.version); }
 
 OpRunFn FindOpRun(tsr_op_id op, uint32_t version) {
-  if (version == 2) return op == TSR_OP_LINEAR ? RunLinearW8 : nullptr;
+  if (version == 2) {
+    if (op == TSR_OP_LINEAR) return RunLinearW8;
+    return op == TSR_OP_DECODER_LAYER ? RunDecoderLayer : nullptr;
+  }
   if (version != 1) return nullptr;
   switch (op) {
     case TSR_OP_EMBEDDING: return RunEmbedding;

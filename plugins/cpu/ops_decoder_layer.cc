@@ -1,4 +1,6 @@
-// decoder_layer v1 (fused, ABI 1.2) on the cpu plugin: the kit's plan of
+// decoder_layer v1 (fused, ABI 1.2) and v2 (a tensor-parallel rank, ABI
+// 1.4: the plan's two all_reduce steps run the rank's collective on this
+// worker, in stream order) on the cpu plugin: the kit's plan of
 // the layer (kit/decoder_layer_plan.h) run step by step with the plugin's
 // own v1 kernels, inside one stream work item. What it saves against the
 // unfused sequence is the per-op host work — ~14 launches per layer, each a
@@ -11,6 +13,7 @@
 #include <memory>
 
 #include "kit/decoder_layer_plan.h"
+#include "collectives.h"
 #include "ops.h"
 
 namespace tessera::cpu {
@@ -50,6 +53,13 @@ Status RunDecoderLayer(const OpCall& call, ExecContext& ctx) {
   }
   plan.Bind(scratch);
   for (const plugin_kit::PlanStep& step : plan.steps) {
+    if (step.call.op == plugin_kit::kPlanAllReduce) {  // v2: a tensor-parallel rank
+      Status s = RunLayerAllReduce(plan.comm, step.call.out[0], ctx);
+      if (!s.ok()) {
+        return Status(s.code(), StrCat("decoder_layer step ", step.what, ": ", s.message()));
+      }
+      continue;
+    }
     OpRunFn run = FindOpRun(step.call.op, step.call.version);
     if (run == nullptr) {
       return Internal("decoder_layer: no kernel for step ", step.what);

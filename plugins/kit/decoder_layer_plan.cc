@@ -1,6 +1,7 @@
 #include "decoder_layer_plan.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "half.h"
@@ -37,17 +38,27 @@ tsr_dtype DecoderLayerArgDType(const tsr_op_signature& sig, size_t arg, bool* op
   }
 }
 
-const OpDef kDecoderLayerDef = {
-    TSR_OP_DECODER_LAYER,
-    "decoder_layer",
-    {"residual", "positions", "slots", "block_table", "seq_lens", "query_start", "inv_freq",
-     "input_norm", "w_qkv", "w_qkv_scale", "qkv_bias", "q_norm", "k_norm", "w_o", "w_o_scale",
-     "o_bias", "post_norm", "w_gate_up", "w_gate_up_scale", "w_down", "w_down_scale"},
-    {"residual_out", "k_cache", "v_cache"},
-    sizeof(tsr_decoder_layer_params),
-    CheckDecoderLayer,
-    1,
-    DecoderLayerArgDType};
+#define TSR_DECODER_LAYER_ARG_NAMES                                                          \
+  {"residual", "positions", "slots", "block_table", "seq_lens", "query_start", "inv_freq",   \
+   "input_norm", "w_qkv", "w_qkv_scale", "qkv_bias", "q_norm", "k_norm", "w_o", "w_o_scale", \
+   "o_bias", "post_norm", "w_gate_up", "w_gate_up_scale", "w_down", "w_down_scale"},        \
+      {"residual_out", "k_cache", "v_cache"}
+
+// v1 reads the params up to logit_softcap (the 1.2 struct), v2 all of it.
+const OpDef kDecoderLayerDef = {TSR_OP_DECODER_LAYER,
+                                "decoder_layer",
+                                TSR_DECODER_LAYER_ARG_NAMES,
+                                offsetof(tsr_decoder_layer_params, comm),
+                                CheckDecoderLayer,
+                                1,
+                                DecoderLayerArgDType};
+const OpDef kDecoderLayerTpDef = {TSR_OP_DECODER_LAYER,
+                                  "decoder_layer",
+                                  TSR_DECODER_LAYER_ARG_NAMES,
+                                  sizeof(tsr_decoder_layer_params),
+                                  CheckDecoderLayer,
+                                  2,
+                                  DecoderLayerArgDType};
 
 const char kScratchMarker = 0;
 
@@ -93,6 +104,17 @@ class Planner {
     }
     plan_->steps.push_back(step);
     return OkStatus();
+  }
+
+  // An in-place all_reduce SUM of `x` over the plan's communicator.
+  void AllReduce(const char* what, const TensorView& x) {
+    PlanStep step;
+    step.what = what;
+    step.call.op = kPlanAllReduce;
+    step.call.version = 0;
+    step.call.in[step.call.num_inputs++] = x;
+    step.call.out[step.call.num_outputs++] = x;
+    plan_->steps.push_back(step);
   }
 
   // y = x w^T (+ bias): linear v1, or v2 for int8 weights.
@@ -163,6 +185,7 @@ Status RequirePacked(const OpCall& call) {
 }  // namespace
 
 const OpDef& DecoderLayerDef() { return kDecoderLayerDef; }
+const OpDef& DecoderLayerTpDef() { return kDecoderLayerTpDef; }
 
 const void* ScratchMarker() { return &kScratchMarker; }
 
@@ -217,8 +240,9 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
   pa.logit_softcap = p.logit_softcap;
 
   plan->steps.clear();
-  plan->steps.reserve(16);
+  plan->steps.reserve(18);
   plan->scratch_bytes = 0;
+  plan->comm = fused.version == 2 ? p.comm : nullptr;
   Planner pl(plan);
   const TensorView normed = pl.Scratch(x, {t, h});
   const TensorView qkv = pl.Scratch(x, {t, nqkv});
@@ -262,6 +286,7 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
   }
   TSR_KIT_RETURN_IF_ERROR(
       pl.Linear("o projection", attn, in[kDlWO], in[kDlWOScale], in[kDlOBias], hidden, g));
+  if (plan->comm != nullptr) pl.AllReduce("o projection all_reduce", hidden);
   // residual_out holds the post-attention residual, then the layer's output.
   TSR_KIT_RETURN_IF_ERROR(pl.Step("post_attention_layernorm", TSR_OP_ADD_RMS_NORM, 1,
                                   {hidden, residual, in[kDlPostNorm]}, {normed, residual_out},
@@ -273,6 +298,7 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
                                   nullptr, 0, CheckSiluAndMul));
   TSR_KIT_RETURN_IF_ERROR(
       pl.Linear("down projection", act, in[kDlWDown], in[kDlWDownScale], none, hidden, g));
+  if (plan->comm != nullptr) pl.AllReduce("down projection all_reduce", hidden);
   return pl.Step("residual add", TSR_OP_ADD, 1, {hidden, residual_out}, {residual_out}, nullptr,
                  0, CheckAdd);
 }

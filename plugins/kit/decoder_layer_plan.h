@@ -1,4 +1,5 @@
-// decoder_layer v1 (ABI 1.2, TSR_OP_DECODER_LAYER) in the kit: its op def
+// decoder_layer v1 (ABI 1.2, TSR_OP_DECODER_LAYER) and v2 (ABI 1.4: one
+// tensor-parallel rank, two all_reduce steps in the plan) in the kit: its op def
 // (arguments, dtype classes, check) and its plan — the v1 op sequence of
 // its spec as OpCalls over the launch's tensors and a scratch arena for the
 // intermediates. A plugin whose v1 kernels can run on host memory runs the
@@ -38,8 +39,13 @@ struct PlanStep {
   OpCall call;       // op, version, tensors, params
 };
 
+// The op id of a plan step that is not a v1 op but decoder_layer v2's
+// in-place all_reduce SUM of call.out[0] over the plan's communicator.
+constexpr tsr_op_id kPlanAllReduce = 0;
+
 struct DecoderLayerPlan {
   std::vector<PlanStep> steps;
+  tsr_comm comm = nullptr;  // v2's params.comm (NULL: v1, or no parallelism)
   size_t scratch_bytes = 0;  // the arena's size (64-byte aligned parts)
 
   // Points every scratch view at `arena` (scratch_bytes, 64-byte aligned).

@@ -89,6 +89,8 @@ const OpDef* FindOpDef(tsr_op_id id);
 // decoder_layer v1 (ABI 1.2): the kit's def, for a plugin's ExtendOpTable
 // (AddFused with TSR_DECODER_LAYER_NUM_INPUTS / _OUTPUTS and (X, W, KV)).
 const OpDef& DecoderLayerDef();
+// decoder_layer v2 (ABI 1.4): the same, reading params.comm.
+const OpDef& DecoderLayerTpDef();
 
 // "input 1 (table)" / "output 0 (y)".
 std::string ArgLabel(const OpDef& def, bool output, size_t index);

@@ -245,10 +245,12 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   TSR_ASSIGN_OR_RETURN(r->stream_, device.CreateStream());
   r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
   r->pages_allocated_elsewhere_ = options.pages_allocated_elsewhere;
-  // Tensor parallelism runs the layers as op sequences (decoder_layer v1
-  // has no all-reduce inside); decode graphs capture the collectives with
-  // the rest (every rank captures and replays the same buckets in step).
-  if (options.fused_decoder_layer && !r->tp_.enabled()) r->ResolveFusedLayer();
+  // Tensor parallelism fuses the layers with decoder_layer v2 (ABI 1.4: the
+  // rank's shard, its two all-reduces inside) where the plugin lists it,
+  // else runs them as op sequences with an all_reduce after o and down;
+  // decode graphs capture the collectives with the rest (every rank
+  // captures and replays the same buckets in step).
+  if (options.fused_decoder_layer) r->ResolveFusedLayer();
   if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
     r->graph_max_batch_ = options.graph_max_batch;
     r->scratch_pages_ = {r->kv_pool_->scratch_page()};
@@ -661,7 +663,7 @@ void ModelRunner::ResolveFusedLayer() {
   }
   const tsr_dtype classes[] = {act_dtype_, w, kv_dtype_};  // (X, W, KV)
   const tsr_op_signature sig =
-      runtime::MakeSignature(TSR_OP_DECODER_LAYER, 1, classes);
+      runtime::MakeSignature(TSR_OP_DECODER_LAYER, tp_.enabled() ? 2 : 1, classes);
   auto resolved = runtime_.dispatcher().ResolveFused(device_.ordinal(), sig);
   if (!resolved.ok()) {
     TSR_LOG_DEBUG("model runner: layers run as op sequences ({})",
@@ -724,6 +726,7 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
   p.page_size = pa.page_size;
   p.sliding_window = pa.sliding_window;
   p.logit_softcap = pa.logit_softcap;
+  p.comm = tp_.enabled() ? comm_->handle() : nullptr;  // v2 only
   Status s = runtime_.dispatcher().Launch(*fused_layer_, *stream_, in, out, &p,
                                           sizeof(p));
   if (s.ok()) return s;

@@ -46,8 +46,14 @@ class TensorParallelRunnerTest : public ::testing::TestWithParam<TpCase> {
     ASSERT_GE(runtime_->num_devices(), 2) << "TESSERA_CPU_DEVICES=2 is set by the fixture";
   }
 
+  // Two ranks against one runner, step by step; `fused`: the layers run as
+  // decoder_layer (v2 on the ranks, the all-reduces inside) or as op
+  // sequences.
+  void CheckTwoRanks(bool fused);
+
   ModelRunnerOptions Options(int device) const {
     ModelRunnerOptions o;
+    o.fused_decoder_layer = fused_;
     o.activation_dtype = GetParam().activation_dtype;
     o.page_size = 4;
     o.kv_capacity_tokens = 128;
@@ -57,13 +63,15 @@ class TensorParallelRunnerTest : public ::testing::TestWithParam<TpCase> {
     return o;
   }
 
+  bool fused_ = true;
   ScopedEnvVar devices_{"TESSERA_CPU_DEVICES", "2"};
   ScratchDir dir_;
   std::unique_ptr<Checkpoint> checkpoint_;
   std::unique_ptr<runtime::Runtime> runtime_;
 };
 
-TEST_P(TensorParallelRunnerTest, TwoRanksGiveTheLogitsOfOne) {
+void TensorParallelRunnerTest::CheckTwoRanks(bool fused) {
+  fused_ = fused;
   auto whole = ModelRunner::Create(*runtime_, *checkpoint_, Options(0));
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
 
@@ -98,7 +106,8 @@ TEST_P(TensorParallelRunnerTest, TwoRanksGiveTheLogitsOfOne) {
   }
   for (int r = 0; r < 2; ++r) ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r].ToString();
   EXPECT_EQ(ranks[0]->tp().size, 2);
-  EXPECT_FALSE(ranks[0]->uses_fused_layers());
+  EXPECT_EQ(ranks[0]->uses_fused_layers(), fused);
+  EXPECT_EQ((*whole)->uses_fused_layers(), fused);
   const int64_t vocab = checkpoint_->config().vocab_size;
 
   // One sequence: a 7-token prefill, then 4 greedy decode steps.
@@ -141,6 +150,12 @@ TEST_P(TensorParallelRunnerTest, TwoRanksGiveTheLogitsOfOne) {
   // The decode steps replayed captured graphs, collectives included.
   EXPECT_GT(ranks[0]->graph_replays(), 0);
   EXPECT_EQ(ranks[0]->graph_replays(), ranks[1]->graph_replays());
+}
+
+TEST_P(TensorParallelRunnerTest, TwoRanksGiveTheLogitsOfOne) { CheckTwoRanks(/*fused=*/true); }
+
+TEST_P(TensorParallelRunnerTest, TwoRanksUnfusedGiveTheLogitsOfOne) {
+  CheckTwoRanks(/*fused=*/false);
 }
 
 INSTANTIATE_TEST_SUITE_P(

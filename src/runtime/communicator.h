@@ -47,6 +47,9 @@ class Communicator {
   int32_t rank() const { return rank_; }
   int32_t size() const { return size_; }
   int32_t device() const { return device_; }
+  // The plugin's handle, for ops that take a communicator in their params
+  // (decoder_layer v2); valid while this object lives.
+  tsr_comm handle() const { return comm_; }
 
   // Collectives over contiguous tensors of identical shape and dtype on
   // every rank, enqueued on `stream` (a stream of this rank's device).

@@ -64,8 +64,10 @@ extern "C" {
  * v2 (weight-only int8) and stream_busy_ns; 1.2 adds the first fused op,
  * decoder_layer (TSR_OP_DECODER_LAYER); 1.3 adds ranks in different
  * processes to the comm table (comm_get_unique_id, comm_init_rank) and
- * reduce_scatter. A plugin need not list any op of a later minor. */
-#define TSR_PLUGIN_ABI_MINOR 3
+ * reduce_scatter; 1.4 adds decoder_layer v2 (the layer of one
+ * tensor-parallel rank, its two all-reduces inside). A plugin need not list
+ * any op of a later minor. */
+#define TSR_PLUGIN_ABI_MINOR 4
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -423,7 +425,29 @@ enum {
    *     g    = silu_and_mul(linear(n2, w_gate_up [, w_gate_up_scale]))
    *     residual_out = add(linear(g, w_down [, w_down_scale]), r)
    *   with linear v1 for W in {X, F16} and v2 for I8. Rows of residual_out
-   *   past query_start[B] are unspecified. params: tsr_decoder_layer_params.
+   *   past query_start[B] are unspecified. params: tsr_decoder_layer_params
+   *   up to logit_softcap (v1 reads no further).
+   * decoder_layer v2 (since 1.4; the same id and tensors): one
+   *   tensor-parallel rank's layer. params.comm is a communicator of this
+   *   plugin (comm_init_rank or comm_init_all) of which this launch is one
+   *   rank, on a stream of that rank's device; NULL means no parallelism
+   *   (then v2 is v1). The tensors are the rank's shard (Megatron style):
+   *   w_qkv holds its Hq query heads and Hk KV heads (the params' Hq, Hk
+   *   are local), w_o the matching input columns [H, Hq D], w_gate_up its
+   *   I gate rows then its I up rows, w_down the matching columns [H, I];
+   *   o_bias is passed by one rank only. The result is v1's sequence with
+   *   two in-place all_reduce SUMs over comm inserted:
+   *     h = all_reduce(h)          after the o projection, before the
+   *                                add_rms_norm;
+   *     d = all_reduce(linear(g, w_down [, w_down_scale]))  before the
+   *                                final add.
+   *   They obey the collectives contract (ordering, matching, failure):
+   *   every rank launches the same layers in the same order, and a dead
+   *   peer is the stream's sticky TSR_ERR_DEVICE. A comm that is not a live
+   *   communicator of this plugin, or one whose rank lives on another
+   *   device than the stream, is TSR_ERR_INVALID_HANDLE /
+   *   TSR_ERR_INVALID_ARGUMENT at the launch. Recorded in a graph like any
+   *   collective. params: tsr_decoder_layer_params, all of it.
    */
   TSR_OP_DECODER_LAYER = TSR_OP_FUSED_BASE
 };
@@ -470,6 +494,9 @@ typedef struct tsr_decoder_layer_params {
   int32_t page_size;
   int32_t sliding_window;
   float logit_softcap;
+  /* Since 1.4, read by decoder_layer v2 only: the tensor-parallel
+   * communicator (NULL: none). */
+  tsr_comm comm;
 } tsr_decoder_layer_params;
 
 /* The number of tensors decoder_layer v1 takes. */
