@@ -32,6 +32,10 @@ void CollectiveChecks(CheckContext& ctx,
 void GraphChecks(CheckContext& ctx, PluginEnv& env);   // graph_checks.cc
 // Forks its own rank processes, each initialising the plugin: the group
 // runs without the usual init setup.
+// collectives.decoder_layer_tp: decoder_layer v2 split over the two ranks
+// of an in-process communicator (decoder_layer_tp_check.cc).
+Outcome DecoderLayerTpCheck(const PluginEnv& env, const std::vector<tsr_comm>& comms,
+                            const std::vector<tsr_stream>& streams);
 void CollectiveMpChecks(CheckContext& ctx,
                         PluginEnv& env);  // collective_mp_checks.cc
 

@@ -1,7 +1,9 @@
 // collectives (only when the plugin has a comm table): all_reduce (sum, max,
 // min), all_gather, broadcast and send/recv over every device the plugin
 // exposes, one host thread per rank. A single device checks the trivial
-// communicator; the cpu plugin exposes more with --options devices=N.
+// communicator; the cpu plugin exposes more with --options devices=N. With
+// two devices, decoder_layer v2 split over the two ranks
+// (decoder_layer_tp_check.cc).
 #include <fmt/format.h>
 
 #include <cstring>
@@ -257,6 +259,13 @@ void CollectiveChecks(CheckContext& ctx, PluginEnv& env) {
       }
     }
     return Pass();
+  });
+
+  ctx.Run("collectives.decoder_layer_tp", [&]() -> Outcome {
+    if (!ready()) return Fail("collectives.init failed");
+    std::vector<tsr_stream> streams;
+    for (const Stream& s : ranks.streams) streams.push_back(s.get());
+    return DecoderLayerTpCheck(env, ranks.comms, streams);
   });
 
   ctx.Run("collectives.destroy", [&]() -> Outcome {

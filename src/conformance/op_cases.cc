@@ -100,8 +100,8 @@ TensorSpec AliasOf(const std::vector<TensorSpec>& args, int arg) {
 CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes,
                      uint32_t version) {
   CaseList out;
-  if (op == TSR_OP_DECODER_LAYER && version == 1) {
-    AddDecoderLayerCases(out, dtypes);  // dtypes: the classes (X, W, KV)
+  if (op == TSR_OP_DECODER_LAYER && (version == 1 || version == 2)) {
+    AddDecoderLayerCases(out, dtypes, version);  // dtypes: the classes (X, W, KV)
     return out;
   }
   if (version != 1) {

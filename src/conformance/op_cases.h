@@ -132,7 +132,13 @@ void AddPagedAttentionCases(CaseList& out, std::span<const DType> dtypes);
 void AddArgmaxCases(CaseList& out, std::span<const DType> dtypes);
 void AddSampleCases(CaseList& out, std::span<const DType> dtypes);
 void AddLogprobsCases(CaseList& out, std::span<const DType> dtypes);
-void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes);  // fused
+// decoder_layer v1, and v2 with params.comm NULL (`version` 2: v1's cases).
+void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes,
+                          uint32_t version = 1);
+// The whole f32 layer collectives.decoder_layer_tp splits over two ranks:
+// Hq 4, Hk 2, D 16, H 32, I 24, q/k norms, qkv and o biases, residual_out
+// aliasing residual.
+OpCase MakeDecoderLayerTpCase(CaseBuilder& b);
 
 }  // namespace tessera::conformance
 

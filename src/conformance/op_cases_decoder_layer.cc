@@ -135,11 +135,16 @@ OpCase MakeLayer(CaseBuilder& b, std::span<const DType> classes, const LayerSpec
 
 }  // namespace
 
-// decoder_layer v1: dtypes are the signature's classes (X, W, KV).
-void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes) {
+// decoder_layer v1 (and v2 without a communicator): dtypes are the
+// signature's classes (X, W, KV).
+void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes, uint32_t version) {
   const std::vector<DType> classes(dtypes.begin(), dtypes.end());
   auto add = [&](std::string name, LayerSpec spec) {
-    out.push_back({name, [=](CaseBuilder& b) { return MakeLayer(b, classes, spec); }});
+    out.push_back({name, [=](CaseBuilder& b) {
+                     OpCase c = MakeLayer(b, classes, spec);
+                     c.version = version;  // v2: params.comm stays NULL
+                     return c;
+                   }});
   };
   LayerSpec decode;  // Qwen3-like: q/k norms, GQA, decode over a prefix
   decode.seqs = {{5, 1}, {9, 1}, {0, 1}};
@@ -159,6 +164,17 @@ void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes) {
   llama.seqs = {{4, 2}, {1, 1}};
   llama.inplace = true;
   add("llama", llama);
+}
+
+OpCase MakeDecoderLayerTpCase(CaseBuilder& b) {
+  LayerSpec spec;
+  spec.seqs = {{5, 1}, {0, 3}, {9, 1}};
+  spec.qk_norm = true;
+  spec.qkv_bias = true;
+  spec.o_bias = true;
+  spec.inplace = true;
+  const DType f32[] = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_F32};
+  return MakeLayer(b, f32, spec);
 }
 
 }  // namespace tessera::conformance
