@@ -32,8 +32,10 @@ TEST(OpContractsTest, UnknownOpAndVersion) {
   std::vector<DType> sig = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_F32};
   EXPECT_EQ(ValidateSignature(0, 1, sig).code(), StatusCode::kNotFound);
   EXPECT_EQ(ValidateSignature(1001, 1, sig).code(), StatusCode::kNotFound);
-  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 2, sig).code(),
+  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 3, sig).code(),
             StatusCode::kNotFound);
+  // v2 (ABI 1.4, a tensor-parallel rank) has v1's signatures.
+  EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 2, sig).ok());
   // decoder_layer's signature is its classes (X, W, KV).
   EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 1, sig).ok());
   EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 1,

@@ -342,9 +342,11 @@ TEST_F(CpuPluginTest, ListOpsCoversEveryV1Op) {
   std::set<std::pair<uint32_t, tsr_dtype>> seen;
   for (size_t i = 0; i < count; ++i) {
     EXPECT_EQ(ops[i].struct_size, sizeof(tsr_op_signature));
-    // Version 1 everywhere, plus linear v2 (ABI 1.1; ops_linear_w8_test.cc).
+    // Version 1 everywhere, plus linear v2 (ABI 1.1; ops_linear_w8_test.cc)
+    // and decoder_layer v2 (ABI 1.4, a tensor-parallel rank).
     EXPECT_TRUE(ops[i].version == 1u ||
-                (ops[i].version == 2u && ops[i].op == TSR_OP_LINEAR))
+                (ops[i].version == 2u &&
+                 (ops[i].op == TSR_OP_LINEAR || ops[i].op == TSR_OP_DECODER_LAYER)))
         << "entry " << i;
     const uint32_t op = ops[i].op;
     // The dtype that names the variant: table / q / first argument.

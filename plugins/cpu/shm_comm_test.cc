@@ -283,8 +283,11 @@ TEST_F(ShmCommTest, BadArgumentsAreRefusedSynchronously) {
   args.rank = 2;
   EXPECT_EQ(api_->comm->comm_init_rank(&args, &comm), TSR_ERR_INVALID_ARGUMENT);
   args.rank = 0;
+  args.node = 2;  // not one of num_nodes
   args.num_nodes = 2;
-  EXPECT_EQ(api_->comm->comm_init_rank(&args, &comm), TSR_ERR_UNSUPPORTED);
+  EXPECT_EQ(api_->comm->comm_init_rank(&args, &comm), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(api_->last_error()).find("node 2 must be 0..1"), std::string::npos)
+      << api_->last_error();
   DeviceTensor s = Make(TSR_DTYPE_F32, {5}, {1, 2, 3, 4, 5}, {}, 0, 0);
   DeviceTensor r = Zeros(TSR_DTYPE_F32, {2});
   EXPECT_EQ(api_->comm->reduce_scatter(comms_[0], streams_[0], &s.desc, &r.desc, TSR_REDUCE_SUM),

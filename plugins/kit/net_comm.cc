@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -12,12 +13,15 @@
 #include <netinet/in.h>
 
 #include <chrono>
+#include <csignal>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <vector>
 
 #include "kit/half.h"
+#include "kit/host_log.h"
 #include "kit/tcp_store.h"
 
 namespace tessera::plugin_kit {
@@ -48,6 +52,23 @@ std::string IdPrefix(const tsr_comm_unique_id& id) {
 }
 
 Status DeviceError(std::string message) { return Status(TSR_ERR_DEVICE, std::move(message)); }
+
+// Gloo writes to its peers' sockets without MSG_NOSIGNAL, so a peer that
+// died would kill this process with SIGPIPE instead of failing the
+// collective. A process that left SIGPIPE at its default gets it ignored
+// (writes then fail with EPIPE); one that installed a handler keeps it.
+void IgnoreSigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      signal(SIGPIPE, SIG_IGN);
+      LogToHost("comm", TSR_LOG_DEBUG,
+                "SIGPIPE is now ignored: a peer's closed TCP connection must fail the "
+                "collective, not kill this process");
+    }
+  });
+}
 
 }  // namespace
 
@@ -105,6 +126,7 @@ Status NetComm::Join(const tsr_comm_unique_id& id, int num_ranks, int rank, int 
   std::string host;
   Status s = CommHostAddress(&host);
   if (!s.ok()) return s;
+  IgnoreSigpipe();
   std::shared_ptr<NetComm> comm(new NetComm(num_ranks, rank, timeout_ms));
   const std::chrono::milliseconds timeout(timeout_ms);
   try {
@@ -116,6 +138,11 @@ Status NetComm::Join(const tsr_comm_unique_id& id, int num_ranks, int rank, int 
     TcpStore store(net.host, net.port, timeout);
     gloo::rendezvous::PrefixStore prefixed(IdPrefix(id), store);
     context->connectFullMesh(prefixed, device);
+    // connectFullMesh can return on one rank while a peer still finishes
+    // its handshakes; a barrier makes Join return once all are connected.
+    gloo::BarrierOptions barrier(context);
+    barrier.setTag(0xFFFFFFFFu);
+    gloo::barrier(barrier);
     comm->context_ = std::move(context);
   } catch (const std::exception& e) {
     return DeviceError(StrCat("rank ", rank, " of ", num_ranks, " could not join its peers over ",

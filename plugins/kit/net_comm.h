@@ -15,7 +15,8 @@
 // silent one (comm_timeout_ms) fails the call with TSR_ERR_DEVICE, and
 // every later call on the communicator fails the same way. A queued call
 // is not cancelled by its stream's destruction: it ends within the
-// timeout.
+// timeout. Joining ignores SIGPIPE when the process left it at its default
+// (Gloo's writes to a dead peer would otherwise kill the process).
 #ifndef TESSERA_PLUGINS_KIT_NET_COMM_H_
 #define TESSERA_PLUGINS_KIT_NET_COMM_H_
 

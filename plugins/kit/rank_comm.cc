@@ -41,6 +41,7 @@ Status ReadCommInitRankArgs(const tsr_comm_init_rank_args* args, const tsr_comm*
   if (a->rank < 0 || a->rank >= a->num_ranks) {
     return InvalidArgument("rank ", a->rank, " must be 0..", a->num_ranks - 1);
   }
+  if (a->num_nodes == 0) a->num_nodes = 1;  // a zeroed struct: one node
   if (a->num_nodes < 1 || a->num_nodes > a->num_ranks) {
     return InvalidArgument("num_nodes ", a->num_nodes, " must be 1..num_ranks (", a->num_ranks,
                            ")");

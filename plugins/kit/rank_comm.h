@@ -56,7 +56,7 @@ Status NewUniqueId(tsr_comm_unique_id* out);
 // that holds id..device, a non-NULL id, 1 <= num_ranks <= 64, rank in
 // range, 0 <= node < num_nodes <= num_ranks) and copies them into `a` as
 // this header knows them; node is 0 and num_nodes 1 when the caller's
-// struct predates them. The device is the plugin's to check.
+// struct predates them (num_nodes 0 also means 1). The device is the plugin's to check.
 Status ReadCommInitRankArgs(const tsr_comm_init_rank_args* args, const tsr_comm* out,
                             tsr_comm_init_rank_args* a);
 

@@ -371,12 +371,17 @@ Status ShmComm::WaitUntil(Done done, Lagging lagging, const char* what, const Co
       for (int q : behind) {
         names += names.empty() ? StrCat(q) : StrCat(", ", q);
         const RankState& st = rank_state(q);
+        // A peer may have arrived, passed and left since lagging() read its
+        // counter: it published the counter before leaving (or exiting),
+        // so look again before blaming it.
         if (st.left.load(std::memory_order_acquire) != 0) {
+          if (done()) return OkStatus();
           return Break(StrCat("rank ", q, " destroyed its communicator while rank ", rank_,
                               " waited ", what));
         }
         const int32_t pid = st.pid.load(std::memory_order_acquire);
         if (pid > 0 && pid != getpid() && ProcessGone(pid)) {
+          if (done()) return OkStatus();
           return Break(StrCat("rank ", q, " (pid ", pid, ") exited while rank ", rank_,
                               " waited ", what));
         }

@@ -598,11 +598,19 @@ void CollectiveMpChecks(CheckContext& ctx, PluginEnv& env) {
 
   run("collectives_mp.peer_exits", 2, {{"comm_timeout_ms", kPeerExitTimeoutMs}},
       [](RankEnv& r) -> std::string {
-        if (r.rank == 1) _exit(0);  // gone without calling: rank 0 must not hang
-        const auto start = std::chrono::steady_clock::now();
+        // One collective both ranks finish (so every transport is fully up),
+        // then rank 1 exits without calling the second: rank 0 must get an
+        // error, not hang.
         MP_ASSIGN_OR_RETURN(Buffer b, Upload(r, TSR_DTYPE_F32, std::vector<double>(1024, 1.0)));
         tsr_tensor t = Vector(TSR_DTYPE_F32, b.get(), 1024);
-        tsr_status st = r.env->api().comm->all_reduce(r.comm, r.stream, &t, &t, TSR_REDUCE_SUM);
+        const tsr_comm_api& c = *r.env->api().comm;
+        MP_RETURN_IF_ERROR(
+            r.env->Check(c.all_reduce(r.comm, r.stream, &t, &t, TSR_REDUCE_SUM), "all_reduce"));
+        std::string sync = Sync(r, "the first all_reduce");
+        if (!sync.empty()) return sync;
+        if (r.rank == 1) _exit(0);  // gone without calling: rank 0 must not hang
+        const auto start = std::chrono::steady_clock::now();
+        tsr_status st = c.all_reduce(r.comm, r.stream, &t, &t, TSR_REDUCE_SUM);
         if (st == TSR_OK) st = r.env->api().stream_synchronize(r.stream);
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
