@@ -85,7 +85,8 @@ bool IsKnownVersion(tsr_op_id op, uint32_t version) {
            (op == TSR_OP_DECODER_LAYER && version == kDecoderLayerTpVersion);
   }
   return version == kOpVersion ||
-         (op == TSR_OP_LINEAR && version == kLinearW8Version);
+         (op == TSR_OP_LINEAR && version == kLinearW8Version) ||
+         (op == TSR_OP_EMBEDDING && version == kEmbeddingShardVersion);
 }
 
 std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
@@ -316,6 +317,7 @@ Status ValidateSignature(tsr_op_id op, uint32_t version,
         version, TSR_PLUGIN_ABI_MINOR, kOpVersion,
         op == TSR_OP_LINEAR          ? " and 2 (int8 weights)"
         : op == TSR_OP_DECODER_LAYER ? " and 2 (a tensor-parallel rank)"
+        : op == TSR_OP_EMBEDDING     ? " and 2 (a vocabulary shard)"
                                      : " only"));
   }
   if (IsFusedOp(op) && dtypes.size() != kFusedSignatureClasses) {

@@ -27,6 +27,9 @@ inline constexpr uint32_t kLinearW8Version = 2;
 // Same tensors and signatures as v1; the reference runs it as v1 (without
 // the all-reduces: one rank alone, or comm NULL).
 inline constexpr uint32_t kDecoderLayerTpVersion = 2;
+// embedding v2 (ABI 1.4): a vocabulary shard (params.row_begin; zeros for
+// ids outside it). Same arguments and signatures as v1.
+inline constexpr uint32_t kEmbeddingShardVersion = 2;
 
 // Fused ops (ids >= TSR_OP_FUSED_BASE; decoder_layer since ABI 1.2): their
 // signatures list dtype classes, not one dtype per launch argument.

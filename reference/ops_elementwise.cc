@@ -37,6 +37,37 @@ Status Embedding(const OpCall& call) {
   return OkStatus();
 }
 
+// embedding v2: in ids I32 [T], table X [S, H] (vocabulary rows
+// [row_begin, row_begin + S)); out y X [T, H]. Rows outside the shard are 0.
+Status EmbeddingShard(const OpCall& call) {
+  const HostTensor& ids = call.in[0];
+  const HostTensor& table = call.in[1];
+  const HostTensor& y = call.out[0];
+  TSR_RETURN_IF_ERROR(ExpectRank(call, ids, "ids", 1, "[T]"));
+  TSR_RETURN_IF_ERROR(ExpectRank(call, table, "table", 2, "[S, H]"));
+  const int64_t tokens = ids.shape[0];
+  const int64_t rows = table.shape[0], hidden = table.shape[1];
+  TSR_RETURN_IF_ERROR(ExpectShape(call, y, "y", {tokens, hidden},
+                                  "[T, H]: T from ids, H from table"));
+  TSR_ASSIGN_OR_RETURN(auto p, ReadParams<tsr_embedding_shard_params>(
+                                   call, sizeof(tsr_embedding_shard_params)));
+  if (p.row_begin < 0) {
+    return InvalidArgumentError(fmt::format(
+        "embedding v2: params.row_begin {} must be >= 0", p.row_begin));
+  }
+  if (!call.execute) return OkStatus();
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int64_t local = ids.LoadInt(t * ids.strides[0]) - p.row_begin;
+    const bool inside = local >= 0 && local < rows;
+    for (int64_t h = 0; h < hidden; ++h) {
+      y.Store(t * y.strides[0] + h * y.strides[1],
+              inside ? table.Load(local * table.strides[0] + h * table.strides[1])
+                     : 0.0);
+    }
+  }
+  return OkStatus();
+}
+
 // in x X [.., 2I]; out y X [.., I]. y = silu(x[.., :I]) * x[.., I:].
 Status SiluAndMul(const OpCall& call) {
   const HostTensor& x = call.in[0];

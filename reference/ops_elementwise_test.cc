@@ -25,6 +25,25 @@ TEST(EmbeddingTest, OutOfRangeIdIsAnErrorAndWritesNothing) {
   EXPECT_THAT(y, ValuesNear(std::vector<double>{-7, -7}));
 }
 
+TEST(EmbeddingTest, ShardGivesItsRowsAndZerosForOtherIds) {
+  // Rows 2..3 of a vocabulary of 5; ids 1 and 4 belong to other shards.
+  auto ids = I32({4}, {3, 1, 2, 4});
+  auto table = F32({2, 2}, {20, 21, 30, 31});
+  auto y = F32({4, 2}, {-7, -7, -7, -7, -7, -7, -7, -7});
+  tsr_embedding_shard_params p{};
+  p.struct_size = sizeof(p);
+  p.row_begin = 2;
+  std::vector<HostTensor> out = {y.view()};
+  ASSERT_TRUE(RunReferenceOp(TSR_OP_EMBEDDING, kEmbeddingShardVersion,
+                             std::vector<HostTensor>{ids.view(), table.view()}, out, &p)
+                  .ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{30, 31, 0, 0, 20, 21, 0, 0}));
+  p.row_begin = -1;
+  EXPECT_FALSE(RunReferenceOp(TSR_OP_EMBEDDING, kEmbeddingShardVersion,
+                              std::vector<HostTensor>{ids.view(), table.view()}, out, &p)
+                   .ok());
+}
+
 TEST(SiluAndMulTest, HandComputed) {
   // x = [1, 0 | 2, 3]: y = (silu(1) * 2, silu(0) * 3) = (1.4621172, 0).
   auto x = F32({1, 4}, {1, 0, 2, 3});

@@ -35,6 +35,7 @@ struct OpCall {
 using OpFn = Status (*)(const OpCall& call);
 
 Status Embedding(const OpCall& call);
+Status EmbeddingShard(const OpCall& call);  // embedding v2 (ABI 1.4)
 Status RmsNorm(const OpCall& call);
 Status AddRmsNorm(const OpCall& call);
 Status Linear(const OpCall& call);

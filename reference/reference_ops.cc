@@ -61,6 +61,8 @@ struct OpEntry {
 const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
   static const OpEntry kLinearW8{internal::LinearW8, {}};
   if (op == TSR_OP_LINEAR && version == kLinearW8Version) return &kLinearW8;
+  static const OpEntry kEmbeddingShard{internal::EmbeddingShard, {}};
+  if (op == TSR_OP_EMBEDDING && version == kEmbeddingShardVersion) return &kEmbeddingShard;
   static const OpEntry kDecoderLayer{internal::DecoderLayer, {{0, 0}}};
   if (op == TSR_OP_DECODER_LAYER &&
       (version == kOpVersion || version == kDecoderLayerTpVersion)) {

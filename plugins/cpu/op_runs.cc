@@ -16,9 +16,17 @@ const OpDef kLinearW8Def = {TSR_OP_LINEAR,
                             sizeof(tsr_linear_w8_params),
                             CheckLinearW8,
                             2};
+const OpDef kEmbeddingShardDef = {TSR_OP_EMBEDDING,
+                                  "embedding",
+                                  {"ids", "table"},
+                                  {"y"},
+                                  sizeof(tsr_embedding_shard_params),
+                                  CheckEmbeddingShard,
+                                  2};
 }  // namespace
 
-// Replaces the kit's weak default: v1 + linear v2 + decoder_layer v1 and v2.
+// Replaces the kit's weak default: v1 + linear v2 + embedding v2 +
+// decoder_layer v1 and v2.
 void ExtendOpTable(OpTableBuilder& table) {
   constexpr tsr_dtype I8 = TSR_DTYPE_I8;
   constexpr tsr_dtype F32 = TSR_DTYPE_F32;
@@ -26,6 +34,9 @@ void ExtendOpTable(OpTableBuilder& table) {
   for (tsr_dtype a : {F32, BF16}) {
     table.Add(&kLinearW8Def, 3, {a, I8, F32, a});
     table.Add(&kLinearW8Def, 4, {a, I8, F32, a, a});
+  }
+  for (tsr_dtype x : {F32, BF16, tsr_dtype{TSR_DTYPE_F16}}) {
+    table.Add(&kEmbeddingShardDef, 2, {TSR_DTYPE_I32, x, x});
   }
   // Every (X, W, KV) class triple its v1 kernels cover.
   for (tsr_dtype x : {F32, BF16}) {
@@ -49,6 +60,7 @@ OpRunFn FindOpRun(const OpDef& def) { return FindOpRun(def.id, def.version); }
 OpRunFn FindOpRun(tsr_op_id op, uint32_t version) {
   if (version == 2) {
     if (op == TSR_OP_LINEAR) return RunLinearW8;
+    if (op == TSR_OP_EMBEDDING) return RunEmbeddingShard;
     return op == TSR_OP_DECODER_LAYER ? RunDecoderLayer : nullptr;
   }
   if (version != 1) return nullptr;

@@ -43,6 +43,7 @@ TSR_CPU_DECLARE_OP(Argmax)
 TSR_CPU_DECLARE_OP(Sample)
 TSR_CPU_DECLARE_OP(Logprobs)
 TSR_CPU_DECLARE_OP(LinearW8)  // linear v2 (ops_linear_w8.cc)
+TSR_CPU_DECLARE_OP(EmbeddingShard)  // embedding v2 (ops_elementwise.cc)
 TSR_CPU_DECLARE_OP(DecoderLayer)  // fused, ABI 1.2 (ops_decoder_layer.cc)
 
 #undef TSR_CPU_DECLARE_OP

@@ -99,6 +99,34 @@ Status RunEmbedding(const OpCall& call, ExecContext& ctx) {
   return OkStatus();
 }
 
+// embedding v2: rows of a vocabulary shard, zeros for ids outside it.
+Status RunEmbeddingShard(const OpCall& call, ExecContext& ctx) {
+  const TensorView &ids = call.in[0], &table = call.in[1], &y = call.out[0];
+  const int64_t t_count = ids.dim(0), rows = table.dim(0), h = table.dim(1);
+  const int64_t begin_row = call.params.embedding_shard.row_begin;
+  const int32_t* id = ids.as<int32_t>();
+  const size_t esize = DTypeSize(table.dtype);
+  ctx.pool->ParallelFor(t_count, RowGrain(h), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t local = static_cast<int64_t>(id[t * ids.stride(0)]) - begin_row;
+      char* dst = y.data + t * y.stride(0) * esize;
+      if (local < 0 || local >= rows) {
+        for (int64_t i = 0; i < h; ++i) std::memset(dst + i * y.stride(1) * esize, 0, esize);
+        continue;
+      }
+      const char* src = table.data + local * table.stride(0) * esize;
+      if (table.stride(1) == 1 && y.stride(1) == 1) {
+        std::memcpy(dst, src, static_cast<size_t>(h) * esize);
+      } else {
+        for (int64_t i = 0; i < h; ++i) {
+          std::memcpy(dst + i * y.stride(1) * esize, src + i * table.stride(1) * esize, esize);
+        }
+      }
+    }
+  });
+  return OkStatus();
+}
+
 Status RunSiluAndMul(const OpCall& call, ExecContext& ctx) {
   const TensorView &x = call.in[0], &y = call.out[0];
   const int64_t inter = y.cols();

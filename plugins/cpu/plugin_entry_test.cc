@@ -342,11 +342,13 @@ TEST_F(CpuPluginTest, ListOpsCoversEveryV1Op) {
   std::set<std::pair<uint32_t, tsr_dtype>> seen;
   for (size_t i = 0; i < count; ++i) {
     EXPECT_EQ(ops[i].struct_size, sizeof(tsr_op_signature));
-    // Version 1 everywhere, plus linear v2 (ABI 1.1; ops_linear_w8_test.cc)
-    // and decoder_layer v2 (ABI 1.4, a tensor-parallel rank).
+    // Version 1 everywhere, plus linear v2 (ABI 1.1; ops_linear_w8_test.cc),
+    // embedding v2 (a vocabulary shard) and decoder_layer v2 (a
+    // tensor-parallel rank), both ABI 1.4.
     EXPECT_TRUE(ops[i].version == 1u ||
                 (ops[i].version == 2u &&
-                 (ops[i].op == TSR_OP_LINEAR || ops[i].op == TSR_OP_DECODER_LAYER)))
+                 (ops[i].op == TSR_OP_LINEAR || ops[i].op == TSR_OP_EMBEDDING ||
+                  ops[i].op == TSR_OP_DECODER_LAYER)))
         << "entry " << i;
     const uint32_t op = ops[i].op;
     // The dtype that names the variant: table / q / first argument.
@@ -362,8 +364,8 @@ TEST_F(CpuPluginTest, ListOpsCoversEveryV1Op) {
     }
   }
   EXPECT_TRUE(seen.count({TSR_OP_EMBEDDING, TSR_DTYPE_F16}));
-  tsr_op_signature sig = ops[0];  // embedding: it has no version 2
-  sig.version = 2;
+  tsr_op_signature sig = ops[0];  // embedding: it has no version 3
+  sig.version = 3;
   tsr_kernel k;
   EXPECT_EQ(api_->resolve_op(0, &sig, &k), TSR_ERR_NOT_FOUND);
   sig = ops[0];

@@ -30,6 +30,7 @@ struct OpCall {
     tsr_paged_attention_params attention;
     tsr_linear_w8_params linear_w8;  // linear v2
     tsr_decoder_layer_params decoder_layer;  // fused, ABI 1.2
+    tsr_embedding_shard_params embedding_shard;  // embedding v2, ABI 1.4
   } params{};
 };
 

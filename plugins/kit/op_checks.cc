@@ -58,6 +58,15 @@ Status CheckEmbedding(const OpCall& call) {
   return RequireDim(y, "y", 1, table.dim(1), "H (table's dim 1)");
 }
 
+Status CheckEmbeddingShard(const OpCall& call) {
+  TSR_KIT_RETURN_IF_ERROR(CheckEmbedding(call));
+  if (call.params.embedding_shard.row_begin < 0) {
+    return InvalidArgument("params.row_begin ", call.params.embedding_shard.row_begin,
+                           " must be >= 0 (the shard's first vocabulary row)");
+  }
+  return OkStatus();
+}
+
 Status CheckSiluAndMul(const OpCall& call) {
   const TensorView &x = call.in[0], &y = call.out[0];
   TSR_KIT_RETURN_IF_ERROR(RequireMinRank(x, "x", 1));

@@ -59,6 +59,7 @@ TSR_KIT_DECLARE_CHECK(Argmax)
 TSR_KIT_DECLARE_CHECK(Sample)
 TSR_KIT_DECLARE_CHECK(Logprobs)
 TSR_KIT_DECLARE_CHECK(LinearW8)  // linear v2 (ABI 1.1)
+TSR_KIT_DECLARE_CHECK(EmbeddingShard)  // embedding v2 (ABI 1.4)
 #undef TSR_KIT_DECLARE_CHECK
 
 }  // namespace tessera::plugin_kit

@@ -106,6 +106,7 @@ CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes,
   }
   if (version != 1) {
     if (op == TSR_OP_LINEAR && version == 2) AddLinearW8Cases(out, dtypes);
+    if (op == TSR_OP_EMBEDDING && version == 2) AddEmbeddingShardCases(out, dtypes);
     return out;
   }
   switch (op) {

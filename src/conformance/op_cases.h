@@ -123,6 +123,7 @@ void AddRmsNormCases(CaseList& out, std::span<const DType> dtypes);
 void AddAddRmsNormCases(CaseList& out, std::span<const DType> dtypes);
 void AddLinearCases(CaseList& out, std::span<const DType> dtypes);
 void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes);  // v2
+void AddEmbeddingShardCases(CaseList& out, std::span<const DType> dtypes);  // v2
 void AddSiluAndMulCases(CaseList& out, std::span<const DType> dtypes);
 void AddAddCases(CaseList& out, std::span<const DType> dtypes);
 void AddCastCases(CaseList& out, std::span<const DType> dtypes);

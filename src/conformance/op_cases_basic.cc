@@ -55,6 +55,44 @@ void AddEmbeddingCases(CaseList& out, std::span<const DType> dtypes) {
   add("empty", 0, 17, 8, kPacked);
 }
 
+// embedding v2 (ABI 1.4): a shard of `rows` vocabulary rows starting at
+// row_begin; ids span the whole vocabulary (most fall outside: zeros).
+void AddEmbeddingShardCases(CaseList& out, std::span<const DType> dtypes) {
+  const DType x = dtypes[1];
+  auto add = [&](std::string name, int64_t t, int64_t vocab, int64_t begin, int64_t rows,
+                 int64_t h, bool strided) {
+    out.push_back({name, [=](CaseBuilder& b) {
+                     OpCase c;
+                     c.version = 2;
+                     c.num_inputs = 2;
+                     c.compare = CompareMode::kExact;
+                     TensorSpec ids = b.Ints({t}, 0, vocab);
+                     if (t >= 2) {  // both edges of the shard, always
+                       ids.values[0] = static_cast<double>(begin);
+                       ids.values[1] = static_cast<double>(begin + rows - 1);
+                     }
+                     TensorSpec table = b.Uniform(x, {rows, h}, -2, 2);
+                     TensorSpec y = b.Output(x, {t, h});
+                     if (strided) {
+                       ids = WithStrides(ids, {2});
+                       table = AtOffset(PadRows(table, 3), 5);
+                       y = AtOffset(PadRows(y, 7), 1);
+                     }
+                     c.args = {ids, table, y};
+                     tsr_embedding_shard_params p{};
+                     p.struct_size = sizeof(p);
+                     p.row_begin = begin;
+                     c.SetParams(p);
+                     return c;
+                   }});
+  };
+  add("first_shard", 9, 64, 0, 16, 33, false);
+  add("middle_shard", 17, 64, 24, 16, 64, false);
+  add("last_shard", 12, 48, 32, 16, 24, false);
+  add("strided", 9, 40, 30, 10, 17, true);
+  add("empty", 0, 17, 4, 8, 8, false);
+}
+
 // rms_norm: x X [.., H], w X [H] -> y X [.., H]; y may alias x.
 void AddRmsNormCases(CaseList& out, std::span<const DType> dtypes) {
   const DType x = dtypes[0];

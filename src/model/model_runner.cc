@@ -834,8 +834,24 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
     tsr_tensor in[] = {w.meta->View(TSR_DTYPE_I32, {t}, w.ids),
                        weights_->embed().View()};
     tsr_tensor out[] = {residual};
-    TSR_RETURN_IF_ERROR(
-        Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1, "embed_tokens"));
+    if (tp_.vocab_split) {
+      // Vocabulary-parallel: this rank's rows (zeros for the others'
+      // ids, embedding v2), summed over the ranks.
+      tsr_embedding_shard_params ep{};
+      ep.struct_size = sizeof(ep);
+      ep.row_begin = tp_.vocab_begin;
+      TSR_RETURN_IF_ERROR(Launch(TSR_OP_EMBEDDING, in, out, &ep, sizeof(ep), -1,
+                                 "embed_tokens (vocabulary shard)", 2));
+      Status s = comm_->AllReduce(*stream_, residual, residual);
+      if (!s.ok()) {
+        return s.WithContext(fmt::format("{}: all_reduce after embed_tokens (tensor parallel "
+                                         "rank {} of {})",
+                                         arch_->class_name, tp_.rank, tp_.size));
+      }
+    } else {
+      TSR_RETURN_IF_ERROR(
+          Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1, "embed_tokens"));
+    }
   }
   const tsr_rms_norm_params norm{sizeof(tsr_rms_norm_params),
                                  static_cast<float>(config_.rms_norm_eps)};

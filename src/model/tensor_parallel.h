@@ -6,10 +6,10 @@
 //     r / (n / Hk), the one its query heads read); o_proj row-parallel
 //     (its input columns of those heads), its output all-reduced;
 //   - MLP: gate/up column-parallel over I, down row-parallel, all-reduced;
-//   - lm_head vocabulary-parallel (rows [r V/n, (r+1) V/n)) with the logits
-//     all-gathered, when n divides V; otherwise replicated. The embedding
-//     table is replicated (a lookup of a shard would need a masked gather
-//     the v1 ops do not have);
+//   - embedding and lm_head vocabulary-parallel (rows [r V/n, (r+1) V/n))
+//     when n divides V: the lookup is embedding v2 (ABI 1.4: zeros for ids
+//     outside the shard) followed by an all_reduce, the logits are
+//     all-gathered; otherwise both are replicated;
 //   - norms replicated; a bias of a row-parallel linear only on rank 0.
 // Pure functions.
 #ifndef TESSERA_MODEL_TENSOR_PARALLEL_H_

@@ -308,8 +308,13 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
   const int64_t k0 = tp.kv_head_begin * d, kn = tp.kv_heads * d;
   const int64_t i0 = tp.inter_begin, in = tp.inter;
 
-  TSR_ASSIGN_OR_RETURN(w->embed_,
-                       load.Single(whole(std::string(kEmbedTokensName)), false));
+  // Vocabulary-parallel with lm_head when the vocabulary splits: this
+  // rank's rows only (embedding v2 looks them up).
+  TSR_ASSIGN_OR_RETURN(
+      w->embed_, load.Single(tp.vocab_split
+                                 ? rows(std::string(kEmbedTokensName), tp.vocab_begin, tp.vocab)
+                                 : whole(std::string(kEmbedTokensName)),
+                             false));
   w->layers_.resize(static_cast<size_t>(config.num_hidden_layers));
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     LayerWeights& lw = w->layers_[l];
@@ -354,16 +359,13 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
   }
   TSR_ASSIGN_OR_RETURN(w->final_norm_,
                        load.Single(whole(std::string(kFinalNormName)), false));
-  if (!config.tie_word_embeddings || tp.vocab_split) {
-    // A tied head split by vocabulary is a slice of the embedding table.
-    const std::string head = config.tie_word_embeddings
-                                 ? std::string(kEmbedTokensName)
-                                 : std::string(kLmHeadName);
+  // A tied head is the embedding table — this rank's shard of it when the
+  // vocabulary splits (the same rows).
+  if (!config.tie_word_embeddings) {
+    const std::string head(kLmHeadName);
     TSR_ASSIGN_OR_RETURN(
         w->lm_head_,
-        load.Single(tp.vocab_split ? rows(head, tp.vocab_begin, tp.vocab)
-                                   : whole(head),
-                    true));
+        load.Single(tp.vocab_split ? rows(head, tp.vocab_begin, tp.vocab) : whole(head), true));
   }
   return w;
 }

@@ -19,9 +19,10 @@
 //   - with a tensor-parallel shard (WeightLoadOptions::tp, see
 //     tensor_parallel.h) only the rank's slices are read and uploaded: qkv
 //     holds its heads' rows, gate_up its [I/n] gate rows then up rows,
-//     o_proj and down their input columns, lm_head its vocabulary rows (a
-//     tied lm_head then becomes its own slice of the embedding), and the
-//     biases of row-parallel linears live on rank 0 only.
+//     o_proj and down their input columns, the embedding and lm_head their
+//     vocabulary rows when the vocabulary splits (a tied lm_head is then
+//     the rank's embedding shard), and the biases of row-parallel linears
+//     live on rank 0 only.
 // The checkpoint must already have passed Checkpoint::Validate().
 // Conversion runs on the host in bounded chunks straight from the mapped
 // files; weights go into uncached device buffers (large, long-lived).
@@ -102,7 +103,7 @@ class ModelWeights {
       runtime::Device& device, const Checkpoint& checkpoint,
       const ArchitectureSpec& arch, const WeightLoadOptions& options);
 
-  const DeviceWeight& embed() const { return embed_; }  // [V, H]
+  const DeviceWeight& embed() const { return embed_; }  // [V, H], or [V/n, H] (a shard)
   const LayerWeights& layer(int64_t l) const { return layers_[l]; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   const DeviceWeight& final_norm() const { return final_norm_; }  // [H]

@@ -65,7 +65,8 @@ extern "C" {
  * decoder_layer (TSR_OP_DECODER_LAYER); 1.3 adds ranks in different
  * processes to the comm table (comm_get_unique_id, comm_init_rank) and
  * reduce_scatter; 1.4 adds decoder_layer v2 (the layer of one
- * tensor-parallel rank, its two all-reduces inside). A plugin need not list
+ * tensor-parallel rank, its two all-reduces inside) and embedding v2 (a
+ * vocabulary shard). A plugin need not list
  * any op of a later minor. */
 #define TSR_PLUGIN_ABI_MINOR 4
 /* The oldest minor of this major that the host still accepts. */
@@ -270,7 +271,14 @@ typedef uint32_t tsr_op_id;
 enum {
   /* embedding v1: in  ids I32 [T], table X [V, H]; out y X [T, H].
    *   y[t] = table[ids[t]]. X in {F32, BF16, F16}. An id outside [0, V) is a
-   *   sticky stream error (TSR_ERR_INVALID_ARGUMENT). params: none (NULL). */
+   *   sticky stream error (TSR_ERR_INVALID_ARGUMENT). params: none (NULL).
+   * embedding v2 (since 1.4; the same id): a vocabulary shard, for
+   *   tensor parallelism. in ids I32 [T], table X [S, H] holding rows
+   *   [params.row_begin, params.row_begin + S) of the whole table;
+   *   out y X [T, H]. y[t] = table[ids[t] - row_begin] when the id falls in
+   *   the shard, else zeros (every id is valid: the ranks' results summed
+   *   by an all_reduce give the whole table's rows). Signatures as v1's.
+   *   params: tsr_embedding_shard_params. */
   TSR_OP_EMBEDDING = 1,
   /* rms_norm v1: in x X [.., H], w X [H]; out y X [.., H] (same shape as x).
    *   y = x / sqrt(mean(x^2 over H) + eps) * w. Leading dims are any.
@@ -472,6 +480,13 @@ typedef struct tsr_paged_attention_params {
   int32_t sliding_window; /* 0: none; else attend to the last W positions only */
   float logit_softcap;    /* 0: none; else s = cap * tanh(s / cap) */
 } tsr_paged_attention_params;
+
+/* embedding v2 (since 1.4). */
+typedef struct tsr_embedding_shard_params {
+  uint32_t struct_size;
+  int32_t reserved;   /* 0 */
+  int64_t row_begin;  /* the shard's first vocabulary row, >= 0 */
+} tsr_embedding_shard_params;
 
 /* linear v2 (since 1.1). */
 typedef struct tsr_linear_w8_params {
