@@ -59,19 +59,20 @@ Status CommTensor(const tsr_tensor* t, const char* name, bool reducible, TensorV
   return OkStatus();
 }
 
+// This rank's part of a collective, on its stream worker: through its
+// cross-process transport, or its in-process group.
+Status RunAsRank(const Comm& comm, const CollectiveArgs& args, ExecContext& ctx) {
+  if (comm.remote != nullptr) return comm.remote->RunCollective(args, CommExecOf(ctx));
+  return comm.group->RunCollective(comm.rank, args, ctx);
+}
+
 Status EnqueueCollective(const std::shared_ptr<Comm>& comm, Stream& stream, const char* what,
                          CollectiveArgs args, std::vector<std::shared_ptr<Buffer>> keep) {
-  if (comm->remote != nullptr) {
-    std::shared_ptr<RankComm> remote = comm->remote;
-    return stream.Enqueue(what, [remote, args, keep = std::move(keep)](ExecContext& ctx) {
-      return remote->RunCollective(args, CommExecOf(ctx));
-    });
+  if (comm->group != nullptr) {
+    TSR_CPU_RETURN_IF_ERROR(comm->group->CountEnqueued(comm->rank, stream.core().get()));
   }
-  std::shared_ptr<CommGroup> group = comm->group;
-  const int rank = comm->rank;
-  TSR_CPU_RETURN_IF_ERROR(group->CountEnqueued(rank, stream.core().get()));
-  return stream.Enqueue(what, [group, rank, args, keep = std::move(keep)](ExecContext& ctx) {
-    return group->RunCollective(rank, args, ctx);
+  return stream.Enqueue(what, [comm, args, keep = std::move(keep)](ExecContext& ctx) {
+    return RunAsRank(*comm, args, ctx);
   });
 }
 
@@ -375,8 +376,7 @@ Status RunLayerAllReduce(tsr_comm handle, const TensorView& x, ExecContext& ctx)
   args.send = x.data;
   args.recv = x.data;
   args.op = TSR_REDUCE_SUM;
-  if (comm->remote != nullptr) return comm->remote->RunCollective(args, CommExecOf(ctx));
-  return comm->group->RunCollective(comm->rank, args, ctx);
+  return RunAsRank(*comm, args, ctx);
 }
 
 const tsr_comm_api* CommApi() {

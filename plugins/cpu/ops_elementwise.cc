@@ -69,6 +69,21 @@ void CastRows(ExecContext& ctx, const TensorView& x, const TensorView& y) {
   });
 }
 
+// y[t] = table[row] (both [.., H], any strides; same dtype).
+void CopyTableRow(const TensorView& table, int64_t row, const TensorView& y, int64_t t) {
+  const size_t esize = DTypeSize(table.dtype);
+  const int64_t h = table.dim(1);
+  const char* src = table.data + row * table.stride(0) * esize;
+  char* dst = y.data + t * y.stride(0) * esize;
+  if (table.stride(1) == 1 && y.stride(1) == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(h) * esize);
+    return;
+  }
+  for (int64_t i = 0; i < h; ++i) {
+    std::memcpy(dst + i * y.stride(1) * esize, src + i * table.stride(1) * esize, esize);
+  }
+}
+
 }  // namespace
 
 Status RunEmbedding(const OpCall& call, ExecContext& ctx) {
@@ -82,19 +97,8 @@ Status RunEmbedding(const OpCall& call, ExecContext& ctx) {
                              "); token ids must be below the vocabulary size");
     }
   }
-  const size_t esize = DTypeSize(table.dtype);
   ctx.pool->ParallelFor(t_count, RowGrain(h), [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const char* src = table.data + id[t * ids.stride(0)] * table.stride(0) * esize;
-      char* dst = y.data + t * y.stride(0) * esize;
-      if (table.stride(1) == 1 && y.stride(1) == 1) {
-        std::memcpy(dst, src, static_cast<size_t>(h) * esize);
-      } else {
-        for (int64_t i = 0; i < h; ++i) {
-          std::memcpy(dst + i * y.stride(1) * esize, src + i * table.stride(1) * esize, esize);
-        }
-      }
-    }
+    for (int64_t t = begin; t < end; ++t) CopyTableRow(table, id[t * ids.stride(0)], y, t);
   });
   return OkStatus();
 }
@@ -109,19 +113,12 @@ Status RunEmbeddingShard(const OpCall& call, ExecContext& ctx) {
   ctx.pool->ParallelFor(t_count, RowGrain(h), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t local = static_cast<int64_t>(id[t * ids.stride(0)]) - begin_row;
-      char* dst = y.data + t * y.stride(0) * esize;
-      if (local < 0 || local >= rows) {
-        for (int64_t i = 0; i < h; ++i) std::memset(dst + i * y.stride(1) * esize, 0, esize);
+      if (local >= 0 && local < rows) {
+        CopyTableRow(table, local, y, t);
         continue;
       }
-      const char* src = table.data + local * table.stride(0) * esize;
-      if (table.stride(1) == 1 && y.stride(1) == 1) {
-        std::memcpy(dst, src, static_cast<size_t>(h) * esize);
-      } else {
-        for (int64_t i = 0; i < h; ++i) {
-          std::memcpy(dst + i * y.stride(1) * esize, src + i * table.stride(1) * esize, esize);
-        }
-      }
+      char* dst = y.data + t * y.stride(0) * esize;
+      for (int64_t i = 0; i < h; ++i) std::memset(dst + i * y.stride(1) * esize, 0, esize);
     }
   });
   return OkStatus();

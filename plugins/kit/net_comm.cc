@@ -228,33 +228,31 @@ Status NetComm::RunCollective(const CollectiveArgs& a, const CommExec& ctx) {
 
 Status NetComm::Send(int peer, const void* data, tsr_dtype dtype, int64_t count,
                      const CommExec&) {
-  if (!broken_.empty()) return DeviceError(broken_);
-  const size_t bytes = DTypeSize(dtype) * static_cast<size_t>(count);
-  if (bytes == 0) return OkStatus();
-  try {
-    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), bytes);
-    buffer->send(peer, kPointToPointSlot + sent_[peer]++);
-    if (!buffer->waitSend(std::chrono::milliseconds(timeout_ms_))) {
-      return Fail("send", "the transfer was aborted");
-    }
-  } catch (const std::exception& e) {
-    return Fail("send", e.what());
-  }
-  return OkStatus();
+  return Transfer(true, peer, const_cast<void*>(data), DTypeSize(dtype) * static_cast<size_t>(count));
 }
 
 Status NetComm::Recv(int peer, void* data, tsr_dtype dtype, int64_t count, const CommExec&) {
+  return Transfer(false, peer, data, DTypeSize(dtype) * static_cast<size_t>(count));
+}
+
+Status NetComm::Transfer(bool sending, int peer, void* data, size_t bytes) {
+  const char* what = sending ? "send" : "recv";
   if (!broken_.empty()) return DeviceError(broken_);
-  const size_t bytes = DTypeSize(dtype) * static_cast<size_t>(count);
   if (bytes == 0) return OkStatus();
   try {
     auto buffer = context_->createUnboundBuffer(data, bytes);
-    buffer->recv(peer, kPointToPointSlot + received_[peer]++);
-    if (!buffer->waitRecv(std::chrono::milliseconds(timeout_ms_))) {
-      return Fail("recv", "the transfer was aborted");
+    const std::chrono::milliseconds timeout(timeout_ms_);
+    bool done;
+    if (sending) {
+      buffer->send(peer, kPointToPointSlot + sent_[peer]++);
+      done = buffer->waitSend(timeout);
+    } else {
+      buffer->recv(peer, kPointToPointSlot + received_[peer]++);
+      done = buffer->waitRecv(timeout);
     }
+    if (!done) return Fail(what, "the transfer was aborted");
   } catch (const std::exception& e) {
-    return Fail("recv", e.what());
+    return Fail(what, e.what());
   }
   return OkStatus();
 }

@@ -60,6 +60,9 @@ class NetComm : public RankComm {
   NetComm(int num_ranks, int rank, int timeout_ms)
       : num_ranks_(num_ranks), rank_(rank), timeout_ms_(timeout_ms) {}
   void AllReduceInPlace(char* data, tsr_dtype dtype, int64_t count, tsr_reduce_op op);
+  // send (sending) or recv of `bytes` at `data` with `peer`, the n-th with
+  // that peer in this direction.
+  Status Transfer(bool sending, int peer, void* data, size_t bytes);
   // Records the first failure; every later call returns it.
   Status Fail(const std::string& what, const std::string& why);
 

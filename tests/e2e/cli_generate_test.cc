@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "testing/fixtures.h"
+#include "testing/goldens.h"
 #include "testing/platforms.h"
 #include "testing/subprocess.h"
 
@@ -64,16 +65,6 @@ std::string Detokenize(const std::string& model, const Json& ids) {
   return Json::parse(r.out)["prompt"].get<std::string>();
 }
 
-std::vector<Json> ReadJsonl(const std::string& path) {
-  std::vector<Json> rows;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) rows.push_back(Json::parse(line));
-  }
-  return rows;
-}
-
 constexpr int32_t kStoriesEos = 2;
 
 // The goldens on every platform (testing/platforms.h).
@@ -88,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(Platforms, CliGenerateOnPlatformTest,
 TEST_P(CliGenerateOnPlatformTest, GreedyMatchesStories260kGolden) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
-  const std::vector<Json> cases = ReadJsonl(golden);
+  const std::vector<Json> cases = tessera::testing::ReadJsonLines<Json>(golden);
   ASSERT_FALSE(cases.empty());
   double decode_tps_sum = 0;
   for (const Json& c : cases) {
@@ -141,7 +132,7 @@ TEST_P(CliGenerateOnPlatformTest, GreedyMatchesStories260kGolden) {
 TEST(CliGenerateTest, ChunkedPrefillGivesTheSameTokens) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
-  const std::vector<Json> cases = ReadJsonl(golden);
+  const std::vector<Json> cases = tessera::testing::ReadJsonLines<Json>(golden);
   ASSERT_GE(cases.size(), 2u);
   // Prompt of 12 tokens in chunks of 5: three forward passes over a growing
   // cached prefix before the first token.

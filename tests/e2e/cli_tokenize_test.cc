@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "testing/fixtures.h"
+#include "testing/goldens.h"
 #include "testing/subprocess.h"
 
 namespace {
@@ -69,16 +70,6 @@ std::vector<Json> JsonLines(const std::string& out) {
   return lines;
 }
 
-std::vector<Json> ReadJsonl(const std::string& path) {
-  std::vector<Json> rows;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) rows.push_back(Json::parse(line));
-  }
-  return rows;
-}
-
 // A one-line "error: ..." message on stderr.
 void ExpectOneLineError(const Result& r, const std::string& needle) {
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
@@ -98,7 +89,7 @@ std::string Tokenize(const std::string& dir, const std::string& request,
 TEST(CliTokenizeTest, EveryGoldenEncodeCaseIsExact) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "tokenizers/qwen3/golden_encode.jsonl");
-  const std::vector<Json> cases = ReadJsonl(golden);
+  const std::vector<Json> cases = tessera::testing::ReadJsonLines<Json>(golden);
   ASSERT_FALSE(cases.empty());
   // The goldens were encoded with add_special_tokens false; Qwen3's
   // post-processor adds nothing, so the default (true) must agree.
@@ -143,7 +134,7 @@ Json ChatRequest(const Json& c) {
 TEST(CliTokenizeTest, EveryGoldenChatCaseRendersAndEncodesExactly) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "tokenizers/qwen3/golden_chat.jsonl");
-  const std::vector<Json> cases = ReadJsonl(golden);
+  const std::vector<Json> cases = tessera::testing::ReadJsonLines<Json>(golden);
   ASSERT_FALSE(cases.empty());
   ScratchDir scratch;
   std::string requests;
@@ -163,7 +154,7 @@ TEST(CliTokenizeTest, EveryGoldenChatCaseRendersAndEncodesExactly) {
 TEST(CliTokenizeTest, SingleRequestInlineAndFromFile) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "tokenizers/qwen3/golden_chat.jsonl");
-  const Json chat = ReadJsonl(golden).front();
+  const Json chat = tessera::testing::ReadJsonLines<Json>(golden).front();
   ScratchDir scratch;
   const Result from_file = Tessera(
       Tokenize(dir, "@" + scratch.File("req.json", ChatRequest(chat).dump())));
@@ -220,7 +211,7 @@ TEST(CliTokenizeTest, PromptAddsSpecialTokensByDefaultMessagesDoNot) {
 TEST(CliDetokenizeTest, RoundTripsGoldenIds) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "tokenizers/qwen3/golden_encode.jsonl");
-  const std::vector<Json> cases = ReadJsonl(golden);
+  const std::vector<Json> cases = tessera::testing::ReadJsonLines<Json>(golden);
   // Plain text, CJK, and special tokens (kept with skip_special_tokens
   // false, dropped by default).
   for (size_t i : {size_t(2), size_t(7), size_t(11)}) {

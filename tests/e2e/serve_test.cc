@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "testing/fixtures.h"
+#include "testing/goldens.h"
 #include "testing/platforms.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
@@ -23,20 +24,11 @@ namespace tessera {
 namespace {
 
 using Json = nlohmann::json;
+using testing::ReadJsonLines;
 using testing::ServerProcess;
 using testing::SseData;
 
 constexpr const char* kBin = TSR_TESSERA_BIN;
-
-std::vector<Json> ReadJsonLines(const std::string& path) {
-  std::vector<Json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(Json::parse(line));
-  }
-  return out;
-}
 
 // Starts a server or fails the test with its log.
 #define START_SERVER(server, ...)                                  \
@@ -120,12 +112,7 @@ TEST_P(ServeOnPlatformTest, StoriesGreedyEqualsGoldensAloneAndUnder32ConcurrentS
     auto res = server.Post("/generate", request(c).dump());
     ASSERT_EQ(res.status, 200) << res.body;
     const auto ids = Json::parse(res.body)["output_ids"].get<std::vector<int>>();
-    const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
-    const size_t stable = c["stable_prefix"].get<size_t>();
-    for (size_t i = 0; i < stable && i < expected.size(); ++i) {
-      ASSERT_LT(i, ids.size());
-      EXPECT_EQ(ids[i], expected[i]) << c["prompt"] << " step " << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectGoldenPrefix(ids, c, c["prompt"].dump()));
     alone.push_back(ids);
     // The OpenAI endpoint gives the same continuation as text.
     auto text = server.Post(

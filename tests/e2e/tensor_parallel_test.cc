@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "testing/fixtures.h"
+#include "testing/goldens.h"
 #include "testing/platforms.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
@@ -30,21 +31,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using testing::ReadJsonLines;
 using testing::RunShell;
 using testing::ServerProcess;
 using testing::ShellQuote;
 
 constexpr const char* kBin = TSR_TESSERA_BIN;
-
-std::vector<Json> ReadJsonLines(const std::string& path) {
-  std::vector<Json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(Json::parse(line));
-  }
-  return out;
-}
 
 // The pids whose parent is `parent` (from /proc).
 std::vector<pid_t> ChildrenOf(pid_t parent) {
@@ -112,12 +104,7 @@ TEST(TensorParallelServeTest, StoriesGreedyEqualsGoldensWithTwoRanks) {
     auto res = server.Post("/generate", request(c).dump());
     ASSERT_EQ(res.status, 200) << res.body;
     const auto ids = Json::parse(res.body)["output_ids"].get<std::vector<int>>();
-    const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
-    const size_t stable = c["stable_prefix"].get<size_t>();
-    for (size_t i = 0; i < stable && i < expected.size(); ++i) {
-      ASSERT_LT(i, ids.size());
-      EXPECT_EQ(ids[i], expected[i]) << c["prompt"] << " step " << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectGoldenPrefix(ids, c, c["prompt"].dump()));
   }
   // Concurrent requests batch together (and decode overlapped) on both ranks.
   std::vector<std::future<testing::HttpResult>> streams;
@@ -131,12 +118,8 @@ TEST(TensorParallelServeTest, StoriesGreedyEqualsGoldensWithTwoRanks) {
     ASSERT_EQ(res.status, 200) << res.body;
     const Json& c = cases[i % cases.size()];
     const auto ids = Json::parse(res.body)["output_ids"].get<std::vector<int>>();
-    const auto expected = c["greedy_output_ids"].get<std::vector<int>>();
-    const size_t stable = c["stable_prefix"].get<size_t>();
-    for (size_t k = 0; k < stable && k < expected.size(); ++k) {
-      ASSERT_LT(k, ids.size());
-      EXPECT_EQ(ids[k], expected[k]) << "request " << i << " step " << k;
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        testing::ExpectGoldenPrefix(ids, c, "request " + std::to_string(i)));
   }
   EXPECT_EQ(server.Stop(), 0) << server.log();
   for (pid_t w : workers) EXPECT_FALSE(ProcessAlive(w)) << "worker " << w << " outlived rank 0";
