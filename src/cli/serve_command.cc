@@ -4,6 +4,9 @@
 // --mem-fraction-static F] [--chunked-prefill-size 2048]
 // [--max-running-requests 256] [--max-queued-requests N]
 // [--schedule-policy lpm|fcfs] [--disable-radix-cache]
+// [--enable-hierarchical-cache [--hicache-ratio 2 | --hicache-size GB]
+//  [--hicache-mem-layout page_first|layer_first]
+//  [--hicache-write-policy write_through|write_through_selective|write_back]]
 // [--max-inflight-launches 2 | --disable-overlap-schedule]
 // [--graph-max-bs 160 | --disable-graph] (SGLang's --cuda-graph-max-bs and
 // --disable-cuda-graph are accepted as aliases)
@@ -44,6 +47,7 @@
 #include "base/logging.h"
 #include "cli/command.h"
 #include "cli/cli_io.h"
+#include "cli/hicache_flags.h"
 #include "prompt/prompt_tools.h"
 #include "cli/model_loading.h"
 #include "cli/runtime_start.h"
@@ -97,6 +101,7 @@ struct ServeOptions {
   double shutdown_grace = 30.0;
   runtime::RuntimeFlags flags;
   TpFlags tp;
+  HiCacheFlags hicache;
 };
 
 std::string ExecutableDir() {
@@ -164,6 +169,7 @@ Status CheckFlags(const ServeOptions& o) {
             .status()
             .WithContext("--tool-call-parser"));
   }
+  TSR_RETURN_IF_ERROR(o.hicache.ToOptions().status());
   return engine::ParseSchedulePolicy(o.schedule_policy).status();
 }
 
@@ -331,6 +337,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   eo.max_queued_requests = o.max_queued_requests;
   eo.policy = *engine::ParseSchedulePolicy(o.schedule_policy);
   eo.disable_radix_cache = o.disable_radix_cache;
+  eo.hicache = *o.hicache.ToOptions();
   eo.max_inflight_launches =
       o.disable_overlap_schedule ? 1 : o.max_inflight_launches;
   eo.log_interval_s = o.log_interval;
@@ -362,6 +369,33 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
     }
     return out;
   });
+
+  if (eo.hicache.enabled) {
+    engine::Engine* e = m.engine.get();
+    (void)metrics::RegisterCacheTierMetrics(m.registry.get(), [e] {
+      const engine::EngineStats st = e->Stats();
+      metrics::CacheTierSnapshot snap;
+      snap.tiers.push_back(
+          {"device",
+           static_cast<double>(st.cached_tokens_total - st.host_hit_tokens_total),
+           static_cast<double>(st.kv_cached_tokens),
+           static_cast<double>(st.kv_capacity_tokens)});
+      snap.tiers.push_back({"host", static_cast<double>(st.host_hit_tokens_total),
+                            static_cast<double>(st.host_cached_tokens),
+                            static_cast<double>(st.host_capacity_tokens)});
+      snap.transfers.push_back(
+          {"backup", static_cast<double>(st.hicache_backup_bytes_total),
+           st.hicache_backup_seconds_total,
+           static_cast<double>(st.hicache_backup_pages_total)});
+      snap.transfers.push_back(
+          {"load", static_cast<double>(st.hicache_load_bytes_total),
+           st.hicache_load_seconds_total,
+           static_cast<double>(st.hicache_load_pages_total)});
+      snap.transfer_failures =
+          static_cast<double>(st.hicache_transfer_failures_total);
+      return snap;
+    });
+  }
 
   const runtime::Device& device = m.runner->device();
   o.server.info = Json{{"version", TESSERA_VERSION},
@@ -584,6 +618,7 @@ Command AddServeCommand(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--disable-radix-cache", o->disable_radix_cache,
                 "turn the prefix cache off");
+  AddHiCacheFlags(app, &o->hicache);
   app->add_option("--max-inflight-launches", o->max_inflight_launches,
                   "steps launched before the host postprocesses the oldest: "
                   "2 overlaps the host's work with the device's, 1 is the "

@@ -71,6 +71,19 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   e->scheduler_ = std::make_unique<Scheduler>(
       runner.kv_pool(), e->options_,
       [e](const Sequence& seq) { e->OnFinished(seq); });
+  if (e->options_.hicache.enabled) {
+    if (e->options_.tp != nullptr) {
+      return InvalidArgumentError(
+          "--enable-hierarchical-cache does not run with --tp-size > 1 yet "
+          "(each rank's KV shard would need its own host tier); drop one of "
+          "them");
+    }
+    TSR_ASSIGN_OR_RETURN(
+        std::unique_ptr<HiCache> hicache,
+        HiCache::Create(runner.device(), runner.kv_pool(),
+                        e->scheduler_->kv().cache(), e->options_.hicache));
+    e->scheduler_->kv().AttachHostTier(std::move(hicache));
+  }
   e->executor_ = std::make_unique<ModelExecutor>(runner, e->options_.tp);
   e->thread_ = std::thread([e] { e->Loop(); });
 
@@ -268,18 +281,24 @@ Status Engine::RunOnScheduler(std::function<Status()> task) {
   return result.get();
 }
 
-Status Engine::FlushCache() {
-  return RunOnScheduler([this]() -> Status {
+Status Engine::FlushCache(std::string_view tier) {
+  return RunOnScheduler([this, tier = std::string(tier)]() -> Status {
     if (scheduler_->has_work()) {
       return FailedPreconditionError(
           "cache not flushed: requests are still running or queued");
     }
-    return scheduler_->kv().Flush();
+    if (tier.empty()) return scheduler_->kv().Flush();
+    return scheduler_->kv().FlushTier(tier);
   });
 }
 
 Status Engine::CheckIntegrity() {
-  return RunOnScheduler([this] { return scheduler_->kv().CheckIntegrity(); });
+  return RunOnScheduler([this] {
+    // Transfers in flight hold locks; settle them so the check sees the
+    // tree at rest.
+    scheduler_->kv().DrainTransfers();
+    return scheduler_->kv().CheckIntegrity();
+  });
 }
 
 EngineStats Engine::Stats() const {
@@ -362,6 +381,7 @@ bool Engine::AwaitWork(bool busy) {
   }
   for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
   for (auto& task : tasks) task();
+  if (!tasks.empty()) PublishStats();  // e.g. a flush changed the cache
   if (stopping && SteadyClock::now() >= *stop_at_ && scheduler_->has_work()) {
     scheduler_->AbortAll(AbortCause::kShutdown, "the server is shutting down");
   }

@@ -57,6 +57,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -106,9 +107,10 @@ class Engine {
   // (flush_cache, integrity checks). Unavailable once the loop has ended
   // (a task is either run or refused, never left waiting).
   Status RunOnScheduler(std::function<Status()> task);
-  // Drops every unlocked radix-cache entry; FailedPrecondition while
-  // requests run.
-  Status FlushCache();
+  // Drops every unlocked radix-cache entry of every tier, or of `tier`
+  // (device, host, storage: KvCacheManager::FlushTier); FailedPrecondition
+  // while requests run.
+  Status FlushCache(std::string_view tier = {});
   // KV pool + radix tree invariants, checked on the scheduler thread.
   Status CheckIntegrity();
 

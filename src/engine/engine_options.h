@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/hicache.h"
 
 namespace tessera::engine {
 
@@ -27,6 +28,8 @@ struct EngineOptions {
   int64_t max_queued_requests = 0;  // 0: unlimited
   SchedulePolicy policy = SchedulePolicy::kLongestPrefixMatch;
   bool disable_radix_cache = false;
+  // The host KV tier (--enable-hierarchical-cache and --hicache-*).
+  HiCacheOptions hicache;
   // Overlap scheduling: batches launched and not yet postprocessed. 2 (the
   // default): step n + 1 is scheduled and launched while step n runs; 1:
   // the serial loop (--disable-overlap-schedule).
@@ -69,6 +72,19 @@ struct EngineStats {
   int64_t requests_total = 0;
   int64_t aborted_total = 0;
   int64_t retractions_total = 0;
+  // Host tier (zero without --enable-hierarchical-cache). Device-tier
+  // hits are cached_tokens_total; host hits are tokens loaded back.
+  bool hicache_enabled = false;
+  int64_t host_capacity_tokens = 0;
+  int64_t host_cached_tokens = 0;
+  int64_t host_hit_tokens_total = 0;
+  int64_t hicache_backup_pages_total = 0;
+  int64_t hicache_load_pages_total = 0;
+  uint64_t hicache_backup_bytes_total = 0;
+  uint64_t hicache_load_bytes_total = 0;
+  double hicache_backup_seconds_total = 0;  // summed transfer latency
+  double hicache_load_seconds_total = 0;
+  int64_t hicache_transfer_failures_total = 0;
 };
 
 }  // namespace tessera::engine

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace tessera::engine {
 
@@ -28,6 +29,27 @@ void KvCacheManager::Unlock(SequenceKv& seq) {
   seq.lock_node = nullptr;
 }
 
+StatusOr<int64_t> KvCacheManager::Insert(std::span<const int32_t> tokens,
+                                         std::span<const int32_t> slots) {
+  if (hicache_ == nullptr) return cache_.Insert(tokens, slots);
+  // A loading node's pages are being written: finish loads before an
+  // insert could re-point a sequence at them.
+  if (cache_.loading_nodes() > 0) hicache_->FinishLoads();
+  std::vector<kv::RadixNode*> path;
+  StatusOr<int64_t> already = cache_.Insert(tokens, slots, &path);
+  if (already.ok()) hicache_->OnInserted(path);
+  return already;
+}
+
+void KvCacheManager::Evict(int64_t num_tokens) {
+  if (hicache_ != nullptr) {
+    cache_.Evict(num_tokens, hicache_->EvictHooks());
+  } else {
+    cache_.Evict(num_tokens,
+                 [this](std::span<const int32_t> slots) { FreeSlots(slots); });
+  }
+}
+
 int64_t KvCacheManager::MatchAndLock(std::span<const int32_t> tokens,
                                      SequenceKv& seq) {
   kv::RadixCache::MatchResult match = cache_.MatchPrefix(tokens);
@@ -39,6 +61,7 @@ int64_t KvCacheManager::MatchAndLock(std::span<const int32_t> tokens,
   seq.cache_len = match.length;
   seq.lock_node = match.last_node;
   if (seq.lock_node != cache_.root()) cache_.IncLockRef(seq.lock_node);
+  if (hicache_ != nullptr) hicache_->OnMatched(match.last_node);
   return match.length;
 }
 
@@ -57,10 +80,7 @@ Status KvCacheManager::Reserve(SequenceKv& seq, int64_t num_tokens) {
                        static_cast<int64_t>(seq.pages.size());
   if (need <= 0) return OkStatus();
   const int64_t short_pages = need - pool_.num_free_pages();
-  if (short_pages > 0) {
-    cache_.Evict(short_pages * ps,
-                 [this](std::span<const int32_t> slots) { FreeSlots(slots); });
-  }
+  if (short_pages > 0) Evict(short_pages * ps);
   if (pool_.num_free_pages() < need) {
     return ResourceExhaustedError(fmt::format(
         "KV pool exhausted: {} more pages needed, {} free and nothing more "
@@ -79,7 +99,7 @@ Status KvCacheManager::CacheComputed(std::span<const int32_t> computed,
   if (aligned <= seq.cache_len) return OkStatus();
   std::vector<int32_t> slots = SlotsOf(seq, aligned);
   TSR_ASSIGN_OR_RETURN(int64_t already,
-                       cache_.Insert(computed.first(aligned), slots));
+                       Insert(computed.first(aligned), slots));
   // Own pages duplicating what another sequence cached first: free them
   // and use the cached ones (identical contents: same tokens, positions).
   std::vector<int32_t> duplicates;
@@ -114,7 +134,7 @@ Status KvCacheManager::Release(std::span<const int32_t> computed,
   int64_t taken_begin = aligned;  // cache took own pages [begin, aligned)
   if (n > 0 && !cache_.disabled() && aligned > seq.cache_len) {
     std::vector<int32_t> slots = SlotsOf(seq, n);
-    StatusOr<int64_t> already = cache_.Insert(computed.first(n), slots);
+    StatusOr<int64_t> already = Insert(computed.first(n), slots);
     if (already.ok()) taken_begin = std::max(*already, seq.cache_len);
   }
   std::vector<int32_t> to_free;
@@ -141,13 +161,47 @@ int64_t KvCacheManager::UsedTokens() const {
 }
 
 Status KvCacheManager::Flush() {
+  if (hicache_ != nullptr) hicache_->Drain();
   return cache_.Reset(
-      [this](std::span<const int32_t> slots) { FreeSlots(slots); });
+      [this](std::span<const int32_t> slots) { FreeSlots(slots); },
+      [this](std::span<const int32_t> pages) {
+        if (hicache_ != nullptr) hicache_->FreeHostPages(pages);
+      });
+}
+
+Status KvCacheManager::FlushTier(std::string_view tier) {
+  if (tier == "device") {
+    if (hicache_ == nullptr) return Flush();
+    hicache_->Drain();
+    if (cache_.protected_size() > 0) {
+      return FailedPreconditionError(
+          "cannot flush the device tier while requests hold cached pages");
+    }
+    cache_.Evict(std::numeric_limits<int64_t>::max(), hicache_->EvictHooks());
+    return OkStatus();
+  }
+  if (tier == "host" || tier == "storage") {
+    if (hicache_ == nullptr) {
+      return InvalidArgumentError(fmt::format(
+          "this server has no {} tier; start it with "
+          "--enable-hierarchical-cache",
+          tier));
+    }
+    if (tier == "host") return hicache_->FlushHost();
+    return InvalidArgumentError(
+        "this server has no storage tier; start it with "
+        "--hicache-storage-backend file|redis");
+  }
+  return InvalidArgumentError(fmt::format(
+      "unknown cache tier '{}'; use device, host or storage (or no tier for "
+      "all)",
+      tier));
 }
 
 Status KvCacheManager::CheckIntegrity() const {
   TSR_RETURN_IF_ERROR(pool_.CheckIntegrity());
   TSR_RETURN_IF_ERROR(cache_.CheckIntegrity());
+  if (hicache_ != nullptr) TSR_RETURN_IF_ERROR(hicache_->CheckIntegrity());
   if (cache_.total_size() > pool_.num_used_pages() * pool_.page_size()) {
     return InternalError(fmt::format(
         "radix cache holds {} tokens but only {} pool slots are in use",

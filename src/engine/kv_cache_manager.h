@@ -24,6 +24,11 @@
 // With the cache disabled (--disable-radix-cache) nothing is ever shared
 // and Release frees every page.
 //
+// Host tier (AttachHostTier, --enable-hierarchical-cache): eviction demotes
+// nodes with a host copy instead of dropping them, inserts and matches
+// trigger backups per the write policy, and StartLoad brings a prompt's
+// host-only prefix back before the request is admitted (hicache.h).
+//
 // Ownership: pages move between the pool, sequences and the cache only
 // through these calls, so pool pages = free + own pages of live sequences +
 // pages in the cache (CheckIntegrity verifies the pool and the tree).
@@ -32,10 +37,13 @@
 #define TESSERA_ENGINE_KV_CACHE_MANAGER_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "engine/hicache.h"
 #include "kv/kv_pool.h"
 #include "kv/radix_cache.h"
 
@@ -51,6 +59,26 @@ class KvCacheManager {
  public:
   KvCacheManager(kv::KvPool& pool, kv::RadixCache& cache)
       : pool_(pool), cache_(cache) {}
+
+  // Adds the host tier (made over this manager's pool and cache).
+  void AttachHostTier(std::unique_ptr<HiCache> hicache) {
+    hicache_ = std::move(hicache);
+  }
+  HiCache* hicache() const { return hicache_.get(); }
+  // Host tier: starts loading back the host-only continuation of `tokens`'
+  // cached prefix; true while such a load is in flight (admit the request
+  // after it). False without a host tier or when nothing is to load.
+  bool StartLoad(std::span<const int32_t> tokens) {
+    return hicache_ != nullptr && hicache_->StartLoad(tokens);
+  }
+  // Host tier: applies finished transfers (every step).
+  void PollTransfers() {
+    if (hicache_ != nullptr) hicache_->Poll();
+  }
+  // Host tier: waits for every transfer in flight and applies it.
+  void DrainTransfers() {
+    if (hicache_ != nullptr) hicache_->Drain();
+  }
 
   // Matches tokens against the cache (whole pages), locks the match and
   // makes it the start of seq's block table. `seq` must be empty. Returns
@@ -83,8 +111,13 @@ class KvCacheManager {
   kv::KvPool& pool() const { return pool_; }
   kv::RadixCache& cache() const { return cache_; }
 
-  // Frees every unlocked cache entry (/flush_cache with nothing running).
+  // Frees every unlocked cache entry of every tier (/flush_cache with
+  // nothing running).
   Status Flush();
+  // One tier: "device" (demotes what has a host copy, drops the rest),
+  // "host" or "storage". InvalidArgument for another name or a tier this
+  // server does not have.
+  Status FlushTier(std::string_view tier);
 
   // Pool and tree invariants, plus: cached tokens never exceed the pool.
   Status CheckIntegrity() const;
@@ -93,9 +126,14 @@ class KvCacheManager {
   std::vector<int32_t> SlotsOf(const SequenceKv& seq, int64_t n) const;
   void FreeSlots(std::span<const int32_t> slots);
   void Unlock(SequenceKv& seq);
+  // Inserts into the cache, with the host tier's hooks around it.
+  StatusOr<int64_t> Insert(std::span<const int32_t> tokens,
+                           std::span<const int32_t> slots);
+  void Evict(int64_t num_tokens);
 
   kv::KvPool& pool_;
   kv::RadixCache& cache_;
+  std::unique_ptr<HiCache> hicache_;  // null without a host tier
 };
 
 }  // namespace tessera::engine

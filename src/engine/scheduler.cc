@@ -235,6 +235,12 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
         continue;
       }
     }
+    // Host tier: a prefix held on the host comes back first; the request
+    // waits for that load while the others run.
+    if (kv_.StartLoad(std::span<const int32_t>(t).first(t.size() - 1))) {
+      ++it;
+      continue;
+    }
     const int64_t matched = kv_.MatchAndLock(
         std::span<const int32_t>(t).first(t.size() - 1), s->kv);
     s->kv_len = matched;
@@ -269,6 +275,7 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
 }
 
 ScheduledBatch Scheduler::Schedule() {
+  kv_.PollTransfers();
   ReapCancelled();
   ScheduledBatch batch;
   last_batch_size_ = 0;
@@ -392,6 +399,20 @@ void Scheduler::FillStats(EngineStats& stats) const {
   stats.kv_used_tokens = kv_.UsedTokens();
   stats.kv_cached_tokens = cache_.total_size();
   stats.cache_hit_rate = cache_.hit_rate();
+  if (const HiCache* hc = kv_.hicache()) {
+    const HiCacheStats h = hc->Stats();
+    stats.hicache_enabled = true;
+    stats.host_capacity_tokens = h.host_capacity_tokens;
+    stats.host_cached_tokens = h.host_cached_tokens;
+    stats.host_hit_tokens_total = h.host_hit_tokens;
+    stats.hicache_backup_bytes_total = h.backup_bytes;
+    stats.hicache_load_bytes_total = h.load_bytes;
+    stats.hicache_backup_seconds_total = h.backup_seconds;
+    stats.hicache_load_seconds_total = h.load_seconds;
+    stats.hicache_backup_pages_total = h.backup_pages;
+    stats.hicache_load_pages_total = h.load_pages;
+    stats.hicache_transfer_failures_total = h.transfer_failures;
+  }
   stats.retractions_total = retractions_;
   stats.generation_tokens_total = generated_total_;
 }

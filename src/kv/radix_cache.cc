@@ -96,7 +96,10 @@ RadixCache::MatchResult RadixCache::MatchPrefix(
     auto it = node->children_.find(PageKey(rest));
     if (it == node->children_.end()) break;
     RadixNode* child = it->second.get();
-    if (!child->on_device() || child->loading_) break;
+    if (!child->on_device() || child->loading_) {
+      result.loading = child->loading_;
+      break;
+    }
     size_t k = MatchLength(child->key_, rest);
     const bool partial = k < child->key_.size();
     if (partial) child = Split(child, k);
@@ -178,6 +181,43 @@ void RadixCache::SetLoading(RadixNode* node, bool loading) {
   if (node->loading_ == loading) return;
   node->loading_ = loading;
   loading_nodes_ += loading ? 1 : -1;
+}
+
+Status RadixCache::DropHostCopy(RadixNode* node, const FreeFn& free_host) {
+  if (node == nullptr || node == root_.get() || !node->on_host() ||
+      node->loading_) {
+    return FailedPreconditionError(
+        "radix cache: no host copy to drop (or the node is loading)");
+  }
+  if (!node->on_device()) {
+    RemoveSubtree(node, nullptr, free_host);
+    return OkStatus();
+  }
+  if (free_host) free_host(node->host_pages_);
+  host_size_ -= static_cast<int64_t>(node->key_.size());
+  node->host_pages_.clear();
+  return OkStatus();
+}
+
+Status RadixCache::DropDeviceCopy(RadixNode* node, const FreeFn& free_device) {
+  if (node == nullptr || node == root_.get() || !node->on_device() ||
+      !node->on_host() || node->lock_ref_ != 0) {
+    return FailedPreconditionError(
+        "radix cache: only an unlocked node with a host copy can drop its "
+        "device copy");
+  }
+  for (const auto& [key, child] : node->children_) {
+    if (child->on_device()) {
+      return FailedPreconditionError(
+          "radix cache: a node with a child on the device keeps its device "
+          "copy");
+    }
+  }
+  if (free_device) free_device(node->slots_);
+  CountDevice(node, -1);
+  node->slots_.clear();
+  SetLoading(node, false);
+  return OkStatus();
 }
 
 Status RadixCache::SetHostPages(RadixNode* node, std::vector<int32_t> pages) {

@@ -131,6 +131,8 @@ class RadixCache {
     // Tokens after `length` whose KV is on the host only (whole pages; not
     // counting nodes being loaded): what a load-back would add.
     int64_t host_length = 0;
+    // The match stopped at a node whose KV is being loaded back.
+    bool loading = false;
   };
   // What Evict does with a device leaf that has no host copy: `backup`
   // (write_back) may give it one (true: it has host_pages now); otherwise
@@ -168,6 +170,12 @@ class RadixCache {
   // Records the host copy of a node that has none (len / page_size pages).
   Status SetHostPages(RadixNode* node, std::vector<int32_t> pages);
   int64_t loading_nodes() const { return loading_nodes_; }
+  // A failed transfer: forget the copy it was making. DropHostCopy on a
+  // host-only node removes it with its subtree; DropDeviceCopy needs an
+  // unlocked node with no child on the device and a host copy.
+  // FailedPrecondition (no change) otherwise.
+  Status DropHostCopy(RadixNode* node, const FreeFn& free_host);
+  Status DropDeviceCopy(RadixNode* node, const FreeFn& free_device);
 
   // Length of the longest cached prefix of `tokens` (whole pages), without
   // splitting, touching or counting anything: what the longest-prefix-match

@@ -1,5 +1,6 @@
 #include "metrics/serving_metrics.h"
 
+#include <memory>
 #include <utility>
 
 namespace tessera::metrics {
@@ -148,6 +149,65 @@ Status RegisterOpFallbackMetric(
         for (const OpFallbackCount& row : source()) {
           sink.Add({row.op, row.plugin}, static_cast<double>(row.fallbacks));
         }
+      });
+}
+
+Status RegisterCacheTierMetrics(Registry* registry,
+                                std::function<CacheTierSnapshot()> source) {
+  if (!source) {
+    return InvalidArgumentError(
+        "RegisterCacheTierMetrics: the source function is empty");
+  }
+  auto shared = std::make_shared<std::function<CacheTierSnapshot()>>(
+      std::move(source));
+  const std::string p(kMetricPrefix);
+  using Tier = CacheTierSnapshot::Tier;
+  using Transfer = CacheTierSnapshot::Transfer;
+  auto tier_metric = [&](const char* name, const char* help, MetricType type,
+                         double Tier::*field) {
+    return registry->AddCollector(
+        p + name, help, type, {"tier"}, [shared, field](CollectorSink& sink) {
+          for (const Tier& t : (*shared)().tiers) sink.Add({t.name}, t.*field);
+        });
+  };
+  auto transfer_metric = [&](const char* name, const char* help,
+                             double Transfer::*field) {
+    return registry->AddCollector(
+        p + name, help, MetricType::kCounter, {"direction"},
+        [shared, field](CollectorSink& sink) {
+          for (const Transfer& t : (*shared)().transfers) {
+            sink.Add({t.direction}, t.*field);
+          }
+        });
+  };
+  TSR_RETURN_IF_ERROR(tier_metric(
+      "cache_tier_hit_tokens_total",
+      "Prompt tokens found in a KV cache tier instead of being recomputed.",
+      MetricType::kCounter, &Tier::hit_tokens));
+  TSR_RETURN_IF_ERROR(tier_metric("cache_tier_tokens",
+                                  "Tokens whose KV a cache tier holds.",
+                                  MetricType::kGauge, &Tier::cached_tokens));
+  TSR_RETURN_IF_ERROR(tier_metric("cache_tier_capacity_tokens",
+                                  "Tokens a KV cache tier can hold.",
+                                  MetricType::kGauge, &Tier::capacity_tokens));
+  TSR_RETURN_IF_ERROR(transfer_metric(
+      "cache_transfer_bytes_total",
+      "Bytes of KV moved between cache tiers (backup: device to host; "
+      "load: host to device).",
+      &Transfer::bytes));
+  TSR_RETURN_IF_ERROR(transfer_metric(
+      "cache_transfer_seconds_total",
+      "Summed latency (queued to done) of KV transfers between tiers.",
+      &Transfer::seconds));
+  TSR_RETURN_IF_ERROR(transfer_metric("cache_transfer_pages_total",
+                                      "KV pages moved between cache tiers.",
+                                      &Transfer::pages));
+  return registry->AddCollector(
+      p + "cache_transfer_failures_total",
+      "KV transfers between tiers that failed (the copy was dropped and the "
+      "prefix recomputed).",
+      MetricType::kCounter, {}, [shared](CollectorSink& sink) {
+        sink.Add({}, (*shared)().transfer_failures);
       });
 }
 

@@ -115,6 +115,38 @@ struct OpFallbackCount {
 Status RegisterOpFallbackMetric(
     Registry* registry, std::function<std::vector<OpFallbackCount>()> source);
 
+// The KV cache tiers at one scrape (HiCache): per tier ("device", "host")
+// the tokens a request found there instead of recomputing them, the tokens
+// held and the capacity; per direction ("backup" device->host, "load"
+// host->device) the bytes moved and the summed transfer latency.
+struct CacheTierSnapshot {
+  struct Tier {
+    std::string name;
+    double hit_tokens = 0;
+    double cached_tokens = 0;
+    double capacity_tokens = 0;
+  };
+  struct Transfer {
+    std::string direction;
+    double bytes = 0;
+    double seconds = 0;
+    double pages = 0;
+  };
+  std::vector<Tier> tiers;
+  std::vector<Transfer> transfers;
+  double transfer_failures = 0;
+};
+
+// Registers the collectors tessera:cache_tier_hit_tokens_total{tier},
+// tessera:cache_tier_tokens{tier}, tessera:cache_tier_capacity_tokens{tier},
+// tessera:cache_transfer_bytes_total{direction},
+// tessera:cache_transfer_seconds_total{direction},
+// tessera:cache_transfer_pages_total{direction} and
+// tessera:cache_transfer_failures_total, read from `source` at each scrape
+// (which may run on several threads at once).
+Status RegisterCacheTierMetrics(Registry* registry,
+                                std::function<CacheTierSnapshot()> source);
+
 }  // namespace tessera::metrics
 
 #endif  // TESSERA_METRICS_SERVING_METRICS_H_

@@ -131,6 +131,7 @@ void HandleServerInfo(ServingContext& ctx, const HttpRequest&,
   j["schedule_policy"] =
       eo.policy == engine::SchedulePolicy::kLongestPrefixMatch ? "lpm" : "fcfs";
   j["disable_radix_cache"] = eo.disable_radix_cache;
+  j["enable_hierarchical_cache"] = eo.hicache.enabled;
   j["reasoning_parser"] = ctx.options.reasoning_parser;
   j["tool_call_parser"] = ctx.options.tool_call_parser;
   Status integrity = ctx.engine->CheckIntegrity();
@@ -145,19 +146,41 @@ void HandleServerInfo(ServingContext& ctx, const HttpRequest&,
                 {"requests_total", st.requests_total},
                 {"aborted_requests", st.aborted_total},
                 {"device_idle_fraction", st.device_idle_fraction},
+                {"hicache",
+                 st.hicache_enabled
+                     ? Json{{"write_policy",
+                             engine::WritePolicyName(eo.hicache.write_policy)},
+                            {"mem_layout",
+                             kv::HostLayoutName(eo.hicache.layout)},
+                            {"host_capacity_tokens", st.host_capacity_tokens},
+                            {"host_cached_tokens", st.host_cached_tokens},
+                            {"host_hit_tokens", st.host_hit_tokens_total},
+                            {"backup_bytes", st.hicache_backup_bytes_total},
+                            {"load_bytes", st.hicache_load_bytes_total},
+                            {"transfer_failures",
+                             st.hicache_transfer_failures_total}}
+                     : Json(nullptr)},
                 {"kv_integrity",
                  integrity.ok() ? std::string("ok") : integrity.ToString()}};
   SendJson(res, j);
 }
 
-void HandleFlushCache(ServingContext& ctx, const HttpRequest&,
+void HandleFlushCache(ServingContext& ctx, const HttpRequest& req,
                       HttpResponse& res) {
-  Status flushed = ctx.engine->FlushCache();
+  // POST /flush_cache: every tier; ?tier=device|host|storage: one.
+  const std::string tier = QueryParam(req, "tier").value_or("");
+  Status flushed = ctx.engine->FlushCache(tier);
   if (!flushed.ok()) {
-    return SendError(res, BadRequest(flushed.message(), "", "cache_in_use"));
+    return SendError(
+        res, BadRequest(flushed.message(), "tier",
+                        flushed.code() == StatusCode::kInvalidArgument
+                            ? "invalid_tier"
+                            : "cache_in_use"));
   }
   res.status = 200;
-  res.set_content("Cache flushed.\n", "text/plain");
+  res.set_content(tier.empty() ? std::string("Cache flushed.\n")
+                               : fmt::format("Cache tier {} flushed.\n", tier),
+                  "text/plain");
 }
 
 void HandleAbortRequest(ServingContext& ctx, const HttpRequest& req,

@@ -8,7 +8,9 @@
 #ifndef TESSERA_SERVER_HTTP_UTIL_H_
 #define TESSERA_SERVER_HTTP_UTIL_H_
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/bounded_json.h"
 #include "server/api_error.h"
@@ -25,6 +27,13 @@ void SendError(HttpResponse& res, const ApiError& error);
 // (nesting depth 512, 65,536 keys per object; linear time); on failure,
 // a syntax error or a limit, sends a 400 naming it and returns false.
 bool ParseJsonBody(const HttpRequest& req, HttpResponse& res, Json* body);
+
+// The value of query parameter `name` in the request target ("" for
+// "?name" without a value), nullopt when absent. Values are taken as
+// sent ('+' and %XX are not decoded: the parameters read here are plain
+// words).
+std::optional<std::string> QueryParam(const HttpRequest& req,
+                                      std::string_view name);
 
 class SseWriter {
  public:
