@@ -15,6 +15,7 @@ packages=(
   libcpp-httplib-dev libboost-dev libpcre2-dev libutf8proc-dev
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libgloo-dev iproute2
+  libxxhash-dev libhiredis-dev redis-server
 )
 
 missing=()

@@ -143,6 +143,21 @@ uint64_t WeightFileBytes(const std::string& dir) {
   return total;
 }
 
+// What storage-tier keys say about the weights: the config text, the
+// weight files' total size and the dtype / quantization flags (the KV
+// geometry is added by the cache).
+std::string ModelIdentityText(const ServeOptions& o,
+                              const model::Checkpoint& checkpoint) {
+  std::string config;
+  if (std::ifstream in(fs::path(checkpoint.dir()) / "config.json"); in) {
+    config.assign(std::istreambuf_iterator<char>(in),
+                  std::istreambuf_iterator<char>());
+  }
+  return fmt::format("{}|{}|{}|{}|{}", config,
+                     WeightFileBytes(checkpoint.dir()), o.dtype,
+                     o.quantization, o.kv_cache_dtype);
+}
+
 Status CheckFlags(const ServeOptions& o) {
   if (o.max_total_tokens < 0 || o.mem_fraction_static < 0 ||
       o.mem_fraction_static >= 1.0) {
@@ -338,6 +353,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   eo.policy = *engine::ParseSchedulePolicy(o.schedule_policy);
   eo.disable_radix_cache = o.disable_radix_cache;
   eo.hicache = *o.hicache.ToOptions();
+  eo.hicache.model_identity = ModelIdentityText(o, *m.checkpoint);
   eo.max_inflight_launches =
       o.disable_overlap_schedule ? 1 : o.max_inflight_launches;
   eo.log_interval_s = o.log_interval;
@@ -377,7 +393,8 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
       metrics::CacheTierSnapshot snap;
       snap.tiers.push_back(
           {"device",
-           static_cast<double>(st.cached_tokens_total - st.host_hit_tokens_total),
+           static_cast<double>(std::max<int64_t>(
+               0, st.cached_tokens_total - st.host_hit_tokens_total)),
            static_cast<double>(st.kv_cached_tokens),
            static_cast<double>(st.kv_capacity_tokens)});
       snap.tiers.push_back({"host", static_cast<double>(st.host_hit_tokens_total),
@@ -393,6 +410,23 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
            static_cast<double>(st.hicache_load_pages_total)});
       snap.transfer_failures =
           static_cast<double>(st.hicache_transfer_failures_total);
+      if (st.storage_enabled) {
+        const double ps = static_cast<double>(e->runner().kv_pool().page_size());
+        snap.tiers.push_back(
+            {"storage", static_cast<double>(st.storage_hit_tokens_total),
+             st.storage_objects < 0 ? -1.0
+                                    : static_cast<double>(st.storage_objects) * ps,
+             -1.0});
+        snap.transfers.push_back(
+            {"storage_write", static_cast<double>(st.storage_bytes_written_total),
+             0.0, static_cast<double>(st.storage_pages_written_total)});
+        snap.transfers.push_back(
+            {"storage_read", static_cast<double>(st.storage_bytes_read_total),
+             st.storage_read_seconds_total,
+             static_cast<double>(st.storage_pages_read_total)});
+        snap.transfer_failures += static_cast<double>(
+            st.storage_failures_total + st.storage_corrupt_pages_total);
+      }
       return snap;
     });
   }

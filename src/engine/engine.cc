@@ -97,7 +97,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   TSR_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream,
                        e->Submit(std::move(warm)));
   stream->WaitFinal();
-  TSR_RETURN_IF_ERROR(e->FlushCache());
+  TSR_RETURN_IF_ERROR(e->RunOnScheduler(
+      [e] { return e->scheduler_->kv().Flush(/*include_storage=*/false); }));
   {
     MutexLock lock(&e->mu_);
     e->stats_ = EngineStats{};

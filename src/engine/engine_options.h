@@ -85,6 +85,18 @@ struct EngineStats {
   double hicache_backup_seconds_total = 0;  // summed transfer latency
   double hicache_load_seconds_total = 0;
   int64_t hicache_transfer_failures_total = 0;
+  // Storage tier (zero without --hicache-storage-backend).
+  bool storage_enabled = false;
+  int64_t storage_hit_tokens_total = 0;  // prefetched into the host tier
+  int64_t storage_objects = 0;           // pages held; -1: unknown (redis)
+  int64_t storage_pages_written_total = 0;
+  int64_t storage_pages_read_total = 0;
+  uint64_t storage_bytes_written_total = 0;
+  uint64_t storage_bytes_read_total = 0;
+  double storage_read_seconds_total = 0;
+  int64_t storage_failures_total = 0;
+  int64_t storage_corrupt_pages_total = 0;
+  int64_t storage_dropped_writes_total = 0;
 };
 
 }  // namespace tessera::engine

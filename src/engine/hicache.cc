@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "base/logging.h"
@@ -14,8 +15,17 @@ constexpr int kBackup = static_cast<int>(kv::TransferDirection::kBackup);
 constexpr int kLoad = static_cast<int>(kv::TransferDirection::kLoad);
 // write_through_selective backs a node up at this many prefix hits.
 constexpr uint32_t kSelectiveHits = 2;
+// A prompt is prefetched from storage at most once per this many seconds.
+constexpr double kPrefetchMemory = 10.0;
 
 }  // namespace
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
 
 StatusOr<WritePolicy> ParseWritePolicy(std::string_view name) {
   if (name == "write_through") return WritePolicy::kWriteThrough;
@@ -34,6 +44,25 @@ const char* WritePolicyName(WritePolicy policy) {
     case WritePolicy::kWriteThrough: return "write_through";
     case WritePolicy::kWriteThroughSelective: return "write_through_selective";
     case WritePolicy::kWriteBack: return "write_back";
+  }
+  return "?";
+}
+
+StatusOr<PrefetchPolicy> ParsePrefetchPolicy(std::string_view name) {
+  if (name == "best_effort") return PrefetchPolicy::kBestEffort;
+  if (name == "wait_complete") return PrefetchPolicy::kWaitComplete;
+  if (name == "timeout") return PrefetchPolicy::kTimeout;
+  return InvalidArgumentError(fmt::format(
+      "unknown --hicache-storage-prefetch-policy '{}'; use best_effort, "
+      "wait_complete or timeout",
+      name));
+}
+
+const char* PrefetchPolicyName(PrefetchPolicy policy) {
+  switch (policy) {
+    case PrefetchPolicy::kBestEffort: return "best_effort";
+    case PrefetchPolicy::kWaitComplete: return "wait_complete";
+    case PrefetchPolicy::kTimeout: return "timeout";
   }
   return "?";
 }
@@ -71,6 +100,21 @@ StatusOr<std::unique_ptr<HiCache>> HiCache::Create(
                                       device, device_pool, pages, options.layout));
   TSR_ASSIGN_OR_RETURN(hc->transfer_,
                        kv::KvTransfer::Create(device, device_pool, *hc->host_));
+  if (!options.storage.backend.empty()) {
+    const kv::KvPoolOptions& g = device_pool.options();
+    hc->identity_ = kv::ModelIdentity(options.model_identity, g.num_layers,
+                                      g.num_kv_heads, g.head_dim,
+                                      static_cast<int>(g.dtype), g.page_size);
+    TSR_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> backend,
+                         kv::OpenKvStorage(options.storage));
+    hc->storage_ = std::make_unique<kv::StorageWorker>(
+        std::move(backend), hc->identity_, g.page_size, page_bytes);
+    TSR_LOG_INFO("hierarchical cache: storage tier {} ({}), prefetch {}",
+                 options.storage.backend,
+                 options.storage.backend == "file" ? options.storage.dir
+                                                   : options.storage.redis_url,
+                 PrefetchPolicyName(options.prefetch_policy));
+  }
   TSR_LOG_INFO(
       "hierarchical cache: host tier of {} pages ({} tokens, {:.1f} MiB, {}, "
       "{}), {}",
@@ -82,8 +126,104 @@ StatusOr<std::unique_ptr<HiCache>> HiCache::Create(
 }
 
 HiCache::~HiCache() {
-  // The transfer threads finish their jobs before the pools go.
+  // The transfer threads finish their jobs before the pools go; queued
+  // storage writes are dropped (storage is a cache).
   transfer_.reset();
+  storage_.reset();
+}
+
+void HiCache::WriteToStorage(const kv::RadixNode* node) {
+  if (storage_ == nullptr || !node->on_host()) return;
+  // The node's pages are keyed by the chain over the whole path to it.
+  std::vector<const kv::RadixNode*> path;
+  for (const kv::RadixNode* n = node; n != nullptr && n != cache_.root();
+       n = n->parent()) {
+    path.push_back(n);
+  }
+  std::vector<int32_t> tokens;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    tokens.insert(tokens.end(), (*it)->key().begin(), (*it)->key().end());
+  }
+  const int32_t ps = device_pool_.page_size();
+  const int64_t pages = static_cast<int64_t>(node->host_pages().size());
+  const int64_t first = static_cast<int64_t>(tokens.size()) / ps - pages;
+  std::vector<kv::PageKey> keys =
+      kv::ChainKeys(identity_, tokens, ps, first, pages);
+  std::vector<std::vector<uint8_t>> payloads;
+  for (int32_t page : node->host_pages()) {
+    payloads.emplace_back(host_->page_bytes());
+    host_->ReadPage(page, payloads.back());
+  }
+  storage_->Write(std::move(keys), std::move(payloads));
+}
+
+bool HiCache::Prefetch(std::span<const int32_t> tokens, int64_t tree_pages) {
+  const int32_t ps = device_pool_.page_size();
+  const int64_t total = static_cast<int64_t>(tokens.size()) / ps;
+  if (tree_pages >= total) return false;
+  std::vector<kv::PageKey> keys =
+      kv::ChainKeys(identity_, tokens, ps, tree_pages, total - tree_pages);
+  const kv::PageKey last = keys.back();
+  auto it = prefetches_.find(last);
+  if (it == prefetches_.end()) {
+    PrefetchState st;
+    st.tokens.assign(tokens.begin(), tokens.begin() + total * ps);
+    st.first_page = tree_pages;
+    st.started_ns = NowNs();
+    st.id = storage_->Prefetch(std::move(keys));
+    prefetch_ids_[st.id] = last;
+    it = prefetches_.emplace(last, std::move(st)).first;
+  }
+  if (it->second.done) return false;
+  switch (options_.prefetch_policy) {
+    case PrefetchPolicy::kBestEffort:
+      return false;
+    case PrefetchPolicy::kWaitComplete:
+      return true;
+    case PrefetchPolicy::kTimeout:
+      return static_cast<double>(NowNs() - it->second.started_ns) * 1e-9 <
+             options_.prefetch_timeout_s;
+  }
+  return false;
+}
+
+void HiCache::ApplyPrefetch(const kv::PrefetchResult& result) {
+  auto id = prefetch_ids_.find(result.id);
+  if (id == prefetch_ids_.end()) return;
+  auto it = prefetches_.find(id->second);
+  prefetch_ids_.erase(id);
+  if (it == prefetches_.end()) return;
+  PrefetchState& st = it->second;
+  st.done = true;
+  const int64_t n = static_cast<int64_t>(result.payloads.size());
+  if (n == 0) return;
+  if (host_->num_free_pages() < n) {
+    cache_.EvictHost(n - host_->num_free_pages(),
+                     [this](std::span<const int32_t> p) { FreeHostPages(p); });
+  }
+  std::vector<int32_t> pages;
+  const int64_t take = std::min(n, host_->num_free_pages());
+  if (take == 0 || !host_->AllocatePages(take, pages).ok()) return;
+  for (int64_t i = 0; i < take; ++i) host_->WritePage(pages[i], result.payloads[i]);
+  const int32_t ps = device_pool_.page_size();
+  const int64_t from = cache_.InsertHost(
+      std::span<const int32_t>(st.tokens).first((st.first_page + take) * ps),
+      st.first_page, pages);
+  if (from > 0) FreeHostPages(std::span<const int32_t>(pages).first(from));
+  storage_hit_tokens_ += (take - from) * ps;
+}
+
+Status HiCache::FlushStorage() {
+  if (storage_ == nullptr) {
+    return InvalidArgumentError(
+        "this server has no storage tier; start it with "
+        "--hicache-storage-backend file|redis");
+  }
+  storage_->WaitIdle();
+  for (const kv::PrefetchResult& r : storage_->PollPrefetched()) ApplyPrefetch(r);
+  prefetches_.clear();
+  prefetch_ids_.clear();
+  return storage_->Clear();
 }
 
 void HiCache::FreeDeviceSlots(std::span<const int32_t> slots) {
@@ -151,8 +291,12 @@ bool HiCache::StartLoad(std::span<const int32_t> tokens) {
   kv::RadixCache::MatchResult m =
       cache_.MatchPrefix(tokens, /*record_stats=*/false);
   if (m.loading) return true;
-  if (m.host_length == 0) return false;
   const int32_t ps = device_pool_.page_size();
+  if (storage_ != nullptr &&
+      Prefetch(tokens, (m.length + m.host_length) / ps)) {
+    return true;
+  }
+  if (m.host_length == 0) return false;
   // The device part of the path must stay while room is made.
   cache_.IncLockRef(m.last_node);
   const int64_t need = m.host_length / ps;
@@ -199,7 +343,12 @@ void HiCache::Apply(const kv::TransferDone& done) {
     if (p.direction == kv::TransferDirection::kLoad) cache_.SetLoading(n, false);
     (void)cache_.DecLockRef(n);
   }
-  if (done.status.ok()) return;
+  if (done.status.ok()) {
+    if (p.direction == kv::TransferDirection::kBackup) {
+      for (const kv::RadixNode* n : p.nodes) WriteToStorage(n);
+    }
+    return;
+  }
   ++transfer_failures_;
   TSR_LOG_WARN("KV {} failed ({}); dropping the copy, the prefix will be "
                "recomputed",
@@ -221,6 +370,17 @@ void HiCache::Apply(const kv::TransferDone& done) {
 
 void HiCache::Poll() {
   for (const kv::TransferDone& done : transfer_->PollDone()) Apply(done);
+  if (storage_ == nullptr) return;
+  for (const kv::PrefetchResult& r : storage_->PollPrefetched()) {
+    ApplyPrefetch(r);
+  }
+  const uint64_t now = NowNs();
+  for (auto it = prefetches_.begin(); it != prefetches_.end();) {
+    const bool expired =
+        it->second.done &&
+        static_cast<double>(now - it->second.started_ns) * 1e-9 > kPrefetchMemory;
+    it = expired ? prefetches_.erase(it) : std::next(it);
+  }
 }
 
 void HiCache::FinishLoads() {
@@ -231,6 +391,12 @@ void HiCache::FinishLoads() {
 void HiCache::Drain() {
   transfer_->WaitIdle(kv::TransferDirection::kBackup);
   transfer_->WaitIdle(kv::TransferDirection::kLoad);
+  Poll();
+}
+
+void HiCache::DrainStorage() {
+  if (storage_ == nullptr) return;
+  storage_->WaitIdle();
   Poll();
 }
 
@@ -252,8 +418,10 @@ bool HiCache::BackupNow(kv::RadixNode* node) {
     ++transfer_failures_;
     (void)cache_.DropHostCopy(
         node, [this](std::span<const int32_t> p) { FreeHostPages(p); });
+    return false;
   }
-  return ok;
+  WriteToStorage(node);
+  return true;
 }
 
 kv::RadixCache::EvictHooks HiCache::EvictHooks() {
@@ -286,6 +454,12 @@ HiCacheStats HiCache::Stats() const {
   s.load_bytes = l.bytes;
   s.load_seconds = l.seconds;
   s.transfer_failures = transfer_failures_;
+  if (storage_ != nullptr) {
+    s.storage_enabled = true;
+    s.storage_hit_tokens = storage_hit_tokens_;
+    s.storage_objects = storage_->backend().objects();
+    s.storage = storage_->Totals();
+  }
   return s;
 }
 

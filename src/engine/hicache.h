@@ -22,6 +22,17 @@
 //   matching the whole prefix on the device;
 //   host eviction: host pages are reclaimed from unlocked host-only leaves,
 //   least recently used first; when none can go, the backup is skipped.
+//   storage tier (L3, --hicache-storage-backend file|redis): every page
+//   that gets a host copy is also written to storage (a copy of its bytes
+//   goes to the storage thread), keyed by the hash chain of its prefix
+//   (page_object.h); StartLoad asks storage for the pages of a prompt past
+//   what the device and host hold (a prefetch on the storage thread), puts
+//   what comes back, verified, into host pages and host-only nodes, and
+//   then loads it like any host hit. --hicache-storage-prefetch-policy:
+//   best_effort (the request does not wait for the prefetch),
+//   wait_complete (it waits until the prefetch is done) or timeout (it
+//   waits up to --hicache-storage-prefetch-timeout seconds). A prompt is
+//   prefetched at most once per kPrefetchMemory seconds.
 // A failed transfer drops the copy it was making (the KV is recomputed on a
 // later miss), logs a warning and counts in transfer_failures: wrong
 // tokens are never served from a half-copied page.
@@ -42,6 +53,7 @@
 #include "kv/kv_pool.h"
 #include "kv/kv_transfer.h"
 #include "kv/radix_cache.h"
+#include "kv/storage_worker.h"
 #include "runtime/device.h"
 
 namespace tessera::engine {
@@ -50,6 +62,10 @@ enum class WritePolicy { kWriteThrough, kWriteThroughSelective, kWriteBack };
 StatusOr<WritePolicy> ParseWritePolicy(std::string_view name);
 const char* WritePolicyName(WritePolicy policy);
 
+enum class PrefetchPolicy { kBestEffort, kWaitComplete, kTimeout };
+StatusOr<PrefetchPolicy> ParsePrefetchPolicy(std::string_view name);
+const char* PrefetchPolicyName(PrefetchPolicy policy);
+
 // The serve flags of the host tier.
 struct HiCacheOptions {
   bool enabled = false;     // --enable-hierarchical-cache
@@ -57,6 +73,13 @@ struct HiCacheOptions {
   double size_gb = 0;       // --hicache-size (GB; > 0 overrides the ratio)
   kv::HostLayout layout = kv::HostLayout::kPageFirst;
   WritePolicy write_policy = WritePolicy::kWriteThrough;
+  // Storage tier: storage.backend empty = none.
+  kv::KvStorageOptions storage;
+  PrefetchPolicy prefetch_policy = PrefetchPolicy::kBestEffort;
+  double prefetch_timeout_s = 1.0;
+  // What identifies the weights (config text, weight sizes, dtypes): part
+  // of every storage key, so servers of other models never share pages.
+  std::string model_identity;
 };
 
 struct HiCacheStats {
@@ -70,6 +93,11 @@ struct HiCacheStats {
   uint64_t load_bytes = 0;
   double load_seconds = 0;
   int64_t transfer_failures = 0;
+  // Storage tier (all zero without one).
+  bool storage_enabled = false;
+  int64_t storage_hit_tokens = 0;   // prefetched into the host tier
+  int64_t storage_objects = 0;      // -1: the backend does not say
+  kv::StorageTotals storage;
 };
 
 class HiCache {
@@ -100,11 +128,17 @@ class HiCache {
   void FinishLoads();
   // Waits for every transfer and applies the acks.
   void Drain();
+  // Waits until the storage thread is idle (writes stored, prefetches
+  // applied); tests and shutdown-free flushes use it.
+  void DrainStorage();
 
   // Device eviction with demotion (write_back backs up first).
   kv::RadixCache::EvictHooks EvictHooks();
   // flush_cache?tier=host (nothing may be loading: Drain first).
   Status FlushHost();
+  // flush_cache?tier=storage; FailedPrecondition without a storage tier.
+  Status FlushStorage();
+  bool has_storage() const { return storage_ != nullptr; }
   void FreeHostPages(std::span<const int32_t> pages);
 
   HiCacheStats Stats() const;
@@ -129,6 +163,21 @@ class HiCache {
   void Apply(const kv::TransferDone& done);
   // write_back: copies `node` to the host before it leaves the device.
   bool BackupNow(kv::RadixNode* node);
+  // Storage tier: queues the host pages of `node` (just backed up).
+  void WriteToStorage(const kv::RadixNode* node);
+  // Storage tier: starts or follows the prefetch of `tokens`' pages past
+  // the tree's `tree_pages`; true when the request should wait for it.
+  bool Prefetch(std::span<const int32_t> tokens, int64_t tree_pages);
+  // Storage tier: puts a finished prefetch's pages into the host tier.
+  void ApplyPrefetch(const kv::PrefetchResult& result);
+
+  struct PrefetchState {
+    uint64_t id = 0;
+    std::vector<int32_t> tokens;  // the prompt's whole pages
+    int64_t first_page = 0;
+    uint64_t started_ns = 0;
+    bool done = false;
+  };
 
   const HiCacheOptions options_;
   kv::KvPool& device_pool_;
@@ -139,6 +188,12 @@ class HiCache {
   std::map<std::pair<int, uint64_t>, Pending> pending_;
   int64_t host_hit_tokens_ = 0;
   int64_t transfer_failures_ = 0;
+  std::unique_ptr<kv::StorageWorker> storage_;  // null without L3
+  uint64_t identity_ = 0;
+  // Prefetches by the key of the prompt's last page, and that key by id.
+  std::map<kv::PageKey, PrefetchState> prefetches_;
+  std::map<uint64_t, kv::PageKey> prefetch_ids_;
+  int64_t storage_hit_tokens_ = 0;
 };
 
 }  // namespace tessera::engine

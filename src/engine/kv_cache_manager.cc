@@ -160,8 +160,13 @@ int64_t KvCacheManager::UsedTokens() const {
          cache_.evictable_size();
 }
 
-Status KvCacheManager::Flush() {
-  if (hicache_ != nullptr) hicache_->Drain();
+Status KvCacheManager::Flush(bool include_storage) {
+  if (hicache_ != nullptr) {
+    hicache_->Drain();
+    if (include_storage && hicache_->has_storage()) {
+      TSR_RETURN_IF_ERROR(hicache_->FlushStorage());
+    }
+  }
   return cache_.Reset(
       [this](std::span<const int32_t> slots) { FreeSlots(slots); },
       [this](std::span<const int32_t> pages) {
@@ -188,9 +193,7 @@ Status KvCacheManager::FlushTier(std::string_view tier) {
           tier));
     }
     if (tier == "host") return hicache_->FlushHost();
-    return InvalidArgumentError(
-        "this server has no storage tier; start it with "
-        "--hicache-storage-backend file|redis");
+    return hicache_->FlushStorage();
   }
   return InvalidArgumentError(fmt::format(
       "unknown cache tier '{}'; use device, host or storage (or no tier for "

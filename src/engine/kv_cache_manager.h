@@ -112,8 +112,9 @@ class KvCacheManager {
   kv::RadixCache& cache() const { return cache_; }
 
   // Frees every unlocked cache entry of every tier (/flush_cache with
-  // nothing running).
-  Status Flush();
+  // nothing running); the storage tier only with include_storage (the
+  // engine's warm-up keeps what earlier runs stored).
+  Status Flush(bool include_storage = true);
   // One tier: "device" (demotes what has a host copy, drops the rest),
   // "host" or "storage". InvalidArgument for another name or a tier this
   // server does not have.

@@ -412,6 +412,17 @@ void Scheduler::FillStats(EngineStats& stats) const {
     stats.hicache_backup_pages_total = h.backup_pages;
     stats.hicache_load_pages_total = h.load_pages;
     stats.hicache_transfer_failures_total = h.transfer_failures;
+    stats.storage_enabled = h.storage_enabled;
+    stats.storage_hit_tokens_total = h.storage_hit_tokens;
+    stats.storage_objects = h.storage_objects;
+    stats.storage_pages_written_total = h.storage.pages_written;
+    stats.storage_pages_read_total = h.storage.pages_read;
+    stats.storage_bytes_written_total = h.storage.bytes_written;
+    stats.storage_bytes_read_total = h.storage.bytes_read;
+    stats.storage_read_seconds_total = h.storage.read_seconds;
+    stats.storage_failures_total = h.storage.failures;
+    stats.storage_corrupt_pages_total = h.storage.corrupt_pages;
+    stats.storage_dropped_writes_total = h.storage.dropped_writes;
   }
   stats.retractions_total = retractions_;
   stats.generation_tokens_total = generated_total_;

@@ -295,6 +295,43 @@ StatusOr<int64_t> RadixCache::Insert(std::span<const int32_t> tokens,
   return static_cast<int64_t>(device_end.value_or(pos));
 }
 
+int64_t RadixCache::InsertHost(std::span<const int32_t> tokens,
+                               int64_t first_page,
+                               std::span<const int32_t> host_pages) {
+  const int64_t none = static_cast<int64_t>(host_pages.size());
+  if (disabled()) return none;
+  const size_t ps = static_cast<size_t>(page_size());
+  // tokens must cover every page given.
+  if (tokens.size() < static_cast<size_t>(first_page + none) * ps) return none;
+  const size_t aligned = static_cast<size_t>(first_page + none) * ps;
+  RadixNode* node = root_.get();
+  size_t pos = 0;
+  while (pos < aligned) {
+    auto rest = tokens.subspan(pos, aligned - pos);
+    auto it = node->children_.find(PageKey(rest));
+    if (it == node->children_.end()) break;
+    RadixNode* child = it->second.get();
+    const size_t k = MatchLength(child->key_, rest);
+    if (k < child->key_.size()) child = Split(child, k);
+    Touch(child);
+    node = child;
+    pos += k;
+  }
+  if (pos >= aligned || pos < static_cast<size_t>(first_page) * ps) return none;
+  const int64_t from = static_cast<int64_t>(pos / ps) - first_page;
+  auto leaf = std::make_unique<RadixNode>();
+  leaf->key_.assign(tokens.begin() + pos, tokens.begin() + aligned);
+  leaf->host_pages_.assign(
+      host_pages.begin() + from,
+      host_pages.begin() + from + static_cast<int64_t>((aligned - pos) / ps));
+  leaf->parent_ = node;
+  Touch(leaf.get());
+  host_size_ += static_cast<int64_t>(leaf->key_.size());
+  ++num_nodes_;
+  node->children_.emplace(PageKey(leaf->key_), std::move(leaf));
+  return from;
+}
+
 void RadixCache::IncLockRef(RadixNode* node) {
   if (node == nullptr || node == root_.get()) return;
   ++node->direct_locks_;

@@ -197,6 +197,15 @@ class RadixCache {
                            std::span<const int32_t> slots,
                            std::vector<RadixNode*>* path = nullptr);
 
+  // Storage tier: adds pages [first_page, n) of `tokens` (n whole pages;
+  // pages before first_page must be in the tree, on any tier) as host-only
+  // KV in `host_pages` (one per page). Pages the tree already holds keep
+  // their copy. Returns the index into host_pages from which the tree took
+  // them (the caller frees host_pages[0, index)); host_pages.size() when it
+  // took none (e.g. the tree no longer reaches first_page).
+  int64_t InsertHost(std::span<const int32_t> tokens, int64_t first_page,
+                     std::span<const int32_t> host_pages);
+
   // Locks `node` and its ancestors against eviction (root: no-op).
   void IncLockRef(RadixNode* node);
   // Undoes one IncLockRef(node). FailedPrecondition (and no change) when

@@ -158,7 +158,22 @@ void HandleServerInfo(ServingContext& ctx, const HttpRequest&,
                             {"backup_bytes", st.hicache_backup_bytes_total},
                             {"load_bytes", st.hicache_load_bytes_total},
                             {"transfer_failures",
-                             st.hicache_transfer_failures_total}}
+                             st.hicache_transfer_failures_total},
+                            {"storage",
+                             st.storage_enabled
+                                 ? Json{{"backend", eo.hicache.storage.backend},
+                                        {"prefetch_policy",
+                                         engine::PrefetchPolicyName(
+                                             eo.hicache.prefetch_policy)},
+                                        {"objects", st.storage_objects},
+                                        {"hit_tokens", st.storage_hit_tokens_total},
+                                        {"pages_written",
+                                         st.storage_pages_written_total},
+                                        {"pages_read", st.storage_pages_read_total},
+                                        {"failures", st.storage_failures_total},
+                                        {"corrupt_pages",
+                                         st.storage_corrupt_pages_total}}
+                                 : Json(nullptr)}}
                      : Json(nullptr)},
                 {"kv_integrity",
                  integrity.ok() ? std::string("ok") : integrity.ToString()}};
