@@ -275,8 +275,12 @@ Status Engine::RunOnScheduler(std::function<Status()> task) {
   {
     MutexLock lock(&mu_);
     if (loop_done_) return UnavailableError("the engine has stopped");
-    tasks_.push_back(
-        [task = std::move(task), promise] { promise->set_value(task()); });
+    // The stats a caller reads after the task reflect it (e.g. a flush).
+    tasks_.push_back([this, task = std::move(task), promise] {
+      Status status = task();
+      PublishStats();
+      promise->set_value(std::move(status));
+    });
   }
   cv_.SignalAll();
   return result.get();
@@ -382,7 +386,6 @@ bool Engine::AwaitWork(bool busy) {
   }
   for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
   for (auto& task : tasks) task();
-  if (!tasks.empty()) PublishStats();  // e.g. a flush changed the cache
   if (stopping && SteadyClock::now() >= *stop_at_ && scheduler_->has_work()) {
     scheduler_->AbortAll(AbortCause::kShutdown, "the server is shutting down");
   }

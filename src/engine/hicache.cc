@@ -17,6 +17,8 @@ constexpr int kLoad = static_cast<int>(kv::TransferDirection::kLoad);
 constexpr uint32_t kSelectiveHits = 2;
 // A prompt is prefetched from storage at most once per this many seconds.
 constexpr double kPrefetchMemory = 10.0;
+// How long shutdown waits for queued storage writes.
+constexpr double kStorageDrainSeconds = 5.0;
 
 }  // namespace
 
@@ -126,9 +128,15 @@ StatusOr<std::unique_ptr<HiCache>> HiCache::Create(
 }
 
 HiCache::~HiCache() {
-  // The transfer threads finish their jobs before the pools go; queued
-  // storage writes are dropped (storage is a cache).
+  // The transfer threads finish their jobs before the pools go. Queued
+  // storage writes get a few seconds (a restarted server finds them);
+  // what is left then is dropped: storage is a cache.
   transfer_.reset();
+  if (storage_ != nullptr && !storage_->WaitIdleFor(kStorageDrainSeconds)) {
+    TSR_LOG_WARN("KV storage tier: writes still queued after {} s at "
+                 "shutdown were dropped",
+                 kStorageDrainSeconds);
+  }
   storage_.reset();
 }
 

@@ -6,11 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "engine/engine_test_fixture.h"
+#include "testing/redis_server.h"
 
 namespace tessera::engine {
 namespace {
@@ -173,6 +176,145 @@ TEST_F(EngineTest, HostTierFlagsAreValidated) {
   EXPECT_NE(engine.status().message().find("--hicache-ratio"),
             std::string::npos);
   EXPECT_FALSE(ParseWritePolicy("write_around").ok());
+}
+
+// --- storage tier -------------------------------------------------------
+
+class StorageTierTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    dir_path_ = (std::filesystem::temp_directory_path() /
+                 ("tessera_hicache_storage_" + std::to_string(::getpid())))
+                    .string();
+    std::filesystem::remove_all(dir_path_);
+  }
+  void TearDown() override {
+    EngineTest::TearDown();
+    std::filesystem::remove_all(dir_path_);
+  }
+  EngineOptions FileTier() const {
+    EngineOptions o;
+    o.hicache.enabled = true;
+    o.hicache.storage.backend = "file";
+    o.hicache.storage.dir = dir_path_;
+    o.hicache.prefetch_policy = PrefetchPolicy::kWaitComplete;
+    o.hicache.model_identity = "engine-test-model";
+    return o;
+  }
+  EngineOptions RedisTier(const std::string& url) const {
+    EngineOptions o;
+    o.hicache.enabled = true;
+    o.hicache.storage.backend = "redis";
+    o.hicache.storage.redis_url = url;
+    o.hicache.storage.timeout_ms = 500;
+    o.hicache.prefetch_policy = PrefetchPolicy::kWaitComplete;
+    o.hicache.model_identity = "engine-test-model";
+    return o;
+  }
+  std::vector<std::vector<int32_t>> Prompts() const {
+    return {Prompt(40, 1), Prompt(44, 2), Prompt(36, 3)};
+  }
+  // Runs the prompts (6 greedy tokens each); cached tokens per request.
+  std::vector<Collected> RunPrompts() {
+    std::vector<Collected> out;
+    for (const auto& p : Prompts()) out.push_back(Run(Greedy(p, 6)));
+    return out;
+  }
+  std::string dir_path_;
+};
+
+TEST_F(StorageTierTest, ARestartedServerHitsWhatTheFileTierKept) {
+  Start(FileTier(), 256, 4);
+  const std::vector<Collected> cold = RunPrompts();
+  engine_->Shutdown(0);  // drains the storage writes
+  engine_.reset();
+  ASSERT_FALSE(std::filesystem::is_empty(dir_path_));
+
+  Start(FileTier(), 256, 4);
+  const std::vector<Collected> warm = RunPrompts();
+  for (size_t i = 0; i < warm.size(); ++i) {
+    EXPECT_EQ(warm[i].ids, cold[i].ids) << i;
+    EXPECT_EQ(cold[i].last.cached_tokens, 0) << i;
+    EXPECT_GE(warm[i].last.cached_tokens, 32) << i;
+  }
+  const EngineStats st = engine_->Stats();
+  EXPECT_TRUE(st.storage_enabled);
+  EXPECT_GE(st.storage_hit_tokens_total, 96);
+  EXPECT_EQ(st.storage_corrupt_pages_total, 0);
+  // flush_cache?tier=storage empties the directory.
+  ASSERT_TRUE(engine_->FlushCache("storage").ok());
+  EXPECT_EQ(engine_->Stats().storage_objects, 0);
+}
+
+TEST_F(StorageTierTest, CorruptTruncatedOrForeignPagesAreMisses) {
+  Start(FileTier(), 256, 4);
+  const std::vector<Collected> cold = RunPrompts();
+  engine_->Shutdown(0);
+  engine_.reset();
+  // Flip a payload byte in half the files, truncate the others.
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_path_)) {
+    if (n++ % 2 == 0) {
+      std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(100);
+      const int c = f.peek();
+      f.seekp(100);
+      f.put(static_cast<char>(c ^ 0x40));
+    } else {
+      std::filesystem::resize_file(e.path(), 90);
+    }
+  }
+  Start(FileTier(), 256, 4);
+  const std::vector<Collected> again = RunPrompts();
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(again[i].ids, cold[i].ids) << i;
+  }
+  EXPECT_GT(engine_->Stats().storage_corrupt_pages_total, 0);
+  engine_->Shutdown(0);
+  engine_.reset();
+
+  // Another model's identity: nothing matches (other keys), nothing wrong.
+  EngineOptions other = FileTier();
+  other.hicache.model_identity = "another-model";
+  Start(other, 256, 4);
+  const std::vector<Collected> foreign = RunPrompts();
+  for (size_t i = 0; i < foreign.size(); ++i) {
+    EXPECT_EQ(foreign[i].ids, cold[i].ids) << i;
+    EXPECT_EQ(foreign[i].last.cached_tokens, 0) << i;
+  }
+}
+
+TEST_F(StorageTierTest, ASecondServerHitsWhatTheFirstPutInRedis) {
+  ::tessera::testing::RedisServer redis;
+  TSR_REQUIRE_REDIS(redis);
+  Start(RedisTier(redis.url()), 256, 4);
+  const std::vector<Collected> a = RunPrompts();
+  engine_->Shutdown(0);
+  engine_.reset();
+  Start(RedisTier(redis.url()), 256, 4);
+  const std::vector<Collected> b = RunPrompts();
+  for (size_t i = 0; i < b.size(); ++i) {
+    EXPECT_EQ(b[i].ids, a[i].ids) << i;
+    EXPECT_GE(b[i].last.cached_tokens, 32) << i;
+  }
+  EXPECT_GE(engine_->Stats().storage_hit_tokens_total, 96);
+}
+
+TEST_F(StorageTierTest, RequestsCompleteWhenRedisGoesAway) {
+  ::tessera::testing::RedisServer redis;
+  TSR_REQUIRE_REDIS(redis);
+  Start(RedisTier(redis.url()), 256, 4);
+  const std::vector<Collected> before = RunPrompts();
+  redis.Stop(/*kill=*/true);
+  ASSERT_TRUE(engine_->FlushCache("device").ok());
+  ASSERT_TRUE(engine_->FlushCache("host").ok());
+  std::vector<Collected> after;
+  for (const auto& p : Prompts()) after.push_back(Run(Greedy(p, 6)));
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].ids, before[i].ids) << i;
+    EXPECT_TRUE(after[i].last.finished) << i;
+  }
+  EXPECT_GT(engine_->Stats().storage_failures_total, 0);
 }
 
 }  // namespace

@@ -94,6 +94,20 @@ void StorageWorker::WaitIdle() {
   while ((!queue_.empty() || busy_) && !stop_) cv_.Wait(&mu_);
 }
 
+bool StorageWorker::WaitIdleFor(double seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(seconds));
+  MutexLock lock(&mu_);
+  while ((!queue_.empty() || busy_) && !stop_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    cv_.WaitFor(&mu_, deadline - now);
+  }
+  return true;
+}
+
 StorageTotals StorageWorker::Totals() const {
   MutexLock lock(&mu_);
   return totals_;

@@ -66,6 +66,8 @@ class StorageWorker {
   // Runs after everything queued before it; waits for it.
   Status Clear() TSR_EXCLUDES(mu_);
   void WaitIdle() TSR_EXCLUDES(mu_);
+  // WaitIdle for at most `seconds`; false when work was still queued.
+  bool WaitIdleFor(double seconds) TSR_EXCLUDES(mu_);
 
   StorageTotals Totals() const TSR_EXCLUDES(mu_);
   const KvStorage& backend() const { return *backend_; }
