@@ -194,6 +194,21 @@ std::string ResultTable(const nlohmann::ordered_json& r) {
   DistributionLines(text, r["tpot_ms"], "TPOT", false);
   Rule(text, "Inter-Token Latency", '-');
   DistributionLines(text, r["itl_ms"], "ITL", true);
+  if (r.contains("ttft_ms_by_round")) {
+    Rule(text, "Multi-turn", '-');
+    const Json& rounds = r["ttft_ms_by_round"];
+    for (size_t i = 0; i < rounds.size(); ++i) {
+      Line(text, fmt::format("Mean TTFT round {} (ms):", i),
+           rounds[i].is_number() ? Fixed(rounds[i]) : std::string("n/a"));
+    }
+    const Json rate = r.value("cache_tier_hit_rate", Json());
+    if (rate.is_object()) {
+      for (const auto& [tier, value] : rate.items()) {
+        Line(text, fmt::format("Hit rate, {} tier (%):", tier),
+             fmt::format("{:.2f}", 100.0 * value.get<double>()));
+      }
+    }
+  }
   Rule(text, "", '=');
   if (r["output_len_mismatches"].get<int64_t>() > 0) {
     text += fmt::format(

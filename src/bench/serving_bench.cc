@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 
 #include "bench/http_endpoint.h"
 #include "bench/request_runner.h"
@@ -27,6 +29,11 @@ Json DatasetJson(const ServingBenchConfig& c) {
     d["input_len"] = c.random.input_len;
     d["output_len"] = c.random.output_len;
     d["range_ratio"] = c.random.range_ratio;
+  } else if (c.dataset_name == kDatasetMultiTurn) {
+    d["num_conversations"] = c.random.num_prompts;
+    d["rounds"] = c.multi_turn_rounds;
+    d["question_len"] = c.random.input_len;
+    d["output_len"] = c.random.output_len;
   } else {
     d["num_groups"] = c.shared_prefix.num_groups;
     d["prompts_per_group"] = c.shared_prefix.prompts_per_group;
@@ -37,8 +44,50 @@ Json DatasetJson(const ServingBenchConfig& c) {
   return d;
 }
 
+MultiTurnDatasetOptions MultiTurnOptions(const ServingBenchConfig& c,
+                                         int64_t vocab_size) {
+  MultiTurnDatasetOptions o;
+  o.num_conversations = c.random.num_prompts;
+  o.rounds = c.multi_turn_rounds;
+  o.question_len = c.random.input_len;
+  o.output_len = c.random.output_len;
+  o.vocab_size = vocab_size;
+  o.seed = c.seed;
+  return o;
+}
+
+// tessera:cache_tier_hit_tokens_total per tier from /metrics; empty when
+// the server does not export it.
+std::map<std::string, double> TierHitTokens(const Endpoint& endpoint) {
+  std::map<std::string, double> out;
+  auto reply = HttpGet(endpoint, "/metrics", 10.0);
+  if (!reply.ok() || reply->status != 200) return out;
+  const std::string prefix = "tessera:cache_tier_hit_tokens_total{tier=\"";
+  size_t pos = 0;
+  while ((pos = reply->body.find(prefix, pos)) != std::string::npos) {
+    pos += prefix.size();
+    const size_t end = reply->body.find('"', pos);
+    if (end == std::string::npos) break;
+    const std::string tier = reply->body.substr(pos, end - pos);
+    const size_t value = reply->body.find("} ", end);
+    if (value == std::string::npos) break;
+    out[tier] = std::strtod(reply->body.c_str() + value + 2, nullptr);
+    pos = value;
+  }
+  return out;
+}
+
 StatusOr<std::vector<BenchRequest>> MakeDataset(const ServingBenchConfig& c,
                                                 int64_t vocab_size) {
+  if (c.dataset_name == kDatasetMultiTurn) {
+    TSR_ASSIGN_OR_RETURN(auto conversations,
+                         MakeMultiTurnDataset(MultiTurnOptions(c, vocab_size)));
+    std::vector<BenchRequest> flat;
+    for (auto& conv : conversations) {
+      for (auto& r : conv) flat.push_back(std::move(r));
+    }
+    return flat;
+  }
   if (c.dataset_name == kDatasetRandom) {
     RandomDatasetOptions o = c.random;
     o.vocab_size = vocab_size;
@@ -52,8 +101,8 @@ StatusOr<std::vector<BenchRequest>> MakeDataset(const ServingBenchConfig& c,
     return MakeSharedPrefixDataset(o);
   }
   return InvalidArgumentError(fmt::format(
-      "--dataset-name {} is unknown; use {} or {}", c.dataset_name,
-      kDatasetRandom, kDatasetSharedPrefix));
+      "--dataset-name {} is unknown; use {}, {} or {}", c.dataset_name,
+      kDatasetRandom, kDatasetSharedPrefix, kDatasetMultiTurn));
 }
 
 Status CheckContext(const std::vector<BenchRequest>& requests,
@@ -126,8 +175,19 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
   const SendFn send = [&](const BenchRequest& request) {
     return RunRequest(endpoint, model.id, request);
   };
-  TSR_ASSIGN_OR_RETURN(const LoadResult load,
-                       RunLoad(requests, send, load_options));
+  const bool multi_turn = config.dataset_name == kDatasetMultiTurn;
+  const std::map<std::string, double> hits_before =
+      multi_turn ? TierHitTokens(endpoint) : std::map<std::string, double>{};
+  LoadResult load;
+  if (multi_turn) {
+    TSR_ASSIGN_OR_RETURN(
+        auto conversations,
+        MakeMultiTurnDataset(MultiTurnOptions(config, vocab_size)));
+    TSR_ASSIGN_OR_RETURN(load,
+                         RunMultiTurnLoad(conversations, send, load_options));
+  } else {
+    TSR_ASSIGN_OR_RETURN(load, RunLoad(requests, send, load_options));
+  }
 
   ServingBenchReport report;
   report.summary = SummarizeLoad(load);
@@ -148,6 +208,41 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
   out["vocab_size"] = vocab_size;
   const Json summary = SummaryJson(report.summary);
   for (const auto& item : summary.items()) out[item.key()] = item.value();
+  if (multi_turn) {
+    // Mean TTFT per round (results are conversation-major).
+    const int64_t rounds = config.multi_turn_rounds;
+    Json by_round = Json::array();
+    for (int64_t r = 0; r < rounds; ++r) {
+      double sum = 0;
+      int64_t n = 0;
+      for (size_t i = size_t(r); i < load.results.size(); i += size_t(rounds)) {
+        if (!load.results[i].success) continue;
+        sum += load.results[i].ttft_s * 1000.0;
+        ++n;
+      }
+      by_round.push_back(n > 0 ? Json(sum / double(n)) : Json(nullptr));
+    }
+    out["ttft_ms_by_round"] = by_round;
+    const std::map<std::string, double> hits_after = TierHitTokens(endpoint);
+    if (hits_after.empty()) {
+      out["cache_tier_hit_tokens"] = nullptr;
+      out["cache_tier_hit_rate"] = nullptr;
+    } else {
+      Json tokens = Json::object(), rate = Json::object();
+      const double prompt = double(std::max<int64_t>(
+          1, report.summary.reported_prompt_tokens));
+      for (const char* tier : {"device", "host", "storage"}) {
+        auto a = hits_after.find(tier);
+        if (a == hits_after.end()) continue;
+        auto b = hits_before.find(tier);
+        const double d = a->second - (b == hits_before.end() ? 0.0 : b->second);
+        tokens[tier] = d;
+        rate[tier] = d / prompt;
+      }
+      out["cache_tier_hit_tokens"] = tokens;
+      out["cache_tier_hit_rate"] = rate;
+    }
+  }
   return report;
 }
 

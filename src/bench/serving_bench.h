@@ -29,19 +29,24 @@
 #include "bench/bench_stats.h"
 #include "bench/datasets.h"
 #include "bench/load_generator.h"
+#include "bench/multi_turn.h"
 
 namespace tessera::bench {
 
 inline constexpr const char* kDatasetRandom = "random";
 inline constexpr const char* kDatasetSharedPrefix = "shared-prefix";
+inline constexpr const char* kDatasetMultiTurn = "multi-turn";
 
 struct ServingBenchConfig {
   std::string base_url = "http://127.0.0.1:30000";
   std::string model;  // empty: the first model the server lists
-  std::string dataset_name = kDatasetRandom;  // or kDatasetSharedPrefix
-  // Their vocab_size and seed are filled in by the run.
+  std::string dataset_name = kDatasetRandom;  // or shared-prefix, multi-turn
+  // Their vocab_size and seed are filled in by the run. multi-turn takes
+  // num_conversations from random.num_prompts, question_len and output_len
+  // from random.input_len / output_len, and its rounds from here.
   RandomDatasetOptions random;
   SharedPrefixDatasetOptions shared_prefix;
+  int64_t multi_turn_rounds = 4;
   double request_rate = kInfiniteRate;  // requests/s, > 0
   int64_t max_concurrency = 0;          // 0: no limit
   uint64_t seed = 0;
@@ -53,7 +58,11 @@ struct ServingBenchConfig {
 struct ServingBenchReport {
   // {"benchmark": "serving", "base_url", "model", "dataset": {"name",
   // ...sizes}, "request_rate" (null: inf), "max_concurrency" (null: none),
-  // "seed", "warmup_requests", then SummaryJson's fields}.
+  // "seed", "warmup_requests", then SummaryJson's fields}. multi-turn adds
+  // "ttft_ms_by_round" (mean TTFT of each round) and, from the server's
+  // /metrics before and after (null when it has none),
+  // "cache_tier_hit_tokens" {"device", "host", "storage"} and
+  // "cache_tier_hit_rate" (each / the prompt tokens sent).
   nlohmann::ordered_json result;
   BenchSummary summary;
 };

@@ -5,7 +5,8 @@
 // /v1/completions and reports TTFT, TPOT, ITL, E2E latency and throughput
 // (src/bench/serving_bench.h). Flags, with SGLang's spelling:
 //   [--base-url URL | --host H --port P] [--model NAME]
-//   [--dataset-name random|shared-prefix (alias generated-shared-prefix)]
+//   [--dataset-name random|shared-prefix (alias generated-shared-prefix)
+//    |multi-turn] [--multi-turn-rounds R]
 //   [--num-prompts N] [--random-input-len N] [--random-output-len N]
 //   [--random-range-ratio R] [--gsp-num-groups G] [--gsp-prompts-per-group P]
 //   [--gsp-system-prompt-len S] [--gsp-question-len Q] [--gsp-output-len O]
@@ -577,10 +578,11 @@ Command AddBenchCommand(CLI::App& root) {
   serving_option(
       app->add_option("--dataset-name", s.dataset_name,
                       "random | shared-prefix (SGLang: "
-                      "generated-shared-prefix)")
+                      "generated-shared-prefix) | multi-turn")
           ->check(CLI::IsMember({std::string(bench::kDatasetRandom),
                                  std::string(bench::kDatasetSharedPrefix),
-                                 std::string("generated-shared-prefix")}))
+                                 std::string("generated-shared-prefix"),
+                                 std::string(bench::kDatasetMultiTurn)}))
           ->capture_default_str());
   sized("--num-prompts", s.random.num_prompts, "random: number of requests", 8);
   sized("--random-input-len", s.random.input_len,
@@ -593,6 +595,11 @@ Command AddBenchCommand(CLI::App& root) {
                       "exactly len")
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str());
+  sized("--multi-turn-rounds", s.multi_turn_rounds,
+        "multi-turn: rounds per conversation (--num-prompts "
+        "conversations; each round adds --random-input-len new ids and "
+        "asks for --random-output-len)",
+        2);
   sized("--gsp-num-groups", s.shared_prefix.num_groups,
         "shared-prefix: groups, one system prompt each", 2);
   sized("--gsp-prompts-per-group", s.shared_prefix.prompts_per_group,
