@@ -128,9 +128,11 @@ StatusOr<std::unique_ptr<HiCache>> HiCache::Create(
 }
 
 HiCache::~HiCache() {
-  // The transfer threads finish their jobs before the pools go. Queued
-  // storage writes get a few seconds (a restarted server finds them);
-  // what is left then is dropped: storage is a cache.
+  // Finish the transfers and apply them (a backup's ack queues its storage
+  // write), before the pools go. Queued storage writes then get a few
+  // seconds (a restarted server finds them); what is left is dropped:
+  // storage is a cache. The tree (the scheduler's) outlives this object.
+  Drain();
   transfer_.reset();
   if (storage_ != nullptr && !storage_->WaitIdleFor(kStorageDrainSeconds)) {
     TSR_LOG_WARN("KV storage tier: writes still queued after {} s at "
