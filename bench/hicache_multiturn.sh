@@ -9,22 +9,24 @@
 #   redis_a     + the redis tier (a redis-server started here), server A;
 #   redis_b     a second server on the same Redis, A's conversations.
 #
-#   bench/hicache_multiturn.sh --model-path DIR [--conversations 8]
-#       [--rounds 4] [--question-len 128] [--output-len 16]
-#       [--max-total-tokens 1152] [--page-size 16] [--max-concurrency 4]
+#   bench/hicache_multiturn.sh --model-path DIR [--conversations 6]
+#       [--rounds 6] [--question-len 256] [--output-len 8]
+#       [--max-total-tokens 2368] [--page-size 16] [--max-concurrency 2]
 #       [--hicache-ratio 4] [--smoke]
 #
 # Prints one JSON object: each configuration's output throughput, mean
 # TTFT and per-tier hit rate, and the ratios the HiCache issue targets:
 #   host_vs_device_throughput (>= 1.7), host_vs_device_ttft (<= 1/3),
 #   file_warm_vs_cold_ttft (<= 1/3), redis_b_vs_a_ttft (<= 1/3).
-# The working set is conversations x rounds x (question + output) tokens;
-# the default pool is a quarter of the default working set. --smoke: 2
+# The working set is conversations x rounds x (question + output) tokens
+# (every conversation stays live, its rounds interleaved with the others');
+# the default pool is a quarter of the default working set (9504 tokens),
+# still big enough for the longest prompt (1576 tokens). --smoke: 2
 # conversations x 2 rounds of 16 + 4 tokens on a 64-token pool (seconds on
 # stories260k). Needs python3 and redis-server (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-model="" convs=8 rounds=4 qlen=128 olen=16 pool=1152 page=16 conc=4 ratio=4
+model="" convs=6 rounds=6 qlen=256 olen=8 pool=2368 page=16 conc=2 ratio=4
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --model-path) model="$2"; shift 2 ;;

@@ -9,7 +9,8 @@
 #                                  are threads: the HTTP connection's strand and
 #                                  handler pool, the runtime's streams and
 #                                  events, the cpu plugin's stream workers and
-#                                  kernels, the engine's scheduler thread
+#                                  kernels, the engine's scheduler thread, the
+#                                  KV tiers' copy and storage threads
 #   scripts/sanitize.sh asan-full  ASan + UBSan (GCC, build-asan/) on all of
 #                                  those plus runtime, engine and the cpu plugin
 #                                  (streams and ops); GCC because the cpu
@@ -40,13 +41,13 @@ case "$kind" in
       dir=build-tsan
       flags="-fsanitize=thread"
       unit_tests=(http_connection_test runtime_test cpu_plugin_test engine_test
-                  kv_test)
+                  kv_test kv_storage_test)
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
     else
       dir=build-asan
       flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-      unit_tests=(base_test kv_test runtime_test engine_test engine_core_test
-                  server_protocol_test http_connection_test tokenizer_test
+      unit_tests=(base_test kv_test kv_storage_test runtime_test engine_test
+                  engine_core_test server_protocol_test http_connection_test tokenizer_test
                   jinja_test cpu_plugin_test)
       export ASAN_OPTIONS="$common_asan"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -80,34 +80,40 @@ StatusOr<LoadResult> RunMultiTurnLoad(
       ArrivalTimes(n, options.request_rate, options.seed);
   const int64_t limit = options.max_concurrency > 0 ? options.max_concurrency : n;
 
+  // Every conversation is live from its arrival on; the limit applies to
+  // requests, taken first come, first served, so the rounds of all live
+  // conversations interleave (their histories are the working set).
   std::mutex mu;
   std::condition_variable cv;
   int64_t in_flight = 0, done = 0;
+  uint64_t next_ticket = 0, serving = 0;  // FIFO order of waiting rounds
   const Clock::time_point start = Clock::now();
   std::vector<std::thread> threads;
   threads.reserve(size_t(n));
   for (int64_t c = 0; c < n; ++c) {
-    std::this_thread::sleep_until(
-        start + std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(arrivals[size_t(c)])));
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return in_flight < limit; });
-      ++in_flight;
-      out.peak_concurrency = std::max(out.peak_concurrency, in_flight);
-    }
     threads.emplace_back([&, c] {
+      std::this_thread::sleep_until(
+          start + std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(arrivals[size_t(c)])));
       const auto& rounds = conversations[size_t(c)];
       for (size_t r = 0; r < rounds.size(); ++r) {
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          const uint64_t ticket = next_ticket++;
+          cv.wait(lock, [&] { return ticket == serving && in_flight < limit; });
+          ++serving;
+          ++in_flight;
+          out.peak_concurrency = std::max(out.peak_concurrency, in_flight);
+          cv.notify_all();
+        }
         RequestResult result = send(rounds[r]);
         std::lock_guard<std::mutex> lock(mu);
         out.results[offset[size_t(c)] + r] = std::move(result);
+        --in_flight;
         ++done;
         if (options.on_progress) options.on_progress(done, int64_t(total));
+        cv.notify_all();
       }
-      std::lock_guard<std::mutex> lock(mu);
-      --in_flight;
-      cv.notify_all();
     });
   }
   for (std::thread& t : threads) t.join();

@@ -14,9 +14,12 @@
 // options.
 //
 // Load: conversations start at Poisson arrivals (--request-rate, or all
-// at once); within a conversation round r + 1 is sent when round r has
-// completed; at most max_concurrency conversations are in flight.
-// Results come back conversation-major (c * rounds + r).
+// at once) and stay live until their last round; within a conversation
+// round r + 1 is sent when round r has completed; at most max_concurrency
+// requests are in flight, taken first come, first served, so the rounds of
+// all live conversations interleave and their histories together are the
+// working set (as users who think between turns). Results come back
+// conversation-major (c * rounds + r).
 //
 // RunMultiTurnLoad is called from one thread and blocks; `send` runs on
 // one worker thread per conversation in flight.
