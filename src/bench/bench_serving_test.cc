@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "bench/datasets.h"
 #include "bench/http_endpoint.h"
 #include "bench/load_generator.h"
+#include "bench/multi_turn.h"
 #include "bench/request_runner.h"
 #include "bench/seeded_random.h"
 #include "bench/server_probe.h"
@@ -427,6 +430,85 @@ TEST(DatasetsTest, WarmupRequestHasTheShapeButNotTheIds) {
   EXPECT_EQ(w.prompt_ids.size(), 64u);
   EXPECT_EQ(w.output_len, 7);
   EXPECT_NE(w.prompt_ids, like.prompt_ids);
+}
+
+TEST(MultiTurnTest, EachRoundResendsTheHistory) {
+  MultiTurnDatasetOptions o;
+  o.num_conversations = 3;
+  o.rounds = 4;
+  o.question_len = 5;
+  o.output_len = 2;
+  o.vocab_size = 100;
+  o.seed = 9;
+  auto convs = MakeMultiTurnDataset(o);
+  ASSERT_TRUE(convs.ok()) << convs.status().ToString();
+  ASSERT_EQ(convs->size(), 3u);
+  for (size_t c = 0; c < convs->size(); ++c) {
+    const auto& rounds = (*convs)[c];
+    ASSERT_EQ(rounds.size(), 4u);
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      EXPECT_EQ(rounds[r].prompt_ids.size(), 5 + r * 7);
+      EXPECT_EQ(rounds[r].output_len, 2);
+      EXPECT_EQ(rounds[r].group, int32_t(c));
+      if (r > 0) {  // round r starts with all of round r - 1
+        EXPECT_TRUE(std::equal(rounds[r - 1].prompt_ids.begin(),
+                               rounds[r - 1].prompt_ids.end(),
+                               rounds[r].prompt_ids.begin()));
+      }
+    }
+  }
+  // Deterministic, and conversations differ.
+  auto again = MakeMultiTurnDataset(o);
+  EXPECT_EQ((*again)[1][2].prompt_ids, (*convs)[1][2].prompt_ids);
+  EXPECT_NE((*convs)[0][0].prompt_ids, (*convs)[1][0].prompt_ids);
+  o.rounds = 0;
+  EXPECT_NE(MakeMultiTurnDataset(o).status().message().find(
+                "--multi-turn-rounds"),
+            std::string::npos);
+}
+
+TEST(MultiTurnTest, RoundsFollowEachOtherAndTheLimitHolds) {
+  MultiTurnDatasetOptions o;
+  o.num_conversations = 4;
+  o.rounds = 3;
+  o.question_len = 2;
+  o.output_len = 1;
+  o.vocab_size = 10;
+  auto convs = MakeMultiTurnDataset(o);
+  ASSERT_TRUE(convs.ok());
+  std::atomic<int> in_flight{0}, peak{0};
+  std::mutex mu;
+  std::map<int32_t, size_t> last_len;  // per conversation, the last sent
+  bool ordered = true;
+  const SendFn send = [&](const BenchRequest& r) {
+    const int now = ++in_flight;
+    int p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ordered = ordered && r.prompt_ids.size() > last_len[r.group];
+      last_len[r.group] = r.prompt_ids.size();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    --in_flight;
+    RequestResult res;
+    res.success = true;
+    res.input_len = int64_t(r.prompt_ids.size());
+    return res;
+  };
+  LoadOptions lo;
+  lo.max_concurrency = 2;
+  auto load = RunMultiTurnLoad(*convs, send, lo);
+  ASSERT_TRUE(load.ok());
+  ASSERT_EQ(load->results.size(), 12u);
+  EXPECT_TRUE(ordered);
+  EXPECT_LE(peak.load(), 2);
+  EXPECT_EQ(load->peak_concurrency, 2);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(load->results[i].input_len,
+              int64_t((*convs)[i / 3][i % 3].prompt_ids.size()));
+  }
 }
 
 TEST(SeededRandomTest, BoundsAndShuffle) {
