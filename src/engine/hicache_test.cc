@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -244,6 +245,42 @@ TEST_F(StorageTierTest, ARestartedServerHitsWhatTheFileTierKept) {
   // flush_cache?tier=storage empties the directory.
   ASSERT_TRUE(engine_->FlushCache("storage").ok());
   EXPECT_EQ(engine_->Stats().storage_objects, 0);
+}
+
+TEST_F(StorageTierTest, PrefetchPoliciesDecideWhetherARequestWaits) {
+  Start(FileTier(), 256, 4);
+  const std::vector<Collected> cold = RunPrompts();
+  engine_->Shutdown(0);
+  engine_.reset();
+  // timeout: waits for the prefetch up to the limit (ample here), so the
+  // first request after a restart already hits.
+  EngineOptions timeout = FileTier();
+  timeout.hicache.prefetch_policy = PrefetchPolicy::kTimeout;
+  timeout.hicache.prefetch_timeout_s = 30;
+  Start(timeout, 256, 4);
+  const Collected first = Run(Greedy(Prompts()[0], 6));
+  EXPECT_EQ(first.ids, cold[0].ids);
+  EXPECT_GE(first.last.cached_tokens, 32);
+  engine_->Shutdown(0);
+  engine_.reset();
+  // best_effort: the request does not wait; the prefetch still fills the
+  // host tier, so the same prompt a moment later hits.
+  EngineOptions best = FileTier();
+  best.hicache.prefetch_policy = PrefetchPolicy::kBestEffort;
+  Start(best, 256, 4);
+  const Collected a = Run(Greedy(Prompts()[1], 6));
+  EXPECT_EQ(a.ids, cold[1].ids);
+  ASSERT_TRUE(engine_->CheckIntegrity().ok());  // lets the prefetch land
+  ASSERT_TRUE(engine_->FlushCache("device").ok());
+  Collected b;
+  for (int i = 0; i < 50; ++i) {
+    b = Run(Greedy(Prompts()[1], 6));
+    if (b.last.cached_tokens >= 32) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(b.ids, cold[1].ids);
+  EXPECT_GE(b.last.cached_tokens, 32);
+  EXPECT_FALSE(ParsePrefetchPolicy("eager").ok());
 }
 
 TEST_F(StorageTierTest, CorruptTruncatedOrForeignPagesAreMisses) {
