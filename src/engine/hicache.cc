@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "base/logging.h"
+#include "base/monotonic_clock.h"
 
 namespace tessera::engine {
 namespace {
@@ -21,13 +22,6 @@ constexpr double kPrefetchMemory = 10.0;
 constexpr double kStorageDrainSeconds = 5.0;
 
 }  // namespace
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 StatusOr<WritePolicy> ParseWritePolicy(std::string_view name) {
   if (name == "write_through") return WritePolicy::kWriteThrough;
@@ -179,7 +173,7 @@ bool HiCache::Prefetch(std::span<const int32_t> tokens, int64_t tree_pages) {
     PrefetchState st;
     st.tokens.assign(tokens.begin(), tokens.begin() + total * ps);
     st.first_page = tree_pages;
-    st.started_ns = NowNs();
+    st.started_ns = MonotonicNs();
     st.id = storage_->Prefetch(std::move(keys));
     prefetch_ids_[st.id] = last;
     it = prefetches_.emplace(last, std::move(st)).first;
@@ -191,7 +185,7 @@ bool HiCache::Prefetch(std::span<const int32_t> tokens, int64_t tree_pages) {
     case PrefetchPolicy::kWaitComplete:
       return true;
     case PrefetchPolicy::kTimeout:
-      return static_cast<double>(NowNs() - it->second.started_ns) * 1e-9 <
+      return static_cast<double>(MonotonicNs() - it->second.started_ns) * 1e-9 <
              options_.prefetch_timeout_s;
   }
   return false;
@@ -384,7 +378,7 @@ void HiCache::Poll() {
   for (const kv::PrefetchResult& r : storage_->PollPrefetched()) {
     ApplyPrefetch(r);
   }
-  const uint64_t now = NowNs();
+  const uint64_t now = MonotonicNs();
   for (auto it = prefetches_.begin(); it != prefetches_.end();) {
     const bool expired =
         it->second.done &&

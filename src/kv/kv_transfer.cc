@@ -2,20 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <utility>
 
+#include "base/monotonic_clock.h"
+
 namespace tessera::kv {
-namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<KvTransfer>> KvTransfer::Create(
     runtime::Device& device, const KvPool& device_pool, HostKvPool& host_pool) {
@@ -56,7 +47,7 @@ uint64_t KvTransfer::Submit(TransferDirection direction,
     MutexLock lock(&mu_);
     Lane& lane = lanes_[static_cast<int>(direction)];
     id = lane.next_id++;
-    lane.queue.push_back(Job{id, std::move(pages), NowNs()});
+    lane.queue.push_back(Job{id, std::move(pages), MonotonicNs()});
   }
   cv_.SignalAll();
   return id;
@@ -101,7 +92,7 @@ void KvTransfer::Worker(TransferDirection direction, runtime::Stream* stream) {
     }
     Status status = Copy(direction, *stream, job.pages);
     const uint64_t bytes = job.pages.size() * host_pool_.page_bytes();
-    const double seconds = static_cast<double>(NowNs() - job.submitted_ns) * 1e-9;
+    const double seconds = static_cast<double>(MonotonicNs() - job.submitted_ns) * 1e-9;
     {
       MutexLock lock(&mu_);
       Lane& lane = lanes_[d];

@@ -4,18 +4,9 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "base/monotonic_clock.h"
 
 namespace tessera::kv {
-namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
-
-}  // namespace
 
 StorageWorker::StorageWorker(std::unique_ptr<KvStorage> backend,
                              uint64_t identity, int32_t page_size,
@@ -64,7 +55,7 @@ uint64_t StorageWorker::Prefetch(std::vector<PageKey> keys) {
     job.kind = Job::kPrefetch;
     job.id = id;
     job.keys = std::move(keys);
-    job.submitted_ns = NowNs();
+    job.submitted_ns = MonotonicNs();
     queue_.push_back(std::move(job));
   }
   cv_.SignalAll();
@@ -116,7 +107,7 @@ StorageTotals StorageWorker::Totals() const {
 void StorageWorker::Failed(const Status& status) {
   MutexLock lock(&mu_);
   ++totals_.failures;
-  const uint64_t now = NowNs();
+  const uint64_t now = MonotonicNs();
   if (last_warning_ns_ == 0 || now - last_warning_ns_ > 10'000'000'000ull) {
     last_warning_ns_ = now;
     TSR_LOG_WARN("KV storage tier ({}): {}; prefixes are recomputed "
@@ -201,7 +192,7 @@ void StorageWorker::Run() {
         break;
       case Job::kPrefetch: {
         PrefetchResult r = DoPrefetch(job);
-        r.seconds = static_cast<double>(NowNs() - job.submitted_ns) * 1e-9;
+        r.seconds = static_cast<double>(MonotonicNs() - job.submitted_ns) * 1e-9;
         MutexLock lock(&mu_);
         totals_.read_seconds += r.seconds;
         done_.push_back(std::move(r));
