@@ -30,6 +30,26 @@ uint64_t RandomSeed() {
 
 }  // namespace
 
+StatusOr<DisaggMode> ParseDisaggMode(std::string_view name) {
+  if (name == "null") return DisaggMode::kNull;
+  if (name == "prefill") return DisaggMode::kPrefill;
+  if (name == "decode") return DisaggMode::kDecode;
+  return InvalidArgumentError(fmt::format(
+      "unknown --disaggregation-mode '{}'; use null, prefill or decode", name));
+}
+
+const char* DisaggModeName(DisaggMode mode) {
+  switch (mode) {
+    case DisaggMode::kPrefill:
+      return "prefill";
+    case DisaggMode::kDecode:
+      return "decode";
+    case DisaggMode::kNull:
+      break;
+  }
+  return "null";
+}
+
 StatusOr<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
   if (name == "lpm") return SchedulePolicy::kLongestPrefixMatch;
   if (name == "fcfs") return SchedulePolicy::kFirstComeFirstServed;
@@ -159,6 +179,15 @@ StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
         request.max_new_tokens.value_or(1)));
   }
   int64_t max_new = request.max_new_tokens.value_or(ctx - prompt_len);
+  if (request.bootstrap) {
+    if (options_.disagg_mode == DisaggMode::kNull) {
+      return InvalidArgumentError(
+          "bootstrap_host/bootstrap_room are for PD disaggregation; this "
+          "server was started without --disaggregation-mode");
+    }
+    // A prefill server computes the prompt and the first token only.
+    if (options_.disagg_mode == DisaggMode::kPrefill) max_new = 1;
+  }
   if (prompt_len + max_new > pool) {
     if (request.max_new_tokens || prompt_len + 1 > pool) {
       return InvalidArgumentError(fmt::format(
@@ -198,6 +227,15 @@ StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(EngineRequest request) {
 
 StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
     std::vector<EngineRequest> requests) {
+  if (requests.size() > 1) {
+    for (const EngineRequest& r : requests) {
+      if (r.bootstrap) {
+        return InvalidArgumentError(
+            "n > 1 is not supported with PD disaggregation (one bootstrap "
+            "room per request); send n separate requests");
+      }
+    }
+  }
   if (requests.empty()) return InvalidArgumentError("no requests");
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (EngineRequest& r : requests) {
@@ -361,7 +399,8 @@ bool Engine::AwaitWork(bool busy) {
       // Running sequences or a batch in flight: no wait. Only queued ones
       // that cannot start (waiting for pages or a group leader): poll every
       // 2 ms. Idle: until woken (the 100 ms bound keeps the stats fresh).
-      const bool runnable = busy || scheduler_->running() > 0;
+      const bool runnable =
+          busy || scheduler_->running() > scheduler_->transferring();
       if (!runnable) {
         const auto wait = scheduler_->has_work()
                               ? std::chrono::milliseconds(2)

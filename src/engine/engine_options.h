@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/disagg.h"
 #include "engine/hicache.h"
 
 namespace tessera::engine {
@@ -36,6 +37,12 @@ struct EngineOptions {
   int64_t max_inflight_launches = 2;
   double log_interval_s = 5.0;   // <= 0: no periodic status line
   std::vector<int32_t> eos_ids;  // the model's EOS ids
+  // PD disaggregation (--disaggregation-mode): the role, and the KV sender
+  // (prefill) or receiver (decode) of src/disagg (not owned, outlive the
+  // engine). Requests without bootstrap info run aggregated either way.
+  DisaggMode disagg_mode = DisaggMode::kNull;
+  KvSender* kv_sender = nullptr;
+  KvReceiver* kv_receiver = nullptr;
 };
 
 // Per-request timing for latency histograms, reported once per request.
@@ -97,6 +104,12 @@ struct EngineStats {
   int64_t storage_failures_total = 0;
   int64_t storage_corrupt_pages_total = 0;
   int64_t storage_dropped_writes_total = 0;
+  // PD disaggregation: rooms finished by this side and their KV bytes.
+  int64_t disagg_transfers_total = 0;
+  int64_t disagg_transfer_failures_total = 0;
+  uint64_t disagg_transfer_bytes_total = 0;
+  double disagg_transfer_seconds_total = 0;
+  int64_t disagg_awaiting_kv = 0;  // decode: requests waiting for their KV
 };
 
 }  // namespace tessera::engine

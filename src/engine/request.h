@@ -35,6 +35,15 @@
 
 namespace tessera::engine {
 
+// PD disaggregation: where the prefill server's bootstrap service is and
+// the room that pairs the prefill and decode copies of one request
+// (engine/disagg.h).
+struct BootstrapInfo {
+  std::string host;
+  int port = 0;
+  uint64_t room = 0;
+};
+
 struct EngineRequest {
   std::string rid;                  // unique; the engine assigns one if empty
   std::vector<int32_t> prompt_ids;  // >= 1 token, all < vocab size
@@ -49,6 +58,7 @@ struct EngineRequest {
   // likely alternatives per position.
   int32_t top_logprobs = -1;
   bool skip_special_tokens = true;
+  std::optional<BootstrapInfo> bootstrap;  // PD disaggregation only
 };
 
 // Log-probability of one sampled token (natural log), with the top

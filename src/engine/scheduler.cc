@@ -53,6 +53,20 @@ void Scheduler::Enqueue(std::unique_ptr<Sequence> seq) {
 }
 
 void Scheduler::Finish(Sequence* seq, RequestOutput last) {
+  if (seq->transfer != Sequence::Transfer::kNone) {
+    const uint64_t room = seq->request.bootstrap->room;
+    transfers_.erase(room);
+    if (seq->transfer == Sequence::Transfer::kAwaiting) {
+      // The prefill server may still write these pages: hold them until
+      // the receiver reports the room.
+      Quarantined q;
+      q.cached.assign(seq->tokens.begin(), seq->tokens.begin() + seq->kv_len);
+      q.kv = std::move(seq->kv);
+      seq->kv = SequenceKv{};
+      quarantine_[room] = std::move(q);
+    }
+    seq->transfer = Sequence::Transfer::kNone;
+  }
   if (!seq->kv.pages.empty() || seq->kv.lock_node != nullptr) {
     Status released = kv_.Release(
         std::span<const int32_t>(seq->tokens).first(seq->kv_len), seq->kv);
@@ -93,7 +107,9 @@ void Scheduler::ReapCancelled() {
     }
   }
   for (auto& s : running_) {
-    if (s->stream->cancelled()) {
+    // A prefill request whose KV is on the wire ends when the transfer
+    // does (its pages are being read).
+    if (s->stream->cancelled() && s->transfer != Sequence::Transfer::kSending) {
       Finish(s.get(), s->AbortOutput(s->stream->cancel_cause(), s->stream->cancel_reason()));
     }
   }
@@ -151,7 +167,16 @@ bool Scheduler::ReserveDecode(std::vector<Sequence*>& decode) {
       RemoveFinished();
       continue;
     }
-    Sequence* victim = running_.back().get();
+    // The most recently admitted sequence that is not mid KV transfer
+    // (those pages are being read or written by another server).
+    Sequence* victim = nullptr;
+    for (auto r = running_.rbegin(); r != running_.rend(); ++r) {
+      if ((*r)->transfer == Sequence::Transfer::kNone) {
+        victim = r->get();
+        break;
+      }
+    }
+    if (victim == nullptr) return false;  // wait for the transfers
     TSR_LOG_DEBUG("KV pool full: retracting request {} ({} tokens)",
                   victim->stream->rid(), victim->tokens.size());
     Retract(victim);
@@ -241,6 +266,12 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
       ++it;
       continue;
     }
+    if (ReceivesKv(*s)) {
+      if (!AdmitAwaitingKv(s)) break;
+      running_.push_back(std::move(*it));
+      it = waiting_.erase(it);
+      continue;
+    }
     const int64_t matched = kv_.MatchAndLock(
         std::span<const int32_t>(t).first(t.size() - 1), s->kv);
     s->kv_len = matched;
@@ -276,6 +307,7 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
 
 ScheduledBatch Scheduler::Schedule() {
   kv_.PollTransfers();
+  PollTransfers();
   ReapCancelled();
   ScheduledBatch batch;
   last_batch_size_ = 0;
@@ -288,7 +320,7 @@ ScheduledBatch Scheduler::Schedule() {
   };
   std::vector<Sequence*> decode;
   for (auto& s : running_) {
-    if (s->prefilling()) continue;
+    if (s->prefilling() || s->transfer != Sequence::Transfer::kNone) continue;
     if (s->pending_row >= 0) {
       // Its next token is being sampled by the batch in flight.
       if (s->pending_batch != last_batch_id_ || s->needs_host_logits()) {
@@ -383,6 +415,24 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
         result->ids[i], i < result->logprobs.size()
                             ? std::move(result->logprobs[i])
                             : std::nullopt);
+    if (SendsKv(*s) && s->generated() == 1) {
+      // Prefill server: the prompt's KV and this token go to the decode
+      // server; the request ends when they have arrived.
+      KvSendJob job;
+      job.room = s->request.bootstrap->room;
+      job.prompt_ids = s->request.prompt_ids;
+      job.slots.reserve(s->request.prompt_ids.size());
+      for (int64_t p = 0; p < s->prompt_len(); ++p) {
+        job.slots.push_back(kv_.pool().SlotOf(s->kv.pages, p));
+      }
+      job.first_token = result->ids[i];
+      if (!out.logprobs.empty()) job.first_logprobs = out.logprobs.front();
+      s->transfer = Sequence::Transfer::kSending;
+      s->parked = std::move(out);
+      transfers_[job.room] = s;
+      options_.kv_sender->Send(std::move(job));
+      continue;
+    }
     if (out.finished) {
       Finish(s, std::move(out));
     } else {
@@ -392,7 +442,125 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
   RemoveFinished();
 }
 
+bool Scheduler::SendsKv(const Sequence& s) const {
+  return options_.disagg_mode == DisaggMode::kPrefill &&
+         options_.kv_sender != nullptr && s.request.bootstrap.has_value();
+}
+
+bool Scheduler::ReceivesKv(const Sequence& s) const {
+  return options_.disagg_mode == DisaggMode::kDecode &&
+         options_.kv_receiver != nullptr && s.request.bootstrap.has_value() &&
+         s.generated() == 0 && !s.admitted_once;
+}
+
+bool Scheduler::AdmitAwaitingKv(Sequence* s) {
+  const std::span<const int32_t> prompt(s->request.prompt_ids);
+  const int64_t len = s->prompt_len();
+  const int64_t matched = kv_.MatchAndLock(prompt, s->kv);
+  // The whole prompt and the first decode slot, reserved before the
+  // transfer starts.
+  if (!kv_.CanReserve(s->kv, len + 1) || !kv_.Reserve(s->kv, len).ok()) {
+    (void)kv_.Release(prompt.first(matched), s->kv);
+    return false;
+  }
+  s->admitted_once = true;
+  s->cached_tokens = matched;
+  s->first_admit = SteadyClock::now();
+  s->kv_len = matched;
+  s->transfer = Sequence::Transfer::kAwaiting;
+  KvRecvJob job;
+  job.bootstrap = *s->request.bootstrap;
+  job.prompt_ids = s->request.prompt_ids;
+  job.cached = matched;
+  job.slots.reserve(static_cast<size_t>(len));
+  for (int64_t p = 0; p < len; ++p) {
+    job.slots.push_back(kv_.pool().SlotOf(s->kv.pages, p));
+  }
+  transfers_[job.bootstrap.room] = s;
+  options_.kv_receiver->Expect(std::move(job));
+  return true;
+}
+
+void Scheduler::CountTransfer(const KvTransferResult& r) {
+  if (r.status.ok()) {
+    ++transfers_done_;
+    transfer_bytes_ += r.bytes;
+    transfer_seconds_ += r.seconds;
+  } else {
+    ++transfer_failures_;
+  }
+}
+
+void Scheduler::PollTransfers() {
+  if (options_.kv_sender != nullptr) {
+    for (KvTransferResult& r : options_.kv_sender->Poll()) {
+      CountTransfer(r);
+      auto it = transfers_.find(r.room);
+      if (it == transfers_.end()) continue;
+      Sequence* s = it->second;
+      transfers_.erase(it);
+      s->transfer = Sequence::Transfer::kNone;
+      if (r.status.ok()) {
+        Finish(s, std::move(s->parked));
+      } else {
+        TSR_LOG_WARN("request {}: KV transfer to the decode server failed: {}",
+                     s->stream->rid(), r.status.ToString());
+        Finish(s, s->AbortOutput(AbortCause::kError,
+                                 "the KV transfer to the decode server "
+                                 "failed: " + r.status.message()));
+      }
+    }
+  }
+  if (options_.kv_receiver != nullptr) {
+    for (KvTransferResult& r : options_.kv_receiver->Poll()) {
+      CountTransfer(r);
+      auto q = quarantine_.find(r.room);
+      if (q != quarantine_.end()) {
+        (void)kv_.Release(q->second.cached, q->second.kv);
+        quarantine_.erase(q);
+        continue;
+      }
+      auto it = transfers_.find(r.room);
+      if (it == transfers_.end()) continue;
+      Sequence* s = it->second;
+      transfers_.erase(it);
+      s->transfer = Sequence::Transfer::kNone;
+      if (!r.status.ok()) {
+        TSR_LOG_WARN("request {}: no KV from the prefill server: {}",
+                     s->stream->rid(), r.status.ToString());
+        Finish(s, s->AbortOutput(AbortCause::kError,
+                                 "the KV transfer from the prefill server "
+                                 "failed: " + r.status.message()));
+        continue;
+      }
+      s->kv_len = s->prompt_len();
+      Status cached = kv_.CacheComputed(s->request.prompt_ids, s->kv);
+      if (!cached.ok()) {
+        TSR_LOG_WARN("caching the prompt of {}: {}", s->stream->rid(),
+                     cached.ToString());
+      }
+      ++generated_total_;
+      RequestOutput out =
+          s->AcceptToken(r.first_token, std::move(r.first_logprobs));
+      if (out.finished) {
+        Finish(s, std::move(out));
+      } else {
+        s->stream->Push(std::move(out));
+      }
+    }
+  }
+  RemoveFinished();
+}
+
 void Scheduler::FillStats(EngineStats& stats) const {
+  stats.disagg_transfers_total = transfers_done_;
+  stats.disagg_transfer_failures_total = transfer_failures_;
+  stats.disagg_transfer_bytes_total = transfer_bytes_;
+  stats.disagg_transfer_seconds_total = transfer_seconds_;
+  stats.disagg_awaiting_kv = 0;
+  for (const auto& [room, s] : transfers_) {
+    stats.disagg_awaiting_kv += s->transfer == Sequence::Transfer::kAwaiting;
+  }
   stats.running = static_cast<int64_t>(running_.size());
   stats.last_batch_size = last_batch_size_;
   stats.kv_capacity_tokens = kv_.CapacityTokens();

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -77,6 +78,10 @@ class Scheduler {
   KvCacheManager& kv() { return kv_; }
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  // Running sequences that wait for a KV transfer (no rows).
+  int64_t transferring() const {
+    return static_cast<int64_t>(transfers_.size());
+  }
   int64_t last_batch_size() const { return last_batch_size_; }
   int64_t retractions() const { return retractions_; }
   int64_t generated_total() const { return generated_total_; }
@@ -92,6 +97,15 @@ class Scheduler {
   // Admits waiting sequences / continues the chunked one under `budget`.
   void SchedulePrefill(int64_t budget, ScheduledBatch& batch);
   void SortWaiting();
+  // PD disaggregation (engine/disagg.h).
+  bool SendsKv(const Sequence& s) const;
+  bool ReceivesKv(const Sequence& s) const;
+  // Decode: reserves `s`'s prompt pages and asks the receiver for its KV.
+  // False when the pool cannot hold it now (nothing changed).
+  bool AdmitAwaitingKv(Sequence* s);
+  // Applies the sender's / receiver's finished rooms.
+  void PollTransfers();
+  void CountTransfer(const KvTransferResult& r);
   void Finish(Sequence* seq, RequestOutput last);
   void RemoveFinished();
 
@@ -112,6 +126,19 @@ class Scheduler {
   uint64_t last_batch_id_ = 0;
   std::vector<const Sequence*> prefills_in_flight_;
   int64_t last_batch_size_ = 0;
+  // PD disaggregation: running sequences by room (sending or awaiting KV),
+  // and the pages of abandoned decode requests, held until their room is
+  // reported (a late prefill server may still write them).
+  struct Quarantined {
+    std::vector<int32_t> cached;  // the prefix the cache already held
+    SequenceKv kv;
+  };
+  std::map<uint64_t, Sequence*> transfers_;
+  std::map<uint64_t, Quarantined> quarantine_;
+  int64_t transfers_done_ = 0;
+  int64_t transfer_failures_ = 0;
+  uint64_t transfer_bytes_ = 0;
+  double transfer_seconds_ = 0;
   int64_t retractions_ = 0;
   int64_t generated_total_ = 0;
 };

@@ -81,6 +81,13 @@ struct Sequence {
   // kv_len == tokens.size() (the pending token's position is next).
   uint64_t pending_batch = 0;
   int64_t pending_row = -1;
+  // PD disaggregation: kSending (prefill) — the first token is sampled and
+  // `parked` holds the final output until the KV reached the decode server;
+  // kAwaiting (decode) — pages reserved, waiting for the prefill server's
+  // KV and first token. Neither gets rows.
+  enum class Transfer { kNone, kSending, kAwaiting };
+  Transfer transfer = Transfer::kNone;
+  RequestOutput parked;
   bool admitted_once = false;
   bool finished = false;
 

@@ -1,0 +1,423 @@
+#include "disagg/ucx_transfer.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <deque>
+#include <list>
+#include <map>
+#include <thread>
+#include <utility>
+
+#include "base/logging.h"
+#include "base/mutex.h"
+
+namespace tessera::disagg {
+namespace {
+
+Status UcxError(const char* what, ucs_status_t status) {
+  return UnavailableError(
+      fmt::format("UCX {} failed: {}", what, ucs_status_string(status)));
+}
+
+// Idle poll bounds: with work in flight the thread re-checks deadlines
+// often; idle it only wakes for events or Write/stop.
+constexpr int kBusyPollMs = 1;
+constexpr int kIdlePollMs = 200;
+
+}  // namespace
+
+class UcxTransfer::Impl {
+ public:
+  ~Impl() {
+    {
+      MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    Wake();
+    if (thread_.joinable()) thread_.join();
+    for (ucp_mem_h m : memhs_) ucp_mem_unmap(context_, m);
+    if (worker_ != nullptr) ucp_worker_destroy(worker_);
+    if (context_ != nullptr) ucp_cleanup(context_);
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
+
+  Status Init() {
+    ucp_config_t* config = nullptr;
+    ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+    if (st != UCS_OK) return UcxError("reading the configuration", st);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES |
+                        UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.mt_workers_shared = 1;  // Register runs on callers' threads
+    st = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    if (st != UCS_OK) return UcxError("initialisation (ucp_init)", st);
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
+                    UCP_WORKER_PARAM_FIELD_EVENTS;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wp.events = UCP_WAKEUP_RMA | UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV;
+    st = ucp_worker_create(context_, &wp, &worker_);
+    if (st != UCS_OK) return UcxError("creating a worker", st);
+    ucp_address_t* addr = nullptr;
+    size_t addr_len = 0;
+    st = ucp_worker_get_address(worker_, &addr, &addr_len);
+    if (st != UCS_OK) return UcxError("getting the worker address", st);
+    address_.assign(reinterpret_cast<const char*>(addr), addr_len);
+    ucp_worker_release_address(worker_, addr);
+    st = ucp_worker_get_efd(worker_, &worker_fd_);
+    if (st != UCS_OK) return UcxError("getting the worker's event fd", st);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) return UnavailableError("eventfd failed");
+    thread_ = std::thread([this] { Run(); });
+    return OkStatus();
+  }
+
+  const std::string& address() const { return address_; }
+
+  StatusOr<RemoteRegion> Register(void* address, uint64_t length) {
+    ucp_mem_map_params_t mp{};
+    mp.field_mask =
+        UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = address;
+    mp.length = length;
+    ucp_mem_h memh = nullptr;
+    ucs_status_t st = ucp_mem_map(context_, &mp, &memh);
+    if (st != UCS_OK) return UcxError("registering KV memory", st);
+    void* packed = nullptr;
+    size_t packed_len = 0;
+    st = ucp_rkey_pack(context_, memh, &packed, &packed_len);
+    if (st != UCS_OK) {
+      ucp_mem_unmap(context_, memh);
+      return UcxError("packing a remote key", st);
+    }
+    RemoteRegion region;
+    region.address = reinterpret_cast<uint64_t>(address);
+    region.length = length;
+    region.rkey.assign(static_cast<const char*>(packed), packed_len);
+    ucp_rkey_buffer_release(packed);
+    MutexLock lock(&mu_);
+    memhs_.push_back(memh);
+    return region;
+  }
+
+  void SetHandler(MessageHandler handler) {
+    MutexLock lock(&mu_);
+    handler_ = std::move(handler);
+  }
+
+  void Write(WriteJob job) {
+    {
+      MutexLock lock(&mu_);
+      if (!stop_) {
+        queue_.push_back(std::move(job));
+        job.done = nullptr;
+      }
+    }
+    if (job.done) job.done(UnavailableError("the KV transfer engine stopped"));
+    Wake();
+  }
+
+ private:
+  // A write in progress on the progress thread.
+  struct Active {
+    WriteJob job;
+    ucp_ep_h ep = nullptr;
+    std::vector<ucp_rkey_h> rkeys;
+    void* flush = nullptr;  // flush request (puts complete at the peer)
+    void* send = nullptr;   // the message's send request
+    bool flushed = false;
+    bool sent = false;
+  };
+  struct Receive {
+    void* request = nullptr;
+    uint64_t tag = 0;
+    std::string buffer;
+  };
+
+  void Wake() {
+    uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
+
+  static void OnEpError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+    auto* self = static_cast<Impl*>(arg);
+    TSR_LOG_WARN("KV transfer: a peer endpoint failed: {}",
+                 ucs_status_string(status));
+    self->failed_eps_.push_back(ep);
+  }
+
+  StatusOr<ucp_ep_h> Endpoint(const std::string& peer) {
+    auto it = eps_.find(peer);
+    if (it != eps_.end()) return it->second;
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(peer.data());
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = &Impl::OnEpError;
+    ep.err_handler.arg = this;
+    ucp_ep_h handle = nullptr;
+    ucs_status_t st = ucp_ep_create(worker_, &ep, &handle);
+    if (st != UCS_OK) return UcxError("connecting to the peer", st);
+    eps_.emplace(peer, handle);
+    return handle;
+  }
+
+  void DropEndpoint(ucp_ep_h ep) {
+    for (auto it = eps_.begin(); it != eps_.end(); ++it) {
+      if (it->second == ep) {
+        eps_.erase(it);
+        break;
+      }
+    }
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* r = ucp_ep_close_nbx(ep, &p);
+    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+  }
+
+  // Issues a job's puts and its flush. Error: the job failed.
+  Status Start(Active& a) {
+    TSR_ASSIGN_OR_RETURN(a.ep, Endpoint(a.job.peer_address));
+    for (const RemoteRegion& r : a.job.regions) {
+      ucp_rkey_h rkey = nullptr;
+      ucs_status_t st = ucp_ep_rkey_unpack(a.ep, r.rkey.data(), &rkey);
+      if (st != UCS_OK) return UcxError("unpacking the peer's remote key", st);
+      a.rkeys.push_back(rkey);
+    }
+    ucp_request_param_t p{};
+    for (const PutOp& op : a.job.puts) {
+      if (op.region >= a.rkeys.size() ||
+          op.offset + op.length > a.job.regions[op.region].length) {
+        return InvalidArgumentError(fmt::format(
+            "a KV put of {} bytes at offset {} falls outside the peer's "
+            "registered region {}",
+            op.length, op.offset, op.region));
+      }
+      void* r = ucp_put_nbx(a.ep, op.src, op.length,
+                            a.job.regions[op.region].address + op.offset,
+                            a.rkeys[op.region], &p);
+      if (UCS_PTR_IS_ERR(r)) return UcxError("put", UCS_PTR_STATUS(r));
+      if (r != nullptr) ucp_request_free(r);  // the flush covers it
+    }
+    void* f = ucp_ep_flush_nbx(a.ep, &p);
+    if (UCS_PTR_IS_ERR(f)) return UcxError("flush", UCS_PTR_STATUS(f));
+    a.flush = f;
+    a.flushed = f == nullptr;
+    return OkStatus();
+  }
+
+  // Advances a job; true when it is finished (done called).
+  bool Advance(Active& a, std::chrono::steady_clock::time_point now) {
+    auto finish = [&a](Status s) {
+      if (a.job.done) a.job.done(std::move(s));
+      return true;
+    };
+    if (!a.flushed) {
+      ucs_status_t st = ucp_request_check_status(a.flush);
+      if (st == UCS_INPROGRESS) {
+        if (now > a.job.deadline) {
+          return finish(UnavailableError(
+              "the KV transfer timed out before the peer acknowledged the "
+              "writes"));
+        }
+        return false;
+      }
+      ucp_request_free(a.flush);
+      a.flush = nullptr;
+      a.flushed = true;
+      if (st != UCS_OK) return finish(UcxError("writing KV to the peer", st));
+      ucp_request_param_t p{};
+      void* s = ucp_tag_send_nbx(a.ep, a.job.message.data(),
+                                 a.job.message.size(), a.job.tag, &p);
+      if (UCS_PTR_IS_ERR(s)) {
+        return finish(UcxError("sending the completion", UCS_PTR_STATUS(s)));
+      }
+      a.send = s;
+      a.sent = s == nullptr;
+    }
+    if (!a.sent) {
+      ucs_status_t st = ucp_request_check_status(a.send);
+      if (st == UCS_INPROGRESS) {
+        if (now > a.job.deadline) {
+          return finish(UnavailableError(
+              "the KV transfer timed out sending its completion"));
+        }
+        return false;
+      }
+      ucp_request_free(a.send);
+      a.send = nullptr;
+      a.sent = true;
+      if (st != UCS_OK) return finish(UcxError("sending the completion", st));
+    }
+    return finish(OkStatus());
+  }
+
+  void Cleanup(Active& a) {
+    if (a.flush != nullptr) ucp_request_cancel(worker_, a.flush);
+    if (a.send != nullptr) ucp_request_cancel(worker_, a.send);
+    for (ucp_rkey_h k : a.rkeys) ucp_rkey_destroy(k);
+    a.rkeys.clear();
+  }
+
+  void ProbeMessages(MessageHandler& handler) {
+    for (;;) {
+      ucp_tag_recv_info_t info{};
+      ucp_tag_message_h msg = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
+      if (msg == nullptr) break;
+      Receive r;
+      r.tag = info.sender_tag;
+      r.buffer.resize(info.length);
+      ucp_request_param_t p{};
+      void* req = ucp_tag_msg_recv_nbx(worker_, r.buffer.data(),
+                                       r.buffer.size(), msg, &p);
+      if (UCS_PTR_IS_ERR(req)) {
+        TSR_LOG_WARN("KV transfer: receiving a message failed: {}",
+                     ucs_status_string(UCS_PTR_STATUS(req)));
+        continue;
+      }
+      r.request = req;
+      receives_.push_back(std::move(r));
+    }
+    for (auto it = receives_.begin(); it != receives_.end();) {
+      if (it->request != nullptr) {
+        ucs_status_t st = ucp_request_check_status(it->request);
+        if (st == UCS_INPROGRESS) {
+          ++it;
+          continue;
+        }
+        ucp_request_free(it->request);
+        it->request = nullptr;
+        if (st != UCS_OK) {
+          it = receives_.erase(it);
+          continue;
+        }
+      }
+      if (handler) handler(it->tag, std::move(it->buffer));
+      it = receives_.erase(it);
+    }
+  }
+
+  void Run() {
+    for (;;) {
+      std::deque<WriteJob> fresh;
+      MessageHandler handler;
+      bool stop = false;
+      {
+        MutexLock lock(&mu_);
+        fresh.swap(queue_);
+        handler = handler_;
+        stop = stop_;
+      }
+      for (WriteJob& job : fresh) {
+        active_.emplace_back();
+        Active& a = active_.back();
+        a.job = std::move(job);
+        Status started = Start(a);
+        if (!started.ok()) {
+          if (a.job.done) a.job.done(started);
+          Cleanup(a);
+          active_.pop_back();
+        }
+      }
+      bool progressed = false;
+      while (ucp_worker_progress(worker_) != 0) progressed = true;
+      for (ucp_ep_h ep : failed_eps_) DropEndpoint(ep);
+      failed_eps_.clear();
+      ProbeMessages(handler);
+      const auto now = std::chrono::steady_clock::now();
+      for (auto it = active_.begin(); it != active_.end();) {
+        if (Advance(*it, now)) {
+          Cleanup(*it);
+          it = active_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (stop) {
+        for (Active& a : active_) {
+          if (a.job.done) {
+            a.job.done(UnavailableError("the KV transfer engine stopped"));
+          }
+          Cleanup(a);
+        }
+        active_.clear();
+        for (auto& [peer, ep] : eps_) {
+          ucp_request_param_t p{};
+          p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+          p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+          void* r = ucp_ep_close_nbx(ep, &p);
+          if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+        }
+        eps_.clear();
+        return;
+      }
+      if (progressed) continue;
+      if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+      pollfd fds[2] = {{worker_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      const bool busy = !active_.empty() || !receives_.empty();
+      (void)poll(fds, 2, busy ? kBusyPollMs : kIdlePollMs);
+      uint64_t drained = 0;
+      (void)!read(wake_fd_, &drained, sizeof(drained));
+    }
+  }
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::string address_;
+  int worker_fd_ = -1;
+  int wake_fd_ = -1;
+
+  Mutex mu_;
+  std::deque<WriteJob> queue_ TSR_GUARDED_BY(mu_);
+  MessageHandler handler_ TSR_GUARDED_BY(mu_);
+  std::vector<ucp_mem_h> memhs_ TSR_GUARDED_BY(mu_);
+  bool stop_ TSR_GUARDED_BY(mu_) = false;
+
+  // Progress-thread state.
+  std::map<std::string, ucp_ep_h> eps_;
+  std::vector<ucp_ep_h> failed_eps_;
+  std::list<Active> active_;
+  std::list<Receive> receives_;
+  std::thread thread_;
+};
+
+UcxTransfer::UcxTransfer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+UcxTransfer::~UcxTransfer() = default;
+
+StatusOr<std::unique_ptr<UcxTransfer>> UcxTransfer::Create() {
+  auto impl = std::make_unique<Impl>();
+  TSR_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<UcxTransfer>(new UcxTransfer(std::move(impl)));
+}
+
+const std::string& UcxTransfer::WorkerAddress() const {
+  return impl_->address();
+}
+
+StatusOr<RemoteRegion> UcxTransfer::Register(void* address, uint64_t length) {
+  return impl_->Register(address, length);
+}
+
+void UcxTransfer::SetMessageHandler(MessageHandler handler) {
+  impl_->SetHandler(std::move(handler));
+}
+
+void UcxTransfer::Write(WriteJob job) { impl_->Write(std::move(job)); }
+
+std::string UcxTransfer::TransportSummary() const {
+  const char* tls = std::getenv("UCX_TLS");
+  return tls != nullptr && *tls != '\0' ? fmt::format("UCX_TLS={}", tls)
+                                        : std::string("UCX_TLS=all");
+}
+
+}  // namespace tessera::disagg
