@@ -47,6 +47,7 @@
 #include "base/logging.h"
 #include "cli/command.h"
 #include "cli/cli_io.h"
+#include "cli/disagg_flags.h"
 #include "cli/hicache_flags.h"
 #include "prompt/prompt_tools.h"
 #include "cli/model_loading.h"
@@ -102,6 +103,7 @@ struct ServeOptions {
   runtime::RuntimeFlags flags;
   TpFlags tp;
   HiCacheFlags hicache;
+  DisaggFlags disagg;
 };
 
 std::string ExecutableDir() {
@@ -185,6 +187,7 @@ Status CheckFlags(const ServeOptions& o) {
             .WithContext("--tool-call-parser"));
   }
   TSR_RETURN_IF_ERROR(o.hicache.ToOptions().status());
+  TSR_RETURN_IF_ERROR(o.disagg.Check());
   return engine::ParseSchedulePolicy(o.schedule_policy).status();
 }
 
@@ -221,6 +224,9 @@ struct LoadedModel {
   // Destroyed after the runner and the engine that use its communicator.
   std::unique_ptr<TpGroup> tp;
   std::unique_ptr<model::ModelRunner> runner;
+  // PD disaggregation's KV sender / receiver: used by the engine, so built
+  // before it and destroyed after it.
+  DisaggSide disagg;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<metrics::Registry> registry;
   std::unique_ptr<metrics::ServingMetrics> metrics;
@@ -358,6 +364,20 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
       o.disable_overlap_schedule ? 1 : o.max_inflight_launches;
   eo.log_interval_s = o.log_interval;
   eo.eos_ids = EosIds(*m.checkpoint, m.prompts->tokenizer());
+  eo.disagg_mode = o.disagg.Mode();
+  if (eo.disagg_mode != engine::DisaggMode::kNull) {
+    const std::string fingerprint = fmt::format(
+        "{} layers={} hidden={} vocab={} weights={}B dtype={} quant={}",
+        model::ArchitectureClassName(config.architecture),
+        config.num_hidden_layers, config.hidden_size, config.vocab_size,
+        WeightFileBytes(m.checkpoint->dir()), o.dtype, o.quantization);
+    auto side = StartDisaggregation(o.disagg, m.runner->kv_pool(), fingerprint,
+                                    tp_size, o.server.host);
+    if (!side.ok()) return ReportError(side.status(), kExitBadInput);
+    m.disagg = std::move(*side);
+    eo.kv_sender = m.disagg.sender.get();
+    eo.kv_receiver = m.disagg.receiver.get();
+  }
   auto engine = engine::Engine::Create(*m.runner, m.prompts->tokenizer(), eo);
   if (!engine.ok()) {
     return ReportError(engine.status(), ModelFailureCode(engine.status()));
@@ -437,6 +457,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
                        {"device", device.Label()},
                        {"dtype", DTypeName(m.runner->activation_dtype())},
                        {"tp_size", tp_size},
+                       {"disaggregation_mode", o.disagg.mode},
                        {"architecture", model::ArchitectureClassName(
                                             config.architecture)},
                        {"demo_model", demo}};
@@ -653,6 +674,7 @@ Command AddServeCommand(CLI::App& root) {
   app->add_flag("--disable-radix-cache", o->disable_radix_cache,
                 "turn the prefix cache off");
   AddHiCacheFlags(app, &o->hicache);
+  AddDisaggFlags(app, &o->disagg);
   app->add_option("--max-inflight-launches", o->max_inflight_launches,
                   "steps launched before the host postprocesses the oldest: "
                   "2 overlaps the host's work with the device's, 1 is the "

@@ -34,6 +34,10 @@ std::vector<engine::EngineRequest> BuildEngineRequests(
     r.ignore_eos = s.ignore_eos;
     r.max_new_tokens = s.max_tokens;
     r.top_logprobs = top_logprobs;
+    if (s.bootstrap) {
+      r.bootstrap = engine::BootstrapInfo{s.bootstrap->host, s.bootstrap->port,
+                                          s.bootstrap->room};
+    }
     out.push_back(std::move(r));
   }
   return out;

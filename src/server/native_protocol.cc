@@ -149,12 +149,20 @@ MaybeApiError ParseGenerateRequest(const Json& body,
     }
   }
   TSR_RETURN_IF_API_ERROR(ParseSamplingParams(body, limits, &r.sampling));
+  TSR_RETURN_IF_API_ERROR(ParseBootstrapFields(body, &r.sampling.bootstrap));
+  if (r.sampling.bootstrap && (r.prompts.size() > 1 || r.sampling.n > 1)) {
+    return BadRequest(
+        "PD disaggregation takes one prompt and n = 1 per request (one "
+        "bootstrap_room pairs one prefill with one decode)",
+        "bootstrap_room");
+  }
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "stream", &r.stream));
   TSR_RETURN_IF_API_ERROR(ReadString(body, "rid", &r.rid));
   if (r.rid) TSR_RETURN_IF_API_ERROR(CheckRid(*r.rid, "rid"));
   LogUnknownFields(body,
                    {"text", "input_ids", "sampling_params", "stream", "rid",
-                    "return_logprob", "return_hidden_states"},
+                    "return_logprob", "return_hidden_states", "bootstrap_host",
+                    "bootstrap_port", "bootstrap_room"},
                    "generate");
   *out = std::move(r);
   return std::nullopt;

@@ -173,7 +173,50 @@ constexpr const char* kSamplingFields[] = {"temperature",
                                            "stop_token_ids",
                                            "ignore_eos",
                                            "logit_bias",
-                                           "best_of"};
+                                           "best_of",
+                                           "bootstrap_host",
+                                           "bootstrap_port",
+                                           "bootstrap_room"};
+
+MaybeApiError ParseBootstrapFields(const Json& body,
+                                   std::optional<BootstrapFields>* out) {
+  std::optional<std::string> host;
+  std::optional<int64_t> port;
+  std::optional<int64_t> room;
+  TSR_RETURN_IF_API_ERROR(ReadString(body, "bootstrap_host", &host));
+  TSR_RETURN_IF_API_ERROR(ReadInteger(body, "bootstrap_port", &port));
+  TSR_RETURN_IF_API_ERROR(ReadInteger(body, "bootstrap_room", &room));
+  if (!host && !room) {
+    if (port) {
+      return BadRequest("'bootstrap_port' needs 'bootstrap_host' and "
+                        "'bootstrap_room'",
+                        "bootstrap_port");
+    }
+    *out = std::nullopt;
+    return std::nullopt;
+  }
+  if (!host || host->empty() || !room) {
+    return BadRequest(
+        "PD disaggregation needs both 'bootstrap_host' (the prefill server) "
+        "and 'bootstrap_room' (an integer that pairs the two servers' copies "
+        "of this request)",
+        host ? "bootstrap_room" : "bootstrap_host");
+  }
+  if (*room < 0) {
+    return BadRequest("'bootstrap_room' must be a non-negative integer",
+                      "bootstrap_room");
+  }
+  if (port && (*port < 1 || *port > 65535)) {
+    return BadRequest("'bootstrap_port' must be in [1, 65535]",
+                      "bootstrap_port");
+  }
+  BootstrapFields b;
+  b.host = *host;
+  if (port) b.port = static_cast<int32_t>(*port);
+  b.room = static_cast<uint64_t>(*room);
+  *out = std::move(b);
+  return std::nullopt;
+}
 
 MaybeApiError ParseSamplingOptions(const Json& body,
                                    const ProtocolLimits& limits, bool chat,
@@ -249,6 +292,13 @@ MaybeApiError ParseSamplingOptions(const Json& body,
   }
   TSR_RETURN_IF_API_ERROR(
       ValidateSamplingOptions(s, limits, "", max_tokens_name));
+  TSR_RETURN_IF_API_ERROR(ParseBootstrapFields(body, &s.bootstrap));
+  if (s.bootstrap && s.n > 1) {
+    return BadRequest(
+        "n > 1 is not supported with PD disaggregation (bootstrap_room "
+        "pairs one prefill with one decode); send n separate requests",
+        "n");
+  }
   *out = std::move(s);
   return std::nullopt;
 }
@@ -356,6 +406,11 @@ MaybeApiError ParseCompletionRequest(const Json& body,
         "logprobs", k, 0, limits.max_top_logprobs,
         fmt::format("between 0 and {}", limits.max_top_logprobs)));
     r.logprobs = static_cast<int32_t>(*k);
+  }
+  if (r.sampling.bootstrap && r.prompts.size() > 1) {
+    return BadRequest("a list of prompts is not supported with PD "
+                      "disaggregation (one bootstrap_room per request)",
+                      "prompt");
   }
   LogUnknownFields(
       body,

@@ -33,6 +33,14 @@ struct ProtocolLimits {
   int max_prompts = 64;       // most prompts in one request (a list)
 };
 
+// PD disaggregation (SGLang's request fields, set by the router):
+// bootstrap_host, bootstrap_port (default 8998) and bootstrap_room.
+struct BootstrapFields {
+  std::string host;
+  int32_t port = 8998;
+  uint64_t room = 0;
+};
+
 // Sampling and stop settings shared by both endpoints (and /generate).
 struct SamplingOptions {
   std::optional<int64_t> max_tokens;  // >= 1; nullopt: the server's default
@@ -50,6 +58,9 @@ struct SamplingOptions {
   int32_t n = 1;  // [1, ProtocolLimits::max_n]
   // token id -> bias added to its logit, each in [-100, 100].
   std::map<int32_t, float> logit_bias;
+  // Top-level request fields, not sampling, carried here because every
+  // endpoint turns these options into engine requests.
+  std::optional<BootstrapFields> bootstrap;
 };
 
 // One prompt of a completions request: text, or token ids.
@@ -130,6 +141,12 @@ Json ChatMessagesToJson(const std::vector<ChatMessage>& messages);
 MaybeApiError ParseSamplingOptions(const Json& body,
                                    const ProtocolLimits& limits, bool chat,
                                    SamplingOptions* out);
+
+// bootstrap_host / bootstrap_port / bootstrap_room at the top level of
+// `body`: host and room together or neither; a 400 naming the field
+// otherwise (also for n > 1 or several prompts, which would share a room).
+MaybeApiError ParseBootstrapFields(const Json& body,
+                                   std::optional<BootstrapFields>* out);
 
 // Range checks on an already-filled SamplingOptions. The `param` of an
 // error is `prefix` + the field's name, with `max_tokens_name` for
