@@ -30,6 +30,7 @@ Command AddServeCommand(CLI::App& root);
 Command AddConvertGgufCommand(CLI::App& root);
 Command AddBenchCommCommand(CLI::App& root);
 Command AddTpWorkerCommand(CLI::App& root);
+Command AddRouterCommand(CLI::App& root);
 
 }  // namespace tessera::cli
 

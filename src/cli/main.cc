@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
       tessera::cli::AddConvertGgufCommand(app),
       tessera::cli::AddBenchCommCommand(app),
       tessera::cli::AddTpWorkerCommand(app),
+      tessera::cli::AddRouterCommand(app),
   };
 
   try {

@@ -1,0 +1,128 @@
+#include "router/upstream_call.h"
+
+#include <httplib.h>
+
+namespace tessera::router {
+
+UpstreamCall::UpstreamCall() = default;
+
+UpstreamCall::~UpstreamCall() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void UpstreamCall::StartPost(const std::string& host, int port,
+                             const std::string& path, std::string body,
+                             const std::string& authorization,
+                             std::chrono::seconds timeout) {
+  client_ = std::make_unique<httplib::Client>(host, port);
+  client_->set_connection_timeout(std::chrono::seconds(5));
+  client_->set_read_timeout(timeout);
+  client_->set_write_timeout(std::chrono::seconds(60));
+  client_->set_tcp_nodelay(true);
+  thread_ = std::thread([this, path, body = std::move(body), authorization] {
+    Run("POST", path, body, authorization);
+  });
+}
+
+void UpstreamCall::StartGet(const std::string& host, int port,
+                            const std::string& path,
+                            const std::string& authorization,
+                            std::chrono::seconds timeout) {
+  client_ = std::make_unique<httplib::Client>(host, port);
+  client_->set_connection_timeout(std::chrono::seconds(5));
+  client_->set_read_timeout(timeout);
+  thread_ = std::thread(
+      [this, path, authorization] { Run("GET", path, "", authorization); });
+}
+
+void UpstreamCall::Run(std::string method, std::string path, std::string body,
+                       std::string authorization) {
+  httplib::Request req;
+  req.method = std::move(method);
+  req.path = std::move(path);
+  req.body = std::move(body);
+  if (!req.body.empty()) req.set_header("Content-Type", "application/json");
+  req.set_header("Accept-Encoding", "identity");
+  if (!authorization.empty()) req.set_header("Authorization", authorization);
+  req.response_handler = [this](const httplib::Response& r) {
+    MutexLock lock(&mu_);
+    status_ = r.status;
+    content_type_ = r.get_header_value("Content-Type");
+    return true;
+  };
+  req.content_receiver = [this](const char* data, size_t size, uint64_t,
+                                uint64_t) {
+    {
+      MutexLock lock(&mu_);
+      chunks_.emplace_back(data, size);
+    }
+    cv_.SignalAll();
+    return true;
+  };
+  httplib::Response response;
+  httplib::Error error = httplib::Error::Success;
+  const bool sent = client_->send(req, response, error);
+  {
+    MutexLock lock(&mu_);
+    if (!sent) {
+      if (status_ == 0) transport_failed_ = true;
+      error_ = httplib::to_string(error);
+    }
+    done_ = true;
+  }
+  cv_.SignalAll();
+}
+
+void UpstreamCall::Cancel() {
+  if (client_) client_->stop();
+}
+
+void UpstreamCall::WaitForData(std::chrono::milliseconds timeout) {
+  MutexLock lock(&mu_);
+  if (chunks_.empty() && !done_) cv_.WaitFor(&mu_, timeout);
+}
+
+void UpstreamCall::WaitDone() {
+  MutexLock lock(&mu_);
+  while (!done_) cv_.Wait(&mu_);
+}
+
+std::string UpstreamCall::TakeData() {
+  MutexLock lock(&mu_);
+  std::string out;
+  for (std::string& c : chunks_) out += c;
+  chunks_.clear();
+  return out;
+}
+
+bool UpstreamCall::done() const {
+  MutexLock lock(&mu_);
+  return done_;
+}
+
+bool UpstreamCall::has_data() const {
+  MutexLock lock(&mu_);
+  return !chunks_.empty();
+}
+
+int UpstreamCall::status() const {
+  MutexLock lock(&mu_);
+  return status_;
+}
+
+bool UpstreamCall::transport_failed() const {
+  MutexLock lock(&mu_);
+  return transport_failed_;
+}
+
+std::string UpstreamCall::error() const {
+  MutexLock lock(&mu_);
+  return error_;
+}
+
+std::string UpstreamCall::content_type() const {
+  MutexLock lock(&mu_);
+  return content_type_;
+}
+
+}  // namespace tessera::router
