@@ -458,6 +458,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
                        {"dtype", DTypeName(m.runner->activation_dtype())},
                        {"tp_size", tp_size},
                        {"disaggregation_mode", o.disagg.mode},
+                       {"disaggregation_bootstrap_port", m.disagg.bootstrap_port},
                        {"architecture", model::ArchitectureClassName(
                                             config.architecture)},
                        {"demo_model", demo}};

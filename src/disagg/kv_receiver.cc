@@ -13,6 +13,7 @@ namespace {
 // Registrations in flight at once (a slow or dead prefill server must not
 // hold up the others).
 constexpr int kRegisterThreads = 4;
+constexpr int kRegisterAttempts = 5;  // 50 ms .. 800 ms apart
 
 }  // namespace
 
@@ -103,11 +104,20 @@ void UcxKvReceiver::RegisterLoop() {
     body["slots"] = std::vector<int32_t>(
         job.slots.begin() + static_cast<std::ptrdiff_t>(job.cached),
         job.slots.end());
-    httplib::Client client(job.bootstrap.host, job.bootstrap.port);
-    client.set_connection_timeout(std::chrono::seconds(3));
-    client.set_read_timeout(std::chrono::seconds(10));
-    httplib::Result res =
-        client.Post("/disagg/register", body.dump(), "application/json");
+    // A refused or dropped connection is tried again (a burst of
+    // registrations, a prefill server still starting) for a few seconds.
+    const std::string payload = body.dump();
+    auto post = [&job, &payload] {
+      httplib::Client client(job.bootstrap.host, job.bootstrap.port);
+      client.set_connection_timeout(std::chrono::seconds(3));
+      client.set_read_timeout(std::chrono::seconds(10));
+      return client.Post("/disagg/register", payload, "application/json");
+    };
+    httplib::Result res = post();
+    for (int attempt = 1; !res && attempt < kRegisterAttempts; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
+      res = post();
+    }
     const std::string where =
         fmt::format("{}:{}", job.bootstrap.host, job.bootstrap.port);
     if (!res) {

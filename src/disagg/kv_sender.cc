@@ -6,6 +6,7 @@
 
 #include <utility>
 
+#include "base/listen_backlog.h"
 #include "base/logging.h"
 
 namespace tessera::disagg {
@@ -52,6 +53,7 @@ StatusOr<std::unique_ptr<UcxKvSender>> UcxKvSender::Create(
       new UcxKvSender(pool, std::move(layout), timeout_s));
   TSR_ASSIGN_OR_RETURN(s->ucx_, UcxTransfer::Create());
   s->server_ = std::make_unique<httplib::Server>();
+  s->server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
   // Exclusive bind (httplib's default adds SO_REUSEPORT, which would let a
   // second server share the port).
   s->server_->set_socket_options([](int sock) {
@@ -83,6 +85,7 @@ StatusOr<std::unique_ptr<UcxKvSender>> UcxKvSender::Create(
         "--disaggregation-bootstrap-port",
         host, port));
   }
+  RaiseListenBacklog(s->port_);
   s->server_thread_ = std::thread([self] { self->server_->listen_after_bind(); });
   TSR_LOG_INFO("disaggregation: bootstrap service on {}:{}, KV over {}", host,
                s->port_, s->ucx_->TransportSummary());

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/bounded_json.h"
+#include "base/listen_backlog.h"
 #include "base/logging.h"
 #include "metrics/registry.h"
 #include "router/upstream_call.h"
@@ -118,11 +119,13 @@ class Router::Impl {
         Proxy(path, req, res);
       });
     }
-    server_.Get("/v1/models", [this](const httplib::Request& req,
+    for (const char* path : {"/v1/models", "/server_info"}) {
+      server_.Get(path, [this, path](const httplib::Request& req,
                                      httplib::Response& res) {
-      requests_->Labels("/v1/models").Inc();
-      Forward("/v1/models", req, res);
-    });
+        requests_->Labels(path).Inc();
+        Forward(path, req, res);
+      });
+    }
     server_.Get("/health", [this](const httplib::Request&,
                                   httplib::Response& res) {
       const bool ok = Usable();
@@ -160,6 +163,7 @@ class Router::Impl {
           "pick another --port",
           options_.host, options_.port));
     }
+    RaiseListenBacklog(port_);
     workers_->StartHealthChecks(
         std::chrono::seconds(std::max(1, options_.health_check_interval_s)),
         std::max(1, options_.health_failure_threshold));

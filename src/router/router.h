@@ -14,7 +14,7 @@
 // decode server failed too.
 //
 // Routes: POST /v1/completions, /v1/chat/completions, /generate (proxied);
-// GET /v1/models (from a healthy worker), /health (200 while at least one
+// GET /v1/models and /server_info (from a healthy worker), /health (200 while at least one
 // worker of each needed role is healthy), /metrics (the router's counters
 // and every worker's health and load), /workers (the same as JSON).
 //

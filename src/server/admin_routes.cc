@@ -135,6 +135,15 @@ void HandleServerInfo(ServingContext& ctx, const HttpRequest&,
   j["reasoning_parser"] = ctx.options.reasoning_parser;
   j["tool_call_parser"] = ctx.options.tool_call_parser;
   Status integrity = ctx.engine->CheckIntegrity();
+  if (eo.disagg_mode != engine::DisaggMode::kNull) {
+    j["disaggregation"] = {
+        {"mode", engine::DisaggModeName(eo.disagg_mode)},
+        {"transfers", st.disagg_transfers_total},
+        {"transfer_failures", st.disagg_transfer_failures_total},
+        {"transfer_bytes", st.disagg_transfer_bytes_total},
+        {"transfer_seconds", st.disagg_transfer_seconds_total},
+        {"awaiting_kv", st.disagg_awaiting_kv}};
+  }
   j["state"] = {{"ready", st.ready},
                 {"running_requests", st.running},
                 {"queued_requests", st.queued},

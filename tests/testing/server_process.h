@@ -50,12 +50,19 @@ class ServerProcess {
   // server exits or does not become healthy within `timeout_s`.
   bool Start(const std::string& binary, const std::vector<std::string>& args,
              double timeout_s = 60.0) {
+    return StartCommand(binary, "serve", args, timeout_s);
+  }
+  // The same for another subcommand that logs "listening on http://..."
+  // and answers GET /health (`tessera router`).
+  bool StartCommand(const std::string& binary, const std::string& subcommand,
+                    const std::vector<std::string>& args,
+                    double timeout_s = 60.0) {
     static int counter = 0;
     log_path_ = (std::filesystem::temp_directory_path() /
                  ("tessera_serve_" + std::to_string(::getpid()) + "_" +
                   std::to_string(counter++) + ".log"))
                     .string();
-    std::vector<std::string> argv = {binary, "serve"};
+    std::vector<std::string> argv = {binary, subcommand};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.push_back("--port");
     argv.push_back("0");
