@@ -274,7 +274,9 @@ class UcxTransfer::Impl {
       ucp_tag_recv_info_t info{};
       ucp_tag_message_h msg = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
       if (msg == nullptr) break;
-      Receive r;
+      // Posted into its list node: the buffer must not move while UCX
+      // may still write it (a moved short string changes address).
+      Receive& r = receives_.emplace_back();
       r.tag = info.sender_tag;
       r.buffer.resize(info.length);
       ucp_request_param_t p{};
@@ -283,10 +285,10 @@ class UcxTransfer::Impl {
       if (UCS_PTR_IS_ERR(req)) {
         TSR_LOG_WARN("KV transfer: receiving a message failed: {}",
                      ucs_status_string(UCS_PTR_STATUS(req)));
+        receives_.pop_back();
         continue;
       }
       r.request = req;
-      receives_.push_back(std::move(r));
     }
     for (auto it = receives_.begin(); it != receives_.end();) {
       if (it->request != nullptr) {
