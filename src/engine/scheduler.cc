@@ -429,6 +429,9 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
       if (!out.logprobs.empty()) job.first_logprobs = out.logprobs.front();
       s->transfer = Sequence::Transfer::kSending;
       s->parked = std::move(out);
+      // AcceptToken marked it finished (max_new_tokens is 1 here), but it
+      // stays in running_ until the transfer ends: Finish sets it again.
+      s->finished = false;
       transfers_[job.room] = s;
       options_.kv_sender->Send(std::move(job));
       continue;

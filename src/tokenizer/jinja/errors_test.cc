@@ -139,6 +139,29 @@ TEST(ErrorsTest, SandboxRefusesMutation) {
   }
 }
 
+// Namespaces are the one mutable kind: storing one inside itself (the
+// fuzzer's find: repr then recursed without end) or nesting without bound
+// through one is refused, naming the assignment.
+TEST(ErrorsTest, NamespaceCyclesAndUnboundedNestingAreRefused) {
+  for (const char* source :
+       {"{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns }}",
+        "{% set ns = namespace(n=0) %}{% set ns.n = [1, {'a': ns}] %}",
+        "{% set a = namespace(x=0) %}{% set b = namespace(y=a) %}"
+        "{% set a.x = b %}{{ a }}",
+        "{% set ns = namespace(n=0) %}{% for i in range(1000) %}"
+        "{% set ns.n = [ns.n] %}{% endfor %}{{ ns.n }}"}) {
+    const Status s = Err(source);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << source;
+    EXPECT_NE(s.message().find("cannot assign"), std::string::npos)
+        << s.message();
+  }
+  // A namespace holding another (no cycle) and moderate nesting still work.
+  EXPECT_EQ(testing::R("{% set a = namespace(x=0) %}{% set b = namespace(y=a) %}"
+                       "{% set ns = namespace(n=0) %}{% for i in range(3) %}"
+                       "{% set ns.n = [ns.n] %}{% endfor %}{{ ns.n }}"),
+            "[[[0]]]");
+}
+
 TEST(ErrorsTest, UnsupportedBranchNotTakenStillRenders) {
   // As in Jinja, a filter is looked up when it runs, so a template with an
   // unsupported filter in a branch it does not take still renders.

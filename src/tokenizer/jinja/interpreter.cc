@@ -16,6 +16,53 @@ namespace {
 // Deeper macro recursion than this is refused rather than risking the stack.
 constexpr int kMaxCallDepth = 100;
 
+// A namespace attribute may hold a value nested at most this deep. Namespaces
+// are the one mutable kind, so they are the only way a render can build a
+// cycle or nest without bound (`set ns.x = [ns.x]` in a loop); every reader
+// of values (repr, tojson, comparisons) recurses, so both are refused here.
+constexpr int kMaxAssignedDepth = 256;
+// ... and at most this many nodes (shared sub-values count once per path, so
+// a value built by doubling stays bounded).
+constexpr int64_t kMaxAssignedNodes = 1'000'000;
+
+// Why `value` cannot be stored in namespace `target` ("" when it can);
+// `visited` counts the nodes walked (charged to the render budget).
+std::string NamespaceStoreError(const Value& value, const Namespace* target,
+                                int depth, int64_t& visited) {
+  if (++visited > kMaxAssignedNodes) {
+    return fmt::format("the value has more than {} elements",
+                       kMaxAssignedNodes);
+  }
+  if (depth > kMaxAssignedDepth) {
+    return fmt::format("the value is nested more than {} levels deep",
+                       kMaxAssignedDepth);
+  }
+  auto walk = [&](const Value& v) {
+    return NamespaceStoreError(v, target, depth + 1, visited);
+  };
+  switch (value.kind()) {
+    case Value::Kind::kList:
+      for (const Value& v : value.list()) {
+        if (std::string e = walk(v); !e.empty()) return e;
+      }
+      break;
+    case Value::Kind::kDict:
+      for (const auto& [key, v] : value.dict()) {
+        if (std::string e = walk(v); !e.empty()) return e;
+      }
+      break;
+    case Value::Kind::kNamespace:
+      if (&value.ns() == target) return "the value contains the namespace itself";
+      for (const auto& [key, v] : value.ns().attrs) {
+        if (std::string e = walk(v); !e.empty()) return e;
+      }
+      break;
+    default:
+      break;
+  }
+  return "";
+}
+
 struct Frame;
 using FramePtr = std::shared_ptr<Frame>;
 
@@ -224,6 +271,15 @@ class Renderer {
               t.line, fmt::format("cannot assign attribute '{}' on '{}': it is "
                                   "not a namespace() object",
                                   t.attr, t.name));
+        }
+        int64_t visited = 0;
+        const std::string refused =
+            NamespaceStoreError(value, &ns.ns(), 0, visited);
+        TSR_RETURN_IF_ERROR(budget_.Spend(visited, t.line));
+        if (!refused.empty()) {
+          return TemplateError(
+              t.line, fmt::format("cannot assign '{}.{}': {}", t.name, t.attr,
+                                  refused));
         }
         ns.ns().attrs.Set(t.attr, value);
         if (seen_namespaces_.insert(&ns.ns()).second) {
