@@ -105,6 +105,7 @@ std::pair<int, std::string> UcxKvSender::Register(const std::string& body) {
     const std::string mismatch = LayoutMismatch(layout_, r.layout);
     if (!mismatch.empty()) {
       TSR_LOG_WARN("disaggregation: refused room {}: {}", room, mismatch);
+      Refuse(room, mismatch);
       return {409, mismatch};
     }
     StatusOr<std::string> addr = FromHex(j.at("worker_address").get<std::string>());
@@ -136,7 +137,11 @@ std::pair<int, std::string> UcxKvSender::Register(const std::string& body) {
     r.expires = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(expires_in));
   } catch (const std::exception& e) {
-    return {400, fmt::format("malformed registration: {}", e.what())};
+    const std::string why = fmt::format("malformed registration: {}", e.what());
+    if (j.contains("room") && j["room"].is_number_unsigned()) {
+      Refuse(j["room"].get<uint64_t>(), why);
+    }
+    return {400, why};
   }
   std::optional<WriteJob> write;
   {
@@ -151,12 +156,46 @@ std::pair<int, std::string> UcxKvSender::Register(const std::string& body) {
   return {200, ""};
 }
 
+void UcxKvSender::Refuse(uint64_t room, const std::string& why) {
+  const auto now = Clock::now();
+  MutexLock lock(&mu_);
+  auto p = pending_.find(room);
+  if (p != pending_.end()) {
+    done_.push_back({room,
+                     FailedPreconditionError(fmt::format(
+                         "the decode server's registration was refused: {}",
+                         why)),
+                     0, std::nullopt, 0, SecondsBetween(p->second.start, now)});
+    pending_.erase(p);
+    return;
+  }
+  refused_[room] = Refused{
+      why, now + std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double>(timeout_s_))};
+}
+
+bool UcxKvSender::Cancel(uint64_t room) {
+  MutexLock lock(&mu_);
+  // Pending: no registration yet, so no write. Once both halves met, the
+  // write was queued (MaybeStart) and reports through done_.
+  return pending_.erase(room) != 0;
+}
+
 void UcxKvSender::Send(engine::KvSendJob job) {
   const auto now = Clock::now();
   std::optional<WriteJob> write;
   {
     MutexLock lock(&mu_);
     const uint64_t room = job.room;
+    if (auto r = refused_.find(room); r != refused_.end()) {
+      done_.push_back({room,
+                       FailedPreconditionError(fmt::format(
+                           "the decode server's registration was refused: {}",
+                           r->second.why)),
+                       job.first_token, std::nullopt, 0, 0});
+      refused_.erase(r);
+      return;
+    }
     Pending p;
     p.job = std::move(job);
     p.start = now;
@@ -251,6 +290,9 @@ std::vector<engine::KvTransferResult> UcxKvSender::Poll() {
                  "expired before its prefill request arrived",
                  it->first);
     it = registrations_.erase(it);
+  }
+  for (auto it = refused_.begin(); it != refused_.end();) {
+    it = now < it->second.expires ? std::next(it) : refused_.erase(it);
   }
   std::vector<engine::KvTransferResult> out;
   out.swap(done_);

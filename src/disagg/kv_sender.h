@@ -54,6 +54,7 @@ class UcxKvSender : public engine::KvSender {
 
   void Send(engine::KvSendJob job) override;
   std::vector<engine::KvTransferResult> Poll() override;
+  bool Cancel(uint64_t room) override;
 
   int port() const { return port_; }
 
@@ -78,6 +79,8 @@ class UcxKvSender : public engine::KvSender {
   UcxKvSender(const kv::KvPool& pool, KvLayout layout, double timeout_s);
   // POST /disagg/register: "" or the error, with its HTTP status.
   std::pair<int, std::string> Register(const std::string& body);
+  // Records a refused registration of `room` and fails its job if queued.
+  void Refuse(uint64_t room, const std::string& why);
   // The write of `room` when both halves are here (the caller queues it
   // after releasing mu_: a stopped transfer engine fails it inline).
   std::optional<WriteJob> MaybeStart(uint64_t room) TSR_REQUIRES(mu_);
@@ -93,6 +96,14 @@ class UcxKvSender : public engine::KvSender {
   Mutex mu_;
   std::map<uint64_t, Registration> registrations_ TSR_GUARDED_BY(mu_);
   std::map<uint64_t, Pending> pending_ TSR_GUARDED_BY(mu_);
+  // Rooms whose registration was refused (layouts differ, malformed): the
+  // prefill request of such a room fails at once instead of waiting for the
+  // transfer timeout. Kept for the timeout, then forgotten.
+  struct Refused {
+    std::string why;
+    Clock::time_point expires;
+  };
+  std::map<uint64_t, Refused> refused_ TSR_GUARDED_BY(mu_);
   std::vector<engine::KvTransferResult> done_ TSR_GUARDED_BY(mu_);
 };
 

@@ -77,6 +77,10 @@ class KvSender {
   virtual void Send(KvSendJob job) = 0;
   // Rooms finished since the last call.
   virtual std::vector<KvTransferResult> Poll() = 0;
+  // Gives up a room whose request went away (client gone, aborted): true
+  // when no write has started (its pages are free to reuse now, and Poll
+  // will not report it); false when puts are in flight (Poll reports it).
+  virtual bool Cancel(uint64_t room) = 0;
 };
 
 class KvReceiver {

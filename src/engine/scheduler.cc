@@ -107,11 +107,15 @@ void Scheduler::ReapCancelled() {
     }
   }
   for (auto& s : running_) {
+    if (!s->stream->cancelled() || s->finished) continue;
     // A prefill request whose KV is on the wire ends when the transfer
-    // does (its pages are being read).
-    if (s->stream->cancelled() && s->transfer != Sequence::Transfer::kSending) {
-      Finish(s.get(), s->AbortOutput(s->stream->cancel_cause(), s->stream->cancel_reason()));
+    // does (its pages are being read); one still waiting for its decode
+    // server's registration ends now.
+    if (s->transfer == Sequence::Transfer::kSending &&
+        !options_.kv_sender->Cancel(s->request.bootstrap->room)) {
+      continue;
     }
+    Finish(s.get(), s->AbortOutput(s->stream->cancel_cause(), s->stream->cancel_reason()));
   }
   RemoveFinished();
 }

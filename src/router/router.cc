@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "base/bounded_json.h"
@@ -284,6 +285,20 @@ class Router::Impl {
           retry = true;
           break;
         }
+        if (prefill_call && prefill_call->done() &&
+            prefill_call->status() != 200) {
+          // The prefill server refused the request or its KV transfer
+          // failed: the decode server would wait for the room until its
+          // transfer timeout. Hang up on it and answer with the reason.
+          decode_call->Cancel();
+          decode_call->WaitDone();
+          errors_->Labels("prefill").Inc();
+          res.status = prefill_call->status();
+          const std::string type = prefill_call->content_type();
+          res.set_content(prefill_call->TakeData(),
+                          type.empty() ? "application/json" : type);
+          return;
+        }
         decode_call->WaitForData(std::chrono::milliseconds(50));
       }
       if (!retry && decode_call->done() && decode_call->transport_failed() &&
@@ -317,6 +332,19 @@ class Router::Impl {
         int status = decode_call->status();
         std::string type = decode_call->content_type();
         if (prefill_call) {
+          // A decode server that failed never registered (or no longer
+          // waits for) the room: give the prefill server a moment to say
+          // why, then drop its call so its request ends and frees its
+          // pages instead of waiting for the transfer timeout.
+          if (status != 200) {
+            const auto until = std::chrono::steady_clock::now() +
+                               std::chrono::seconds(2);
+            while (!prefill_call->done() &&
+                   std::chrono::steady_clock::now() < until) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+            if (!prefill_call->done()) prefill_call->Cancel();
+          }
           prefill_call->WaitDone();
           const int ps = prefill_call->status();
           // The decode server failed and the prefill server says why.

@@ -12,10 +12,6 @@
 //     UCX_TLS=tcp, so the KV really crosses the veth (needs root; CI runs
 //     as root);
 //   - `tessera bench` through the router.
-// DISABLED_ cases fail today on known defects (issue 16's note): a prefill
-// server crashes on concurrent requests (a Sequence used after it was
-// freed), and a prefill job whose decode side was refused or died waits
-// for the whole transfer timeout, so the router's answer does too.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -184,7 +180,7 @@ void ExpectKvAtRest(const ServerProcess& s, const std::string& who) {
   EXPECT_EQ(state["kv_integrity"], "ok") << who << ": " << state.dump();
 }
 
-TEST_F(DisaggTest, DISABLED_OnePrefillOneDecodeMatchesAggregated) {
+TEST_F(DisaggTest, OnePrefillOneDecodeMatchesAggregated) {
   const Reference ref = Aggregated(Flags({}));
   ServerProcess prefill, decode, router;
   const int bootstrap = StartPrefill(prefill);
@@ -209,7 +205,7 @@ TEST_F(DisaggTest, DISABLED_OnePrefillOneDecodeMatchesAggregated) {
   EXPECT_NE(metrics.body.find("tessera_router_worker_healthy"), std::string::npos);
 }
 
-TEST_F(DisaggTest, DISABLED_TwoPrefillsOneDecodeAndOnePrefillTwoDecodes) {
+TEST_F(DisaggTest, TwoPrefillsOneDecodeAndOnePrefillTwoDecodes) {
   const Reference ref = Aggregated(Flags({}));
   ServerProcess p1, p2, d1, d2, two_p, two_d;
   const int b1 = StartPrefill(p1);
@@ -229,7 +225,7 @@ TEST_F(DisaggTest, DISABLED_TwoPrefillsOneDecodeAndOnePrefillTwoDecodes) {
   for (auto* s : {&p1, &p2, &d1, &d2}) ExpectKvAtRest(*s, "worker");
 }
 
-TEST_F(DisaggTest, DISABLED_ADeadDecodeServerIsRoutedAround) {
+TEST_F(DisaggTest, ADeadDecodeServerIsRoutedAround) {
   const Reference ref = Aggregated(Flags({}));
   ServerProcess prefill, d1, d2, router;
   const int bootstrap = StartPrefill(prefill);
@@ -281,7 +277,7 @@ TEST_F(DisaggTest, APrefillServerThatDiesLeavesNoPagesBehind) {
   EXPECT_EQ(GenerateIds(decode, kPrompts[1], 8).size(), 8u);
 }
 
-TEST_F(DisaggTest, DISABLED_MismatchedLayoutsAreRefusedNamingBothSides) {
+TEST_F(DisaggTest, MismatchedLayoutsAreRefusedNamingBothSides) {
   ServerProcess prefill, decode, router;
   const int bootstrap = StartPrefill(prefill, {"--page-size", "16"});
   StartDecode(decode, {"--page-size", "32"});
@@ -296,7 +292,7 @@ TEST_F(DisaggTest, DISABLED_MismatchedLayoutsAreRefusedNamingBothSides) {
   ExpectKvAtRest(prefill, "prefill");
 }
 
-TEST_F(DisaggTest, DISABLED_BenchThroughTheRouter) {
+TEST_F(DisaggTest, BenchThroughTheRouter) {
   ServerProcess prefill, decode, router;
   const int bootstrap = StartPrefill(prefill);
   StartDecode(decode);
@@ -311,7 +307,7 @@ TEST_F(DisaggTest, DISABLED_BenchThroughTheRouter) {
   EXPECT_GT(r["itl_ms"]["mean"].get<double>(), 0);
 }
 
-TEST_F(DisaggTest, DISABLED_AggregatedWorkersBehindTheRouter) {
+TEST_F(DisaggTest, AggregatedWorkersBehindTheRouter) {
   const Reference ref = Aggregated(Flags({}));
   ServerProcess w1, w2, router;
   ASSERT_TRUE(w1.Start(kBin, Flags({}))) << w1.log();
@@ -327,7 +323,7 @@ TEST_F(DisaggTest, DISABLED_AggregatedWorkersBehindTheRouter) {
                                   10));
 }
 
-TEST_F(DisaggTest, DISABLED_AcrossTwoNetworkNamespacesOverTcp) {
+TEST_F(DisaggTest, AcrossTwoNetworkNamespacesOverTcp) {
   if (geteuid() != 0 || testing::RunShell("command -v ip").exit_code != 0) {
     if (testing::RunningUnderCi()) FAIL() << "CI runs as root with iproute2";
     GTEST_SKIP() << "needs root and `ip` (iproute2) for network namespaces";
@@ -336,23 +332,39 @@ TEST_F(DisaggTest, DISABLED_AcrossTwoNetworkNamespacesOverTcp) {
   testing::TwoHosts hosts;
   std::string why;
   ASSERT_TRUE(hosts.Create(&why)) << why;
-  // UCX over TCP only, so the KV crosses the veth pair.
-  setenv("UCX_TLS", "tcp", 1);
-  // The decode server in namespace b, the prefill server and the router in
-  // namespace a (with the test's client threads).
+  // UCX over TCP on each side's veth only, so the KV crosses the pair.
+  // Both servers start through `ip netns exec`, which also mounts the
+  // namespace's /sys (UCX finds network devices there). Both share one
+  // host identity, so without UCX_NET_DEVICES UCX would pick tcp/lo, which
+  // does not cross namespaces: containers on one machine need it too.
+  const std::string ip = testing::RunShell("command -v ip").out;
+  const std::string ip_path = ip.substr(0, ip.find('\n'));
+  auto in_netns = [&](const std::string& ns, const std::string& dev,
+                      std::vector<std::string> args) {
+    std::vector<std::string> argv = {"exec", ns, "env", "UCX_TLS=tcp",
+                                     "UCX_NET_DEVICES=" + dev, kBin, "serve"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  };
+  // The decode server in namespace b, the prefill server in a; the router
+  // and the test's client threads in a too.
   testing::Background decode;
-  std::vector<std::string> argv = {"ip", "netns", "exec", hosts.b(), kBin, "serve",
-                                   "--model-path", model_, "--log-interval", "0",
-                                   "--host", hosts.b_addr(), "--port", "31555",
-                                   "--disaggregation-mode", "decode"};
+  std::vector<std::string> argv = {ip_path, "netns"};
+  for (std::string& a :
+       in_netns(hosts.b(), hosts.b_dev(),
+                Flags({"--host", hosts.b_addr(), "--port", "31555",
+                       "--disaggregation-mode", "decode"}))) {
+    argv.push_back(std::move(a));
+  }
   ASSERT_TRUE(decode.Start(argv));
   testing::InNetns in_a(hosts.a());
   ASSERT_TRUE(in_a.ok());
   ServerProcess prefill, router;
-  ASSERT_TRUE(prefill.Start(kBin, Flags({"--host", hosts.a_addr(),
-                                         "--disaggregation-mode", "prefill",
-                                         "--disaggregation-bootstrap-port",
-                                         "31556"})))
+  ASSERT_TRUE(prefill.StartCommand(
+      ip_path, "netns",
+      in_netns(hosts.a(), hosts.a_dev(),
+               Flags({"--host", hosts.a_addr(), "--disaggregation-mode",
+                      "prefill", "--disaggregation-bootstrap-port", "31556"}))))
       << prefill.log();
   StartRouter(router, {"--prefill", "http://" + hosts.a_addr() + ":" +
                                         std::to_string(prefill.port()),
@@ -368,7 +380,6 @@ TEST_F(DisaggTest, DISABLED_AcrossTwoNetworkNamespacesOverTcp) {
     EXPECT_EQ(GenerateIds(router, kPrompts[i]), ref.ids[i])
         << router.log() << "\ndecode:\n" << decode.log();
   }
-  unsetenv("UCX_TLS");
   EXPECT_GT(ServerInfo(prefill)["disaggregation"]["transfer_bytes"].get<double>(), 0);
 }
 

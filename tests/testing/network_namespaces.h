@@ -94,8 +94,10 @@ class TwoHosts {
     a_addr_ = "10.231." + std::to_string(x) + ".1";
     b_addr_ = "10.231." + std::to_string(x) + ".2";
     const std::string a = prefix_ + "a", b = prefix_ + "b";
-    const std::string va = "tv" + std::to_string(getpid()) + "a";
-    const std::string vb = "tv" + std::to_string(getpid()) + "b";
+    va_ = "tv" + std::to_string(getpid()) + "a";
+    vb_ = "tv" + std::to_string(getpid()) + "b";
+    const std::string& va = va_;
+    const std::string& vb = vb_;
     const std::vector<std::string> steps = {
         "ip netns add " + a,
         "ip netns add " + b,
@@ -128,10 +130,13 @@ class TwoHosts {
   std::string b() const { return prefix_ + "b"; }
   const std::string& a_addr() const { return a_addr_; }
   const std::string& b_addr() const { return b_addr_; }
+  // The veth ends (network devices) in a and b.
+  const std::string& a_dev() const { return va_; }
+  const std::string& b_dev() const { return vb_; }
 
  private:
   bool created_ = false;
-  std::string prefix_, a_addr_, b_addr_;
+  std::string prefix_, a_addr_, b_addr_, va_, vb_;
 };
 
 // Moves the calling thread into network namespace `name` until destroyed

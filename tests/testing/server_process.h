@@ -94,6 +94,7 @@ class ServerProcess {
       std::smatch m;
       const std::string text = log();
       if (port_ == 0 && std::regex_search(text, m, listening)) {
+        host_ = m[1];  // --host, when the test gave one
         port_ = std::stoi(m[2]);
       }
       if (port_ != 0 && Get("/health").status == 200) return true;
@@ -126,7 +127,7 @@ class ServerProcess {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string base_url() const {
-    return "http://127.0.0.1:" + std::to_string(port_);
+    return "http://" + host_ + ":" + std::to_string(port_);
   }
   std::string log() const {
     std::ifstream in(log_path_);
@@ -137,7 +138,7 @@ class ServerProcess {
 
   HttpResult Get(const std::string& path,
                  const httplib::Headers& headers = {}) const {
-    httplib::Client client("127.0.0.1", port_);
+    httplib::Client client(host_, port_);
     client.set_read_timeout(120, 0);
     auto res = client.Get(path.c_str(), headers);
     if (!res) return {};
@@ -146,7 +147,7 @@ class ServerProcess {
 
   HttpResult Post(const std::string& path, const std::string& body,
                   const httplib::Headers& headers = {}) const {
-    httplib::Client client("127.0.0.1", port_);
+    httplib::Client client(host_, port_);
     client.set_read_timeout(300, 0);
     auto res = client.Post(path.c_str(), headers, body, "application/json");
     if (!res) return {};
@@ -157,7 +158,7 @@ class ServerProcess {
   // after that many "data:" events.
   HttpResult PostStream(const std::string& path, const std::string& body,
                         int max_events = 0) const {
-    httplib::Client client("127.0.0.1", port_);
+    httplib::Client client(host_, port_);
     client.set_read_timeout(300, 0);
     HttpResult out;
     int events = 0;
@@ -188,6 +189,7 @@ class ServerProcess {
 
  private:
   pid_t pid_ = -1;
+  std::string host_ = "127.0.0.1";  // where it listens (its log says)
   int port_ = 0;
   int exit_code_ = -1;
   std::string log_path_;
