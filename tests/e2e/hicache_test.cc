@@ -166,9 +166,13 @@ TEST_F(HiCacheServeTest, TwoServersShareOneRedis) {
   START_SERVER(a, Flags(tier));
   START_SERVER(b, Flags(tier));
   const auto from_a = RunAll(a, prompts);
-  // A's pages reach Redis from its storage thread; give it a moment.
-  for (int i = 0; i < 100; ++i) {
-    if (HiCacheInfo(a)["storage"]["pages_written"].get<int>() >= 20) break;
+  // A's pages reach Redis from its storage thread: wait until it has
+  // written some and stopped writing (a loaded machine delays the thread).
+  int last = -1, stable = 0;
+  for (int i = 0; i < 400 && stable < 4; ++i) {
+    const int written = HiCacheInfo(a)["storage"]["pages_written"].get<int>();
+    stable = written >= 20 && written == last ? stable + 1 : 0;
+    last = written;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const auto from_b = RunAll(b, prompts);
