@@ -14,8 +14,9 @@
 #
 # Prints one JSON object: each configuration's ITL (median, p99), TTFT
 # (median, p99) and output throughput per round, the prefill server's KV
-# transfer totals (bytes, seconds from the first token to the decode
-# server's acknowledgement, effective MB/s), and the ratios
+# transfer totals (bytes, seconds on the wire: puts queued to the peer's
+# flush and completion, GB/s) against this machine's 2-thread memcpy
+# (`tessera bench-comm`'s reference, same run), and the ratios
 #   pd_vs_aggregated_itl_p99   (< 1: decode no longer stalls behind prefills)
 #   pd_vs_aggregated_ttft_median, pd_vs_aggregated_throughput.
 # --smoke: 4 prompts of 16 + 4 tokens, one round (seconds on stories260k).
@@ -99,6 +100,10 @@ for r in $(seq 1 "$rounds"); do
   stop "$rou" "$pre" "$dec"
 done
 
+# The reference for the KV transfer rate: this machine's 2-thread memcpy.
+build/bin/tessera bench-comm --smoke --json --tp-size 2 >"$work/memcpy.json" \
+    2>"$work/memcpy.log" || { cat "$work/memcpy.log" >&2; exit 1; }
+
 python3 - "$work" "$rounds" "$prompts" "$ilen" "$olen" "$conc" "$threads" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
@@ -119,8 +124,13 @@ for r in range(1, rounds + 1):
     info = json.load(open(f"{work}/pd_{r}.prefill_info.json"))["disaggregation"]
     bytes_ += info["transfer_bytes"]; secs += info["transfer_seconds"]
     transfers += info["transfers"]
-out["kv_transfer"] = {"transfers": transfers, "bytes": bytes_, "seconds": secs,
-                      "effective_mb_per_s": bytes_ / secs / 1e6 if secs > 0 else 0}
+memcpy_gbps = json.load(open(f"{work}/memcpy.json"))["memcpy_gbps"]
+gbps = bytes_ / secs / 1e9 if secs > 0 else 0
+out["kv_transfer"] = {"transfers": transfers, "bytes": bytes_,
+                      "seconds_on_wire": secs,
+                      "ms_per_transfer": 1e3 * secs / transfers if transfers else 0,
+                      "gbps": gbps, "memcpy_gbps": memcpy_gbps,
+                      "vs_memcpy": gbps / memcpy_gbps if memcpy_gbps > 0 else 0}
 def med(cfg, key):
     return statistics.median(x[key] for x in out[cfg])
 def ratio(key):

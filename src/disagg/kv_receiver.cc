@@ -91,6 +91,7 @@ void UcxKvReceiver::RegisterLoop() {
     Json body{{"room", room},
               {"layout", layout_.ToJson()},
               {"worker_address", ToHex(ucx_->WorkerAddress())},
+              {"host_id", UcxTransfer::HostId()},
               {"prompt_len", job.prompt_ids.size()},
               {"prompt_hash", PromptHash(job.prompt_ids)},
               {"cached", job.cached},

@@ -111,6 +111,8 @@ std::pair<int, std::string> UcxKvSender::Register(const std::string& body) {
     StatusOr<std::string> addr = FromHex(j.at("worker_address").get<std::string>());
     if (!addr.ok()) return {400, "worker_address: " + addr.status().message()};
     r.worker_address = std::move(*addr);
+    const std::string host_id = j.value("host_id", std::string());
+    r.same_host = !host_id.empty() && host_id == UcxTransfer::HostId();
     for (const Json& g : j.at("regions")) {
       RemoteRegion region;
       region.address = g.at("address").get<uint64_t>();
@@ -242,6 +244,7 @@ std::optional<WriteJob> UcxKvSender::MaybeStart(uint64_t room) {
   }
   WriteJob w;
   w.peer_address = reg.worker_address;
+  w.same_host = reg.same_host;
   w.regions = std::move(reg.regions);
   w.tag = room;
   w.deadline = std::min(pend.deadline, reg.expires);
@@ -257,10 +260,14 @@ std::optional<WriteJob> UcxKvSender::MaybeStart(uint64_t room) {
   w.message = CompletionMessage(job, OkStatus(), bytes,
                                 SecondsBetween(start, Clock::now()));
   const int32_t first = job.first_token;
-  w.done = [this, room, bytes, start, first](Status status) {
+  // Seconds on the wire: from queueing the puts to the peer's flush and
+  // completion (a job that waited for its registration does not count
+  // that wait).
+  const auto wire_start = Clock::now();
+  w.done = [this, room, bytes, wire_start, first](Status status) {
     MutexLock lock(&mu_);
     done_.push_back({room, std::move(status), first, std::nullopt, bytes,
-                     SecondsBetween(start, Clock::now())});
+                     SecondsBetween(wire_start, Clock::now())});
   };
   return w;
 }

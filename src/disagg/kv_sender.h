@@ -5,7 +5,8 @@
 // --disaggregation-bootstrap-port, cpp-httplib):
 //   GET  /disagg/info      this side's KvLayout
 //   POST /disagg/register  a decode server's room: {room, layout,
-//        worker_address, regions [{address, length, rkey}] (its slabs K0,
+//        worker_address, host_id (optional; equal to ours: shared memory
+//        reaches it), regions [{address, length, rkey}] (its slabs K0,
 //        V0, K1, ...), prompt_len, prompt_hash, cached, slots (positions
 //        cached.. of the prompt), expires_in_s}. 409 naming both sides'
 //        values when the layouts differ; 400 when malformed.
@@ -62,6 +63,7 @@ class UcxKvSender : public engine::KvSender {
   using Clock = std::chrono::steady_clock;
   struct Registration {
     std::string worker_address;
+    bool same_host = false;  // its host_id equals ours
     std::vector<RemoteRegion> regions;
     KvLayout layout;
     int64_t prompt_len = 0;

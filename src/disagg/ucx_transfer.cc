@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <list>
 #include <map>
 #include <thread>
@@ -24,10 +25,14 @@ Status UcxError(const char* what, ucs_status_t status) {
       fmt::format("UCX {} failed: {}", what, ucs_status_string(status)));
 }
 
-// Idle poll bounds: with work in flight the thread re-checks deadlines
-// often; idle it only wakes for events or Write/stop.
-constexpr int kBusyPollMs = 1;
-constexpr int kIdlePollMs = 200;
+// The progress thread polls the worker: UCX's wakeup feature (an event fd)
+// is offered only by transports with event support (TCP, verbs), so asking
+// for it would drop shared memory and CMA (same-host puts at memcpy speed).
+// It polls every kActivePollUs while work is in flight or was recently,
+// else every kIdlePollMs (a completion then waits at most that long).
+constexpr int kActivePollUs = 50;
+constexpr int kIdlePollMs = 5;
+constexpr auto kActiveWindow = std::chrono::seconds(2);
 
 }  // namespace
 
@@ -53,16 +58,14 @@ class UcxTransfer::Impl {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES |
                         UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG;
     params.mt_workers_shared = 1;  // Register runs on callers' threads
     st = ucp_init(&params, config, &context_);
     ucp_config_release(config);
     if (st != UCS_OK) return UcxError("initialisation (ucp_init)", st);
     ucp_worker_params_t wp{};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
-                    UCP_WORKER_PARAM_FIELD_EVENTS;
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-    wp.events = UCP_WAKEUP_RMA | UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV;
     st = ucp_worker_create(context_, &wp, &worker_);
     if (st != UCS_OK) return UcxError("creating a worker", st);
     ucp_address_t* addr = nullptr;
@@ -71,8 +74,6 @@ class UcxTransfer::Impl {
     if (st != UCS_OK) return UcxError("getting the worker address", st);
     address_.assign(reinterpret_cast<const char*>(addr), addr_len);
     ucp_worker_release_address(worker_, addr);
-    st = ucp_worker_get_efd(worker_, &worker_fd_);
-    if (st != UCS_OK) return UcxError("getting the worker's event fd", st);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) return UnavailableError("eventfd failed");
     thread_ = std::thread([this] { Run(); });
@@ -133,6 +134,7 @@ class UcxTransfer::Impl {
     void* flush = nullptr;  // flush request (puts complete at the peer)
     void* send = nullptr;   // the message's send request
     bool flushed = false;
+    bool send_started = false;
     bool sent = false;
   };
   struct Receive {
@@ -153,7 +155,7 @@ class UcxTransfer::Impl {
     self->failed_eps_.push_back(ep);
   }
 
-  StatusOr<ucp_ep_h> Endpoint(const std::string& peer) {
+  StatusOr<ucp_ep_h> Endpoint(const std::string& peer, bool same_host) {
     auto it = eps_.find(peer);
     if (it != eps_.end()) return it->second;
     ucp_ep_params_t ep{};
@@ -161,7 +163,8 @@ class UcxTransfer::Impl {
                     UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep.address = reinterpret_cast<const ucp_address_t*>(peer.data());
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_mode = same_host ? UCP_ERR_HANDLING_MODE_NONE
+                            : UCP_ERR_HANDLING_MODE_PEER;
     ep.err_handler.cb = &Impl::OnEpError;
     ep.err_handler.arg = this;
     ucp_ep_h handle = nullptr;
@@ -187,7 +190,7 @@ class UcxTransfer::Impl {
 
   // Issues a job's puts and its flush. Error: the job failed.
   Status Start(Active& a) {
-    TSR_ASSIGN_OR_RETURN(a.ep, Endpoint(a.job.peer_address));
+    TSR_ASSIGN_OR_RETURN(a.ep, Endpoint(a.job.peer_address, a.job.same_host));
     for (const RemoteRegion& r : a.job.regions) {
       ucp_rkey_h rkey = nullptr;
       ucs_status_t st = ucp_ep_rkey_unpack(a.ep, r.rkey.data(), &rkey);
@@ -236,6 +239,11 @@ class UcxTransfer::Impl {
       a.flush = nullptr;
       a.flushed = true;
       if (st != UCS_OK) return finish(UcxError("writing KV to the peer", st));
+    }
+    // The puts are complete at the peer (a flush may also complete at
+    // once, in Start): now the completion message.
+    if (!a.send_started) {
+      a.send_started = true;
       ucp_request_param_t p{};
       void* s = ucp_tag_send_nbx(a.ep, a.job.message.data(),
                                  a.job.message.size(), a.job.tag, &p);
@@ -363,11 +371,21 @@ class UcxTransfer::Impl {
         eps_.clear();
         return;
       }
+      const auto after = std::chrono::steady_clock::now();
+      if (progressed || !fresh.empty() || !active_.empty() ||
+          !receives_.empty()) {
+        last_active_ = after;
+      }
       if (progressed) continue;
-      if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
-      pollfd fds[2] = {{worker_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      const bool busy = !active_.empty() || !receives_.empty();
-      (void)poll(fds, 2, busy ? kBusyPollMs : kIdlePollMs);
+      const bool active = after - last_active_ < kActiveWindow;
+      pollfd fd = {wake_fd_, POLLIN, 0};
+      timespec wait{};
+      if (active) {
+        wait.tv_nsec = kActivePollUs * 1000;
+      } else {
+        wait.tv_nsec = kIdlePollMs * 1000000L;
+      }
+      (void)ppoll(&fd, 1, &wait, nullptr);
       uint64_t drained = 0;
       (void)!read(wake_fd_, &drained, sizeof(drained));
     }
@@ -376,7 +394,6 @@ class UcxTransfer::Impl {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
-  int worker_fd_ = -1;
   int wake_fd_ = -1;
 
   Mutex mu_;
@@ -390,6 +407,7 @@ class UcxTransfer::Impl {
   std::vector<ucp_ep_h> failed_eps_;
   std::list<Active> active_;
   std::list<Receive> receives_;
+  std::chrono::steady_clock::time_point last_active_{};
   std::thread thread_;
 };
 
@@ -400,6 +418,16 @@ StatusOr<std::unique_ptr<UcxTransfer>> UcxTransfer::Create() {
   auto impl = std::make_unique<Impl>();
   TSR_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<UcxTransfer>(new UcxTransfer(std::move(impl)));
+}
+
+std::string UcxTransfer::HostId() {
+  std::string id;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::getline(boot, id);
+  char ns[128] = {0};
+  const ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
+  if (id.empty() || n <= 0) return "";  // unknown: never "same host"
+  return id + "/" + std::string(ns, static_cast<size_t>(n));
 }
 
 const std::string& UcxTransfer::WorkerAddress() const {

@@ -16,8 +16,10 @@
 // (the cpu plugin's device memory is; see docs/PLUGIN_ABI.md).
 //
 // Threads: one progress thread owns the UCP worker (UCS_THREAD_MODE_SINGLE);
-// it sleeps on the worker's event fd when nothing is in flight (no spinning
-// while another process has work). Public methods may be called from any
+// it polls the worker every 50 us while transfers are in flight or were
+// in the last 2 s, else every 5 ms, sleeping in between (no spinning while
+// another process has work; UCX's event fd would restrict it to transports
+// with events, i.e. drop shared memory and CMA). Public methods may be called from any
 // thread; Write's completion callback and the message handler run on the
 // progress thread and must be cheap (queue and return).
 #ifndef TESSERA_DISAGG_UCX_TRANSFER_H_
@@ -52,6 +54,12 @@ struct PutOp {
 
 struct WriteJob {
   std::string peer_address;  // the peer's WorkerAddress()
+  // The peer runs on this machine in this network namespace (its HostId()
+  // equals ours): its endpoint may use shared memory and CMA, which UCX
+  // 1.13 offers only without peer-failure handling; a dead local peer is
+  // then noticed by the job's deadline. Otherwise (TCP, RDMA) the endpoint
+  // asks for peer-failure handling and a dead peer fails the job at once.
+  bool same_host = false;
   std::vector<RemoteRegion> regions;
   std::vector<PutOp> puts;
   uint64_t tag = 0;
@@ -75,6 +83,9 @@ class UcxTransfer {
 
   // This worker's address (opaque bytes) for peers to connect to.
   const std::string& WorkerAddress() const;
+  // This machine's boot id and this process's network namespace: equal
+  // HostIds mean shared memory reaches the peer.
+  static std::string HostId();
 
   // Registers [address, address + length) for remote writes and returns it
   // as a RemoteRegion for peers. Registration lives as long as this object.
