@@ -33,6 +33,12 @@ std::string CompletionMessage(const engine::KvSendJob& job, const Status& status
   return m.dump();
 }
 
+// The error of a prefill job whose decode server's registration was refused.
+Status RefusedError(const std::string& why) {
+  return FailedPreconditionError(
+      fmt::format("the decode server's registration was refused: {}", why));
+}
+
 }  // namespace
 
 UcxKvSender::UcxKvSender(const kv::KvPool& pool, KvLayout layout,
@@ -163,11 +169,8 @@ void UcxKvSender::Refuse(uint64_t room, const std::string& why) {
   MutexLock lock(&mu_);
   auto p = pending_.find(room);
   if (p != pending_.end()) {
-    done_.push_back({room,
-                     FailedPreconditionError(fmt::format(
-                         "the decode server's registration was refused: {}",
-                         why)),
-                     0, std::nullopt, 0, SecondsBetween(p->second.start, now)});
+    done_.push_back({room, RefusedError(why), 0, std::nullopt, 0,
+                     SecondsBetween(p->second.start, now)});
     pending_.erase(p);
     return;
   }
@@ -190,11 +193,8 @@ void UcxKvSender::Send(engine::KvSendJob job) {
     MutexLock lock(&mu_);
     const uint64_t room = job.room;
     if (auto r = refused_.find(room); r != refused_.end()) {
-      done_.push_back({room,
-                       FailedPreconditionError(fmt::format(
-                           "the decode server's registration was refused: {}",
-                           r->second.why)),
-                       job.first_token, std::nullopt, 0, 0});
+      done_.push_back({room, RefusedError(r->second.why), job.first_token,
+                       std::nullopt, 0, 0});
       refused_.erase(r);
       return;
     }

@@ -420,14 +420,19 @@ StatusOr<std::unique_ptr<UcxTransfer>> UcxTransfer::Create() {
   return std::unique_ptr<UcxTransfer>(new UcxTransfer(std::move(impl)));
 }
 
-std::string UcxTransfer::HostId() {
-  std::string id;
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::getline(boot, id);
-  char ns[128] = {0};
-  const ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
-  if (id.empty() || n <= 0) return "";  // unknown: never "same host"
-  return id + "/" + std::string(ns, static_cast<size_t>(n));
+const std::string& UcxTransfer::HostId() {
+  // Read once: neither changes for the life of the process (a server does
+  // not move between network namespaces).
+  static const std::string id = [] {
+    std::string boot_id;
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::getline(boot, boot_id);
+    char ns[128] = {0};
+    const ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
+    if (boot_id.empty() || n <= 0) return std::string();  // never "same host"
+    return boot_id + "/" + std::string(ns, static_cast<size_t>(n));
+  }();
+  return id;
 }
 
 const std::string& UcxTransfer::WorkerAddress() const {

@@ -85,7 +85,7 @@ class UcxTransfer {
   const std::string& WorkerAddress() const;
   // This machine's boot id and this process's network namespace: equal
   // HostIds mean shared memory reaches the peer.
-  static std::string HostId();
+  static const std::string& HostId();
 
   // Registers [address, address + length) for remote writes and returns it
   // as a RemoteRegion for peers. Registration lives as long as this object.

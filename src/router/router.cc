@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 
 #include <random>
-#include <thread>
 #include <utility>
 
 #include "base/bounded_json.h"
@@ -336,14 +335,9 @@ class Router::Impl {
           // waits for) the room: give the prefill server a moment to say
           // why, then drop its call so its request ends and frees its
           // pages instead of waiting for the transfer timeout.
-          if (status != 200) {
-            const auto until = std::chrono::steady_clock::now() +
-                               std::chrono::seconds(2);
-            while (!prefill_call->done() &&
-                   std::chrono::steady_clock::now() < until) {
-              std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            }
-            if (!prefill_call->done()) prefill_call->Cancel();
+          if (status != 200 &&
+              !prefill_call->WaitDoneFor(std::chrono::seconds(2))) {
+            prefill_call->Cancel();
           }
           prefill_call->WaitDone();
           const int ps = prefill_call->status();

@@ -87,6 +87,17 @@ void UpstreamCall::WaitDone() {
   while (!done_) cv_.Wait(&mu_);
 }
 
+bool UpstreamCall::WaitDoneFor(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&mu_);
+  while (!done_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) break;
+    cv_.WaitFor(&mu_, until - now);
+  }
+  return done_;
+}
+
 std::string UpstreamCall::TakeData() {
   MutexLock lock(&mu_);
   std::string out;

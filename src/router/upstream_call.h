@@ -45,6 +45,8 @@ class UpstreamCall {
   void WaitForData(std::chrono::milliseconds timeout) TSR_EXCLUDES(mu_);
   // Waits for the end.
   void WaitDone() TSR_EXCLUDES(mu_);
+  // Waits for the end at most `timeout`; true when the call has ended.
+  bool WaitDoneFor(std::chrono::milliseconds timeout) TSR_EXCLUDES(mu_);
   // Body bytes received since the last call (all of them when not taken).
   std::string TakeData() TSR_EXCLUDES(mu_);
 
