@@ -41,6 +41,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -63,6 +64,7 @@
 #include "model/model_runner.h"
 #include "parsers/reasoning_parser.h"
 #include "parsers/tool_call_parser.h"
+#include "server/cors.h"
 #include "server/http_server.h"
 #include "server/serving_context.h"
 
@@ -462,6 +464,13 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
                        {"architecture", model::ArchitectureClassName(
                                             config.architecture)},
                        {"demo_model", demo}};
+  // Changes when anything that can change outputs does (OpenAI's meaning).
+  o.server.system_fingerprint = fmt::format(
+      "fp_{:010x}",
+      std::hash<std::string>{}(fmt::format(
+          "{}|{}|{}|{}|{}", o.server.info.dump(), o.model_path,
+          o.quantization, o.kv_cache_dtype, o.chat_template)) &
+          0xffffffffffull);
   TSR_LOG_INFO(
       "model {} ({}, {} layers, {}) on {} ({}), KV cache {} tokens in pages "
       "of {}, loaded and warmed up in {:.1f} s",
@@ -482,6 +491,11 @@ int RunServe(ServeOptions o) {
   // takes them with sigwait.
   sigset_t signals = TerminationSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (Status origins = server::NormalizeAllowedOrigins(
+          &o.server.allowed_origins);
+      !origins.ok()) {
+    return ReportError(origins, kExitBadInput);
+  }
   if (Status flags = CheckFlags(o); !flags.ok()) {
     return ReportError(flags, kExitBadInput);
   }
@@ -728,6 +742,11 @@ Command AddServeCommand(CLI::App& root) {
                   "seconds an idle keep-alive connection stays open")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  app->add_option("--allowed-origins", o->server.allowed_origins,
+                  "origins (scheme://host:port, or '*') browsers may call "
+                  "the API from (CORS); also a JSON list as vLLM takes it. "
+                  "Default: none (CORS off)")
+      ->delimiter(',');
   app->add_option("--device-plugin", o->flags.device_plugin,
                   "use this plugin .so (beats TESSERA_DEVICE_PLUGIN)");
   app->add_option("--platform", o->flags.platform,

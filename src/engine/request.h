@@ -58,6 +58,9 @@ struct EngineRequest {
   // likely alternatives per position.
   int32_t top_logprobs = -1;
   bool skip_special_tokens = true;
+  // A matched stop string stays at the end of the text (SGLang's
+  // no_stop_trim); by default it is cut.
+  bool no_stop_trim = false;
   std::optional<BootstrapInfo> bootstrap;  // PD disaggregation only
 };
 

@@ -55,6 +55,7 @@ RequestOutput Sequence::AcceptToken(int32_t id,
     out.finish = FinishReason{};
     out.finish.kind = FinishReason::Kind::kStop;
     out.finish.matched_text = stop_matcher.stops()[match.stop_index];
+    if (request.no_stop_trim) out.text += *out.finish.matched_text;
   } else if (out.finished) {
     out.text += stop_matcher.Flush();
   }

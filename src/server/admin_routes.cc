@@ -2,8 +2,11 @@
 // info, cache flush, abort, metrics.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <ctime>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 #include "metrics/registry.h"
 #include "metrics/serving_metrics.h"
@@ -38,15 +41,56 @@ MaybeApiError ServingContext::CheckPromptBytes(size_t bytes,
       param);
 }
 
-void HandleModels(ServingContext& ctx, const HttpRequest&,
-                  HttpResponse& res) {
+namespace {
+
+ModelCard ServedModelCard(ServingContext& ctx) {
   static const int64_t created = static_cast<int64_t>(std::time(nullptr));
   ModelCard card;
   card.id = ctx.options.served_model_name;
   card.root = ctx.options.model_path;
   card.created = created;
   card.max_model_len = ctx.engine->context_length();
-  SendJson(res, ModelListJson({card}));
+  return card;
+}
+
+// %XX escapes decoded (a model id may hold '/' sent as %2F); nullopt when an
+// escape is malformed.
+std::optional<std::string> PercentDecode(std::string_view in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size() || !std::isxdigit(static_cast<unsigned char>(in[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(in[i + 2]))) {
+      return std::nullopt;
+    }
+    out += static_cast<char>(std::stoi(std::string(in.substr(i + 1, 2)), nullptr, 16));
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+void HandleModels(ServingContext& ctx, const HttpRequest&,
+                  HttpResponse& res) {
+  SendJson(res, ModelListJson({ServedModelCard(ctx)}));
+}
+
+void HandleModel(ServingContext& ctx, const HttpRequest& req,
+                 HttpResponse& res) {
+  constexpr std::string_view kPrefix = "/v1/models/";
+  std::optional<std::string> id =
+      PercentDecode(std::string_view(req.path).substr(kPrefix.size()));
+  if (!id) {
+    return SendError(res, BadRequest("the model id in the path has a "
+                                     "malformed %-escape",
+                                     "model"));
+  }
+  if (auto e = ctx.CheckModel(*id)) return SendError(res, *e);
+  SendJson(res, ModelCardJson(ServedModelCard(ctx)));
 }
 
 void HandleTokenize(ServingContext& ctx, const HttpRequest& req,

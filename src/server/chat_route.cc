@@ -164,6 +164,7 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
   p->meta.id = NewResponseId("chatcmpl-");
   p->meta.created = static_cast<int64_t>(std::time(nullptr));
   p->meta.model = ctx.options.served_model_name;
+  p->meta.system_fingerprint = ctx.options.system_fingerprint;
   const int32_t top = r.logprobs ? r.top_logprobs : -1;
   auto streams = std::make_shared<StreamSet>();
   if (auto e = SubmitAll(
@@ -211,6 +212,7 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
         c->parsers[i].Full(c->texts[i], choices[i]);
         choices[i].finish_reason =
             ChatFinishReason(o.finish, !choices[i].tool_calls.empty());
+        choices[i].matched_stop = MatchedStopJson(o.finish);
         if (p->request.logprobs) {
           choices[i].logprobs = ChatLogprobsJson(c->lps[i]);
         }
@@ -253,6 +255,7 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
     if (o.finished) {
       d.finish_reason =
           ChatFinishReason(o.finish, st->parsers[ev.index].has_calls());
+      d.matched_stop = MatchedStopJson(o.finish);
       st->usage.completion_tokens += o.completion_tokens;
       if (ev.index == 0) {
         st->usage.prompt_tokens = o.prompt_tokens;

@@ -53,6 +53,7 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
   p->meta.id = NewResponseId("cmpl-");
   p->meta.created = static_cast<int64_t>(std::time(nullptr));
   p->meta.model = ctx.options.served_model_name;
+  p->meta.system_fingerprint = ctx.options.system_fingerprint;
   const int32_t top = r.logprobs ? *r.logprobs : -1;
   std::vector<std::vector<engine::EngineRequest>> groups;
   for (size_t i = 0; i < p->prompt_ids.size(); ++i) {
@@ -98,6 +99,7 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
         choice.index = static_cast<int32_t>(i);
         if (r.echo) choice.text = prompt_text + choice.text;
         choice.finish_reason = OpenAiFinishReason(o.finish);
+        choice.matched_stop = MatchedStopJson(o.finish);
         if (r.logprobs) {
           choice.logprobs = CompletionLogprobsJson(
               c->lps[i], r.echo ? CountUtf8Chars(prompt_text) : 0);
@@ -146,6 +148,7 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
     st->offsets[ev.index] += CountUtf8Chars(o.text);
     if (o.finished) {
       c.finish_reason = OpenAiFinishReason(o.finish);
+      c.matched_stop = MatchedStopJson(o.finish);
       st->usage.completion_tokens += o.completion_tokens;
       if (ev.index % n == 0) {
         st->usage.prompt_tokens += o.prompt_tokens;

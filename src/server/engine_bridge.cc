@@ -29,6 +29,9 @@ std::vector<engine::EngineRequest> BuildEngineRequests(
     for (const auto& [id, bias] : s.logit_bias) {
       r.logit.logit_bias.emplace_back(id, bias);
     }
+    r.logit.min_tokens = s.min_tokens;
+    r.skip_special_tokens = s.skip_special_tokens;
+    r.no_stop_trim = s.no_stop_trim;
     r.stop = s.stop;
     r.stop_token_ids = s.stop_token_ids;
     r.ignore_eos = s.ignore_eos;

@@ -280,6 +280,7 @@ void HttpConnection::OnHandled(HttpResponse response) {
   }
   body_ = std::move(response.async);
   body_streaming_ = body_->streaming();
+  deferred_headers_ = std::move(response.headers);
   last_output_ = Clock::now();
   if (body_streaming_) {
     // HTTP/1.0 has no chunked encoding: the stream ends with the connection.
@@ -287,7 +288,7 @@ void HttpConnection::OnHandled(HttpResponse response) {
     if (!chunked_) close_after_answer_ = true;
     std::string head = StatusLine(version_, response.status);
     head += fmt::format("Content-Type: {}\r\n", response.content_type);
-    for (const auto& [name, value] : response.headers) {
+    for (const auto& [name, value] : deferred_headers_) {
       head += fmt::format("{}: {}\r\n", name, value);
     }
     if (chunked_) head += "Transfer-Encoding: chunked\r\n";
@@ -328,6 +329,8 @@ void HttpConnection::PumpBody() {
   }
   if (!done) return;
   body_.reset();
+  final.headers.insert(final.headers.begin(), deferred_headers_.begin(),
+                       deferred_headers_.end());
   WriteResponse(final);
   FinishExchange();
 }

@@ -147,6 +147,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool keep_alive_ = true;
   std::shared_ptr<AsyncBody> body_;
   bool body_streaming_ = false;
+  // Headers of the handler's response (CORS, ...), kept for the final
+  // response a non-streaming AsyncBody fills later.
+  HttpHeaders deferred_headers_;
   bool chunked_ = false;
   Clock::time_point last_output_;
   std::atomic<bool> wake_pending_{false};

@@ -23,6 +23,7 @@
 
 #include "base/constant_time.h"
 #include "base/logging.h"
+#include "server/cors.h"
 #include "server/http_connection.h"
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -47,7 +48,7 @@ using Handler = void (*)(ServingContext&, const HttpRequest&, HttpResponse&);
 
 struct Route {
   const char* method;
-  const char* path;
+  const char* path;  // exact, or a prefix when it ends with '/'
   Handler handler;
   size_t max_body;
 };
@@ -57,6 +58,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/chat/completions", HandleChatCompletions,
      kMaxPromptBodyBytes},
     {"GET", "/v1/models", HandleModels, 0},
+    {"GET", "/v1/models/", HandleModel, 0},
     {"POST", "/generate", HandleGenerate, kMaxPromptBodyBytes},
     {"POST", "/tokenize", HandleTokenize, kMaxPromptBodyBytes},
     {"POST", "/detokenize", HandleDetokenize, kMaxPromptBodyBytes},
@@ -69,6 +71,14 @@ constexpr Route kRoutes[] = {
     {"POST", "/abort_request", HandleAbortRequest, kMaxSmallBodyBytes},
     {"GET", "/metrics", HandleMetrics, 0},
 };
+
+bool Matches(const Route& route, const std::string& path) {
+  const std::string_view pattern = route.path;
+  if (pattern.back() == '/') {
+    return path.size() > pattern.size() && path.starts_with(pattern);
+  }
+  return path == pattern;
+}
 
 bool IsPublicPath(const std::string& path) {
   return path == "/health" || path == "/health_generate" || path == "/metrics";
@@ -149,6 +159,7 @@ class HttpServer::Impl : public ConnectionHost {
  public:
   explicit Impl(ServingContext& ctx)
       : ctx_(ctx),
+        cors_(ctx.options.allowed_origins),
         acceptor_(io_),
         accept_retry_(io_),
         pool_(std::max(ctx.options.http_threads, 2)) {
@@ -178,11 +189,14 @@ class HttpServer::Impl : public ConnectionHost {
   void Accept();
   void OnAccepted(const error_code& ec, tcp::socket socket);
   void RefuseConnection(tcp::socket socket);
+  // CORS around Answer; Answer finds the route and runs its handler.
   HttpResponse Handle(const HttpRequest& request);
+  HttpResponse Answer(const HttpRequest& request);
   bool Authorized(const HttpRequest& request, HttpResponse& response) const;
   size_t RaiseDescriptorLimit();
 
   ServingContext& ctx_;
+  const CorsPolicy cors_;
   ConnectionLimits limits_;
   size_t max_connections_ = 0;
   asio::io_context io_;
@@ -328,7 +342,7 @@ void HttpServer::Impl::RefuseConnection(tcp::socket socket) {
 size_t HttpServer::Impl::MaxBodyBytes(const std::string& method,
                                       const std::string& path) {
   for (const Route& route : kRoutes) {
-    if (method == route.method && path == route.path) return route.max_body;
+    if (method == route.method && Matches(route, path)) return route.max_body;
   }
   return 0;  // unknown routes take no body (answered 404/405)
 }
@@ -369,6 +383,17 @@ bool HttpServer::Impl::Authorized(const HttpRequest& request,
 
 HttpResponse HttpServer::Impl::Handle(const HttpRequest& request) {
   HttpResponse response;
+  if (cors_.enabled() && CorsPolicy::IsPreflight(request)) {
+    cors_.AnswerPreflight(request, response);
+    return response;
+  }
+  response = Answer(request);
+  cors_.AddHeaders(request, response);
+  return response;
+}
+
+HttpResponse HttpServer::Impl::Answer(const HttpRequest& request) {
+  HttpResponse response;
   try {
     if (!ctx_.ready.load(std::memory_order_acquire)) {
       SendError(response, ServiceUnavailable("the model is still loading; "
@@ -379,7 +404,7 @@ HttpResponse HttpServer::Impl::Handle(const HttpRequest& request) {
     if (!Authorized(request, response)) return response;
     bool path_known = false;
     for (const Route& route : kRoutes) {
-      if (request.path != route.path) continue;
+      if (!Matches(route, request.path)) continue;
       path_known = true;
       if (request.method == route.method) {
         route.handler(ctx_, request, response);

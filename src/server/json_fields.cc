@@ -157,18 +157,23 @@ MaybeApiError ReadStringOrList(const Json& body, const char* key,
   return std::nullopt;
 }
 
-void LogUnknownFields(const Json& body,
-                      std::initializer_list<const char*> known,
-                      std::string_view what,
-                      std::span<const char* const> also_known) {
+MaybeApiError RejectUnknownFields(const Json& body,
+                                  std::initializer_list<const char*> known,
+                                  std::string_view what,
+                                  std::span<const char* const> also_known) {
   for (auto it = body.begin(); it != body.end(); ++it) {
     bool found = false;
     for (const char* k : known) found = found || it.key() == k;
     for (const char* k : also_known) found = found || it.key() == k;
     if (!found) {
-      TSR_LOG_DEBUG("{} request: ignoring unknown field '{}'", what, it.key());
+      return BadRequest(
+          fmt::format("'{}' is not a field of a {} request (check its "
+                      "spelling; docs/API.md lists the fields)",
+                      it.key(), what),
+          it.key());
     }
   }
+  return std::nullopt;
 }
 
 }  // namespace tessera::server

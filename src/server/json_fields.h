@@ -49,13 +49,14 @@ MaybeApiError ReadTokenIds(const Json& value, const std::string& param,
 MaybeApiError ReadStringOrList(const Json& body, const char* key,
                                std::vector<std::string>* out);
 
-// Logs at debug level every key of `body` in neither `known` nor
-// `also_known` (extras that OpenAI clients send are ignored, never errors).
-// `what` names the request.
-void LogUnknownFields(const Json& body,
-                      std::initializer_list<const char*> known,
-                      std::string_view what,
-                      std::span<const char* const> also_known = {});
+// A 400 naming the first key of `body` in neither `known` nor
+// `also_known`; `what` names the request ("chat completions"). The one rule
+// of every route: a field the server does not know is an error, never
+// silently ignored.
+MaybeApiError RejectUnknownFields(const Json& body,
+                                  std::initializer_list<const char*> known,
+                                  std::string_view what,
+                                  std::span<const char* const> also_known = {});
 
 }  // namespace tessera::server
 

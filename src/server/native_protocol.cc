@@ -12,6 +12,7 @@ namespace tessera::server {
 namespace {
 
 constexpr const char* kSamplingKeys[] = {"max_new_tokens",
+                                         "min_new_tokens",
                                          "temperature",
                                          "top_p",
                                          "top_k",
@@ -19,11 +20,22 @@ constexpr const char* kSamplingKeys[] = {"max_new_tokens",
                                          "stop",
                                          "stop_token_ids",
                                          "ignore_eos",
+                                         "skip_special_tokens",
+                                         "spaces_between_special_tokens",
+                                         "no_stop_trim",
                                          "presence_penalty",
                                          "frequency_penalty",
                                          "repetition_penalty",
+                                         "logit_bias",
                                          "n",
-                                         "seed"};
+                                         "seed",
+                                         "regex",
+                                         "ebnf",
+                                         "json_schema"};
+
+// SGLang's spelling -> the OpenAI spelling ParseSamplingOptions reads.
+constexpr std::pair<const char*, const char*> kRenamed[] = {
+    {"max_new_tokens", "max_tokens"}, {"min_new_tokens", "min_tokens"}};
 
 // Re-keys an error from a sampling_params field so `param` reads
 // "sampling_params.<field>".
@@ -48,29 +60,43 @@ MaybeApiError ParseSamplingParams(const Json& body,
     bool known = false;
     for (const char* k : kSamplingKeys) known = known || it.key() == k;
     if (!known) {
+      std::string names;
+      for (const char* k : kSamplingKeys) {
+        names += names.empty() ? "" : ", ";
+        names += k;
+      }
       return BadRequest(
           fmt::format("'sampling_params.{}' is not a sampling parameter "
-                      "Tessera knows; known: max_new_tokens, temperature, "
-                      "top_p, top_k, min_p, stop, stop_token_ids, ignore_eos, "
-                      "presence_penalty, frequency_penalty, "
-                      "repetition_penalty, n, seed",
-                      it.key()),
+                      "Tessera knows; known: {}",
+                      it.key(), names),
           "sampling_params." + it.key());
     }
   }
   // Reuse the OpenAI field readers on a copy spelled the OpenAI way.
   Json openai = sp;
-  if (openai.contains("max_new_tokens")) {
-    openai["max_tokens"] = openai["max_new_tokens"];
-    openai.erase("max_new_tokens");
+  for (const auto& [sglang, oai] : kRenamed) {
+    if (openai.contains(sglang)) {
+      openai[oai] = openai[sglang];
+      openai.erase(sglang);
+    }
   }
   MaybeApiError e = ParseSamplingOptions(openai, limits, false, out);
+  if (!e) {
+    for (const char* key : {"regex", "ebnf", "json_schema"}) {
+      if (HasValue(openai, key)) {
+        e = UnsupportedParameter(key,
+                                 "structured output (constrained decoding) "
+                                 "is not implemented yet");
+      }
+    }
+  }
   if (e) {
-    if (e->param == "max_tokens") {
-      e->param = "max_new_tokens";
-      auto pos = e->message.find("max_tokens");
+    for (const auto& [sglang, oai] : kRenamed) {
+      if (e->param != oai) continue;
+      e->param = sglang;
+      auto pos = e->message.find(oai);
       if (pos != std::string::npos) {
-        e->message.replace(pos, 10, "max_new_tokens");
+        e->message.replace(pos, std::string_view(oai).size(), sglang);
       }
     }
     return InSamplingParams(std::move(*e));
@@ -159,11 +185,14 @@ MaybeApiError ParseGenerateRequest(const Json& body,
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "stream", &r.stream));
   TSR_RETURN_IF_API_ERROR(ReadString(body, "rid", &r.rid));
   if (r.rid) TSR_RETURN_IF_API_ERROR(CheckRid(*r.rid, "rid"));
-  LogUnknownFields(body,
-                   {"text", "input_ids", "sampling_params", "stream", "rid",
-                    "return_logprob", "return_hidden_states", "bootstrap_host",
-                    "bootstrap_port", "bootstrap_room"},
-                   "generate");
+  TSR_RETURN_IF_API_ERROR(RejectUnknownFields(
+      body,
+      {"text", "input_ids", "sampling_params", "stream", "rid",
+       "return_logprob", "return_hidden_states", "bootstrap_host",
+       "bootstrap_port", "bootstrap_room",
+       // Details of return_logprob (refused when true): no effect without it.
+       "logprob_start_len", "top_logprobs_num", "return_text_in_logprobs"},
+      "/generate"));
   *out = std::move(r);
   return std::nullopt;
 }
@@ -184,17 +213,17 @@ MaybeApiError CheckRid(const std::string& rid, const std::string& param) {
   return std::nullopt;
 }
 
+Json MatchedStopJson(const FinishReason& reason) {
+  if (reason.kind != FinishReason::Kind::kStop) return nullptr;
+  if (reason.matched_text) return *reason.matched_text;
+  if (reason.matched_token) return *reason.matched_token;
+  return nullptr;
+}
+
 Json FinishReasonJson(const FinishReason& reason) {
   switch (reason.kind) {
-    case FinishReason::Kind::kStop: {
-      Json matched = nullptr;
-      if (reason.matched_text) {
-        matched = *reason.matched_text;
-      } else if (reason.matched_token) {
-        matched = *reason.matched_token;
-      }
-      return Json{{"type", "stop"}, {"matched", std::move(matched)}};
-    }
+    case FinishReason::Kind::kStop:
+      return Json{{"type", "stop"}, {"matched", MatchedStopJson(reason)}};
     case FinishReason::Kind::kLength:
       return Json{{"type", "length"}, {"length", reason.length}};
     case FinishReason::Kind::kAbort:

@@ -57,6 +57,9 @@ using FinishReason = engine::FinishReason;
 MaybeApiError CheckRid(const std::string& rid, const std::string& param);
 
 Json FinishReasonJson(const FinishReason& reason);
+// SGLang's "matched_stop" of an OpenAI choice: the stop string, or the stop
+// token id (EOS included), that ended it; null otherwise.
+Json MatchedStopJson(const FinishReason& reason);
 // The OpenAI spelling: "stop", "length" or "abort".
 std::string OpenAiFinishReason(const FinishReason& reason);
 

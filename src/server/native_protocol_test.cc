@@ -51,6 +51,33 @@ TEST(GenerateRequestTest, TextWithSamplingParams) {
   EXPECT_EQ(*r.rid, "req-1");
 }
 
+TEST(GenerateRequestTest, SglangSamplingExtrasAndUnknownFields) {
+  GenerateRequest r;
+  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"text": "Once",
+      "sampling_params": {"max_new_tokens": 8, "min_new_tokens": 4,
+        "skip_special_tokens": false, "spaces_between_special_tokens": true,
+        "no_stop_trim": true, "logit_bias": {"5": -100}}})"),
+                                    {}, &r));
+  EXPECT_EQ(r.sampling.min_tokens, 4);
+  EXPECT_FALSE(r.sampling.skip_special_tokens);
+  EXPECT_TRUE(r.sampling.no_stop_trim);
+  EXPECT_EQ(r.sampling.logit_bias.at(5), -100.0f);
+  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "Once",
+      "sampling_params": {"max_new_tokens": 8, "min_new_tokens": 9}})"),
+                                      {}, &r),
+                 "sampling_params.min_new_tokens", "min_new_tokens");
+  MaybeApiError e = ParseGenerateRequest(
+      Parse(R"({"text": "x", "sampling_params": {"regex": "[0-9]+"}})"), {},
+      &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "unsupported_parameter");
+  EXPECT_EQ(e->param, "sampling_params.regex");
+  ExpectBadParam(
+      ParseGenerateRequest(Parse(R"({"text": "x", "sampling_param": {}})"), {},
+                           &r),
+      "sampling_param", "not a field of a /generate request");
+}
+
 TEST(GenerateRequestTest, InputIdsAndBatches) {
   GenerateRequest r;
   ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"input_ids": [1, 2]})"), {}, &r));

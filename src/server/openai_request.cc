@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -26,6 +27,30 @@ MaybeApiError RejectUnsupported(const Json& body, bool chat) {
                                   "structured output is not implemented; only "
                                   "{\"type\": \"text\"} is accepted");
     }
+  }
+  for (const char* key : {"regex", "ebnf", "json_schema"}) {
+    if (HasValue(body, key)) {
+      return UnsupportedParameter(
+          key, "structured output (constrained decoding) is not implemented "
+               "yet");
+    }
+  }
+  for (const char* key : {"lora_path", "return_hidden_states",
+                          "reasoning_effort"}) {
+    if (HasValue(body, key)) {
+      return UnsupportedParameter(
+          key, std::string_view(key) == "reasoning_effort"
+                   ? "turn thinking off with \"chat_template_kwargs\": "
+                     "{\"enable_thinking\": false} where the model's template "
+                     "has it"
+                   : "");
+    }
+  }
+  if (HasValue(body, "store") &&
+      !(body["store"].is_boolean() && !body["store"].get<bool>())) {
+    return UnsupportedParameter("store",
+                                "Tessera keeps no completions; send false or "
+                                "leave it out");
   }
   if (HasValue(body, "modalities")) {
     const Json& m = body["modalities"];
@@ -149,6 +174,13 @@ MaybeApiError ValidateSamplingOptions(const SamplingOptions& s,
     return OutOfRange(name("repetition_penalty"), "in (0, 2] (1 is off)",
                       num(s.repetition_penalty));
   }
+  if (s.min_tokens < 0 || (s.max_tokens && s.min_tokens > *s.max_tokens)) {
+    return OutOfRange(name("min_tokens"),
+                      fmt::format("in [0, {}] ({})",
+                                  s.max_tokens ? *s.max_tokens : 0,
+                                  prefix + max_tokens_name),
+                      std::to_string(s.min_tokens));
+  }
   if (s.n < 1 || s.n > limits.max_n) {
     return OutOfRange(
         name("n"),
@@ -174,6 +206,15 @@ constexpr const char* kSamplingFields[] = {"temperature",
                                            "ignore_eos",
                                            "logit_bias",
                                            "best_of",
+                                           "min_tokens",
+                                           "skip_special_tokens",
+                                           "spaces_between_special_tokens",
+                                           "no_stop_trim",
+                                           // OpenAI bookkeeping, no effect
+                                           "user",
+                                           "metadata",
+                                           "service_tier",
+                                           "store",
                                            "bootstrap_host",
                                            "bootstrap_port",
                                            "bootstrap_room"};
@@ -222,6 +263,7 @@ MaybeApiError ParseSamplingOptions(const Json& body,
                                    const ProtocolLimits& limits, bool chat,
                                    SamplingOptions* out) {
   SamplingOptions s;
+  std::optional<std::string> ignored_string;
   std::optional<int64_t> max_tokens;
   TSR_RETURN_IF_API_ERROR(ReadInteger(body, "max_tokens", &max_tokens));
   const char* max_tokens_name = "max_tokens";
@@ -277,6 +319,22 @@ MaybeApiError ParseSamplingOptions(const Json& body,
   }
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "ignore_eos", &s.ignore_eos));
   TSR_RETURN_IF_API_ERROR(ParseLogitBias(body, &s.logit_bias));
+  std::optional<int64_t> min_tokens;
+  TSR_RETURN_IF_API_ERROR(ReadInteger(body, "min_tokens", &min_tokens));
+  TSR_RETURN_IF_API_ERROR(CheckIntRange("min_tokens", min_tokens, 0,
+                                        std::numeric_limits<int32_t>::max(),
+                                        "at least 0"));
+  if (min_tokens) s.min_tokens = static_cast<int32_t>(*min_tokens);
+  TSR_RETURN_IF_API_ERROR(
+      ReadBool(body, "skip_special_tokens", &s.skip_special_tokens));
+  TSR_RETURN_IF_API_ERROR(ReadBool(body, "spaces_between_special_tokens",
+                                   &s.spaces_between_special_tokens));
+  TSR_RETURN_IF_API_ERROR(ReadBool(body, "no_stop_trim", &s.no_stop_trim));
+  TSR_RETURN_IF_API_ERROR(ReadString(body, "user", &ignored_string));
+  if (HasValue(body, "metadata") && !body["metadata"].is_object()) {
+    return WrongType("metadata", "an object of strings", body["metadata"]);
+  }
+  TSR_RETURN_IF_API_ERROR(ReadString(body, "service_tier", &ignored_string));
 
   if (HasValue(body, "best_of")) {
     std::optional<int64_t> best_of;
@@ -412,11 +470,17 @@ MaybeApiError ParseCompletionRequest(const Json& body,
                       "disaggregation (one bootstrap_room per request)",
                       "prompt");
   }
-  LogUnknownFields(
+  TSR_RETURN_IF_API_ERROR(RejectUnknownFields(
       body,
       {"model", "prompt", "max_tokens", "stream", "stream_options", "echo",
        "logprobs", "suffix", "response_format", "modalities"},
-      "completions", kSamplingFields);
+      "completions", kSamplingFields));
+  // OpenAI, SGLang and vLLM: 16 tokens when the client does not say (or
+  // min_tokens, when that asks for more).
+  if (!r.sampling.max_tokens) {
+    r.sampling.max_tokens =
+        std::max<int64_t>(kDefaultCompletionMaxTokens, r.sampling.min_tokens);
+  }
   *out = std::move(r);
   return std::nullopt;
 }
@@ -721,13 +785,13 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
     return WrongType("parallel_tool_calls", "true or false",
                      body["parallel_tool_calls"]);
   }
-  LogUnknownFields(
+  TSR_RETURN_IF_API_ERROR(RejectUnknownFields(
       body,
       {"model", "messages", "tools", "tool_choice", "parallel_tool_calls",
        "max_tokens", "max_completion_tokens", "stream", "stream_options",
        "logprobs", "top_logprobs", "chat_template_kwargs", "separate_reasoning",
        "response_format", "modalities"},
-      "chat completions", kSamplingFields);
+      "chat completions", kSamplingFields));
   *out = std::move(r);
   return std::nullopt;
 }

@@ -10,8 +10,12 @@
 //   function_call, audio, modalities other than ["text"], prediction,
 //   web_search_options, non-text content parts) is a 400 with code
 //   "unsupported_parameter", never silently ignored.
-// - Any other unknown field is ignored and logged at debug level: OpenAI
-//   clients and SDK wrappers send extras (user, metadata, store, ...).
+// - SGLang's structured-output fields (regex, ebnf, json_schema) are 400
+//   "unsupported_parameter" until constrained decoding exists.
+// - Any other field the route does not know is a 400 naming it (one rule on
+//   every route: a misspelt field never silently does nothing). OpenAI's
+//   bookkeeping fields with no effect on generation (user, metadata,
+//   service_tier, store: false) are known.
 // Stateless; thread-safe.
 #ifndef TESSERA_SERVER_OPENAI_REQUEST_H_
 #define TESSERA_SERVER_OPENAI_REQUEST_H_
@@ -58,6 +62,15 @@ struct SamplingOptions {
   int32_t n = 1;  // [1, ProtocolLimits::max_n]
   // token id -> bias added to its logit, each in [-100, 100].
   std::map<int32_t, float> logit_bias;
+  // SGLang's extras. min_tokens: stop tokens are masked until this many
+  // tokens were generated ([0, max_tokens]). no_stop_trim: a matched stop
+  // string stays in the text. spaces_between_special_tokens is accepted
+  // and, as in Hugging Face's fast tokenizers (the only kind Tessera
+  // loads), has no effect on decoding.
+  int32_t min_tokens = 0;
+  bool skip_special_tokens = true;
+  bool spaces_between_special_tokens = true;
+  bool no_stop_trim = false;
   // Top-level request fields, not sampling, carried here because every
   // endpoint turns these options into engine requests.
   std::optional<BootstrapFields> bootstrap;
@@ -69,6 +82,10 @@ struct CompletionPrompt {
   std::string text;                // when !is_token_ids
   std::vector<int32_t> token_ids;  // when is_token_ids; never empty
 };
+
+// max_tokens of /v1/completions when the request leaves it out (OpenAI's,
+// SGLang's and vLLM's default). Chat completions default to the context.
+inline constexpr int32_t kDefaultCompletionMaxTokens = 16;
 
 struct CompletionRequest {
   std::optional<std::string> model;
@@ -137,7 +154,8 @@ Json ChatMessagesToJson(const std::vector<ChatMessage>& messages);
 
 // The sampling fields both endpoints share (also used by /generate through
 // its own spelling). `chat` selects the chat spelling of max tokens
-// (max_completion_tokens or max_tokens).
+// (max_completion_tokens or max_tokens). Unknown keys are not checked here
+// (see RejectUnknownFields).
 MaybeApiError ParseSamplingOptions(const Json& body,
                                    const ProtocolLimits& limits, bool chat,
                                    SamplingOptions* out);

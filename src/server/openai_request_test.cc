@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -47,10 +48,21 @@ TEST(CompletionRequestTest, Defaults) {
   EXPECT_EQ(r.sampling.top_p, 1.0);
   EXPECT_EQ(r.sampling.top_k, -1);
   EXPECT_EQ(r.sampling.n, 1);
-  EXPECT_FALSE(r.sampling.max_tokens.has_value());
+  // OpenAI's, SGLang's and vLLM's default for completions.
+  EXPECT_EQ(r.sampling.max_tokens, 16);
+  EXPECT_EQ(r.sampling.min_tokens, 0);
+  EXPECT_TRUE(r.sampling.skip_special_tokens);
+  EXPECT_FALSE(r.sampling.no_stop_trim);
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.logprobs.has_value());
   EXPECT_FALSE(r.echo);
+  // min_tokens above the default raises it; an explicit max_tokens stays.
+  ASSERT_FALSE(ParseCompletionRequest(
+      Parse(R"({"prompt": "hello", "min_tokens": 30})"), {}, &r));
+  EXPECT_EQ(r.sampling.max_tokens, 30);
+  ASSERT_FALSE(ParseCompletionRequest(
+      Parse(R"({"prompt": "hello", "max_tokens": 100})"), {}, &r));
+  EXPECT_EQ(r.sampling.max_tokens, 100);
 }
 
 TEST(CompletionRequestTest, AllSamplingParametersHappyPath) {
@@ -420,11 +432,60 @@ TEST(ChatRequestTest, NonTextContentIsUnsupported) {
   EXPECT_EQ(e->code, "unsupported_parameter");
 }
 
-TEST(ChatRequestTest, UnknownFieldsAreIgnored) {
+// One rule on every route: a field the server does not know is a 400
+// naming it; OpenAI's bookkeeping fields are known.
+TEST(ChatRequestTest, UnknownFieldsAreRefusedByName) {
   ChatRequest r;
   EXPECT_FALSE(Chat(Parse(R"({"user": "u", "store": false,
-      "some_vendor_extension": {"a": 1}})"),
+      "metadata": {"k": "v"}, "service_tier": "auto"})"),
                     &r));
+  MaybeApiError e =
+      Chat(Parse(R"({"some_vendor_extension": {"a": 1}})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_EQ(e->param, "some_vendor_extension");
+  EXPECT_NE(e->message.find("'some_vendor_extension'"), std::string::npos);
+  CompletionRequest c;
+  e = ParseCompletionRequest(Parse(R"({"prompt": "x", "max_token": 5})"), {},
+                             &c);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "max_token");
+  e = Chat(Parse(R"({"store": true})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "unsupported_parameter");
+}
+
+TEST(ChatRequestTest, SglangExtrasOnV1) {
+  ChatRequest r;
+  ASSERT_FALSE(Chat(Parse(R"({"min_tokens": 30, "max_tokens": 40,
+      "skip_special_tokens": false, "spaces_between_special_tokens": false,
+      "no_stop_trim": true, "top_k": 5, "min_p": 0.1,
+      "repetition_penalty": 1.1, "stop_token_ids": [3], "ignore_eos": true,
+      "separate_reasoning": false})"),
+                    &r));
+  EXPECT_EQ(r.sampling.min_tokens, 30);
+  EXPECT_FALSE(r.sampling.skip_special_tokens);
+  EXPECT_FALSE(r.sampling.spaces_between_special_tokens);
+  EXPECT_TRUE(r.sampling.no_stop_trim);
+  // Chat completions keep "up to the context" as the default.
+  ASSERT_FALSE(Chat(Parse(R"({"min_tokens": 3})"), &r));
+  EXPECT_FALSE(r.sampling.max_tokens.has_value());
+  MaybeApiError e = Chat(Parse(R"({"min_tokens": 50, "max_tokens": 40})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "min_tokens");
+  e = Chat(Parse(R"({"min_tokens": -1})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "min_tokens");
+  e = Chat(Parse(R"({"no_stop_trim": "yes"})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "no_stop_trim");
+  // Structured output is refused by name until it exists, never ignored.
+  for (const char* field : {"regex", "ebnf", "json_schema"}) {
+    e = Chat(Parse(fmt::format(R"({{"{}": "x"}})", field)), &r);
+    ASSERT_TRUE(e) << field;
+    EXPECT_EQ(e->param, field);
+    EXPECT_EQ(e->code, "unsupported_parameter");
+  }
 }
 
 }  // namespace

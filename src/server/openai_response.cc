@@ -35,6 +35,9 @@ Json Envelope(const ResponseMeta& meta, const char* object) {
   j["object"] = object;
   j["created"] = meta.created;
   j["model"] = meta.model;
+  j["system_fingerprint"] = meta.system_fingerprint.empty()
+                                ? Json(nullptr)
+                                : Json(meta.system_fingerprint);
   return j;
 }
 
@@ -96,7 +99,8 @@ Json CompletionResponseJson(const ResponseMeta& meta,
     cs.push_back({{"index", c.index},
                   {"text", c.text},
                   {"logprobs", c.logprobs},
-                  {"finish_reason", NullIfEmpty(c.finish_reason)}});
+                  {"finish_reason", NullIfEmpty(c.finish_reason)},
+                  {"matched_stop", c.matched_stop}});
   }
   j["choices"] = std::move(cs);
   j["usage"] = UsageJson(usage);
@@ -120,7 +124,8 @@ Json ChatResponseJson(const ResponseMeta& meta,
     cs.push_back({{"index", c.index},
                   {"message", std::move(message)},
                   {"logprobs", c.logprobs},
-                  {"finish_reason", NullIfEmpty(c.finish_reason)}});
+                  {"finish_reason", NullIfEmpty(c.finish_reason)},
+                  {"matched_stop", c.matched_stop}});
   }
   j["choices"] = std::move(cs);
   j["usage"] = UsageJson(usage);
@@ -155,7 +160,8 @@ Json ChatChunkJson(const ResponseMeta& meta, const ChatDelta& delta) {
   Json choice = {{"index", delta.index},
                  {"delta", std::move(d)},
                  {"logprobs", delta.logprobs},
-                 {"finish_reason", NullIfEmpty(delta.finish_reason)}};
+                 {"finish_reason", NullIfEmpty(delta.finish_reason)},
+                 {"matched_stop", delta.matched_stop}};
   j["choices"] = Json::array({std::move(choice)});
   return j;
 }
@@ -167,7 +173,8 @@ Json CompletionChunkJson(const ResponseMeta& meta,
       Json::array({Json{{"index", choice.index},
                         {"text", choice.text},
                         {"logprobs", choice.logprobs},
-                        {"finish_reason", NullIfEmpty(choice.finish_reason)}}});
+                        {"finish_reason", NullIfEmpty(choice.finish_reason)},
+                        {"matched_stop", choice.matched_stop}}});
   return j;
 }
 
@@ -192,17 +199,19 @@ std::string SseDone() { return "data: [DONE]\n\n"; }
 
 std::string SseError(const ApiError& error) { return SseEvent(error.ToJson()); }
 
+Json ModelCardJson(const ModelCard& m) {
+  Json card = {{"id", m.id},
+               {"object", "model"},
+               {"created", m.created},
+               {"owned_by", "tessera"},
+               {"root", m.root.empty() ? m.id : m.root}};
+  if (m.max_model_len > 0) card["max_model_len"] = m.max_model_len;
+  return card;
+}
+
 Json ModelListJson(const std::vector<ModelCard>& models) {
   Json data = Json::array();
-  for (const ModelCard& m : models) {
-    Json card = {{"id", m.id},
-                 {"object", "model"},
-                 {"created", m.created},
-                 {"owned_by", "tessera"},
-                 {"root", m.root.empty() ? m.id : m.root}};
-    if (m.max_model_len > 0) card["max_model_len"] = m.max_model_len;
-    data.push_back(std::move(card));
-  }
+  for (const ModelCard& m : models) data.push_back(ModelCardJson(m));
   return Json{{"object", "list"}, {"data", std::move(data)}};
 }
 

@@ -53,11 +53,14 @@ Json CompletionLogprobsJson(const std::vector<TokenLogprob>& tokens,
                             int64_t first_offset);
 
 // "stop" | "length" | "tool_calls" | "abort"; empty renders as null.
+// matched_stop (SGLang): the stop string or token id that ended the choice;
+// null otherwise, and on chunks before the last.
 struct CompletionChoice {
   int32_t index = 0;
   std::string text;
   std::string finish_reason;
   Json logprobs;  // null, or CompletionLogprobsJson(...)
+  Json matched_stop;
 };
 
 struct ChatChoice {
@@ -67,6 +70,7 @@ struct ChatChoice {
   std::vector<ToolCall> tool_calls;
   std::string finish_reason;
   Json logprobs;  // null, or ChatLogprobsJson(...)
+  Json matched_stop;
 };
 
 // Identity shared by every object of one response.
@@ -74,6 +78,9 @@ struct ResponseMeta {
   std::string id;       // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;  // Unix seconds
   std::string model;
+  // OpenAI's system_fingerprint: names the backend configuration (Tessera's
+  // version, the weights, dtype, plugin); empty renders as null.
+  std::string system_fingerprint;
 };
 
 Json CompletionResponseJson(const ResponseMeta& meta,
@@ -103,6 +110,7 @@ struct ChatDelta {
   std::vector<ToolCallChunk> tool_call_chunks;  // rendered after tool_calls
   std::string finish_reason;         // empty: null (not the last chunk)
   Json logprobs;                     // null or ChatLogprobsJson(...)
+  Json matched_stop;                 // set on the last chunk only
 };
 Json ChatChunkJson(const ResponseMeta& meta, const ChatDelta& delta);
 // A "text_completion" streaming chunk for one choice.
@@ -129,6 +137,8 @@ struct ModelCard {
   int64_t max_model_len = 0;  // context length; 0: omitted
 };
 Json ModelListJson(const std::vector<ModelCard>& models);
+// GET /v1/models/{id}: one card, as in the list.
+Json ModelCardJson(const ModelCard& model);
 
 // Compact serialisation used for every response body.
 std::string DumpCompact(const Json& value);

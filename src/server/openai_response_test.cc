@@ -7,7 +7,7 @@
 namespace tessera::server {
 namespace {
 
-const ResponseMeta kMeta{"chatcmpl-1", 1700000000, "tiny"};
+const ResponseMeta kMeta{"chatcmpl-1", 1700000000, "tiny", "fp_0123456789"};
 
 TEST(OpenAiResponseTest, UsageShape) {
   EXPECT_EQ(DumpCompact(UsageJson(Usage{10, 5, 4})),
@@ -33,7 +33,8 @@ TEST(OpenAiResponseTest, ChatResponse) {
   EXPECT_EQ(DumpCompact(j["choices"][0]),
             R"({"index":0,"message":{"role":"assistant","content":"Hello",)"
             R"("reasoning_content":null},"logprobs":null,)"
-            R"("finish_reason":"stop"})");
+            R"("finish_reason":"stop","matched_stop":null})");
+  EXPECT_EQ(j["system_fingerprint"], "fp_0123456789");
   EXPECT_TRUE(j["choices"][1]["message"]["content"].is_null());
   EXPECT_EQ(j["choices"][1]["message"]["reasoning_content"], "think");
   EXPECT_EQ(DumpCompact(j["choices"][1]["message"]["tool_calls"]),
@@ -80,9 +81,10 @@ TEST(OpenAiResponseTest, ChatChunkShapes) {
   first.content = "";
   EXPECT_EQ(DumpCompact(ChatChunkJson(kMeta, first)),
             R"({"id":"chatcmpl-1","object":"chat.completion.chunk",)"
-            R"("created":1700000000,"model":"tiny","choices":[{"index":0,)"
+            R"("created":1700000000,"model":"tiny",)"
+            R"("system_fingerprint":"fp_0123456789","choices":[{"index":0,)"
             R"("delta":{"role":"assistant","content":""},"logprobs":null,)"
-            R"("finish_reason":null}]})");
+            R"("finish_reason":null,"matched_stop":null}]})");
   ChatDelta tool;
   tool.index = 2;
   tool.tool_calls.push_back(ToolCall{"c1", "function", "f", "{\"a\""});
@@ -91,10 +93,11 @@ TEST(OpenAiResponseTest, ChatChunkShapes) {
   EXPECT_EQ(j["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
   EXPECT_EQ(j["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "f");
   ChatDelta last;
-  last.finish_reason = "length";
+  last.finish_reason = "stop";
+  last.matched_stop = "\n\n";
   EXPECT_EQ(DumpCompact(ChatChunkJson(kMeta, last)["choices"][0]),
             R"({"index":0,"delta":{},"logprobs":null,)"
-            R"("finish_reason":"length"})");
+            R"("finish_reason":"stop","matched_stop":"\n\n"})");
 }
 
 TEST(OpenAiResponseTest, CompletionChunkShape) {
@@ -103,8 +106,9 @@ TEST(OpenAiResponseTest, CompletionChunkShape) {
   c.text = " world";
   EXPECT_EQ(DumpCompact(CompletionChunkJson({"cmpl-2", 7, "tiny"}, c)),
             R"({"id":"cmpl-2","object":"text_completion","created":7,)"
-            R"("model":"tiny","choices":[{"index":1,"text":" world",)"
-            R"("logprobs":null,"finish_reason":null}]})");
+            R"("model":"tiny","system_fingerprint":null,)"
+            R"("choices":[{"index":1,"text":" world",)"
+            R"("logprobs":null,"finish_reason":null,"matched_stop":null}]})");
 }
 
 // A whole chat stream: role + "Hel", "lo", finish; usage; [DONE].
@@ -116,6 +120,7 @@ TEST(OpenAiResponseTest, SseStreamIsByteExact) {
   d2.content = "lo";
   ChatDelta d3;
   d3.finish_reason = "stop";
+  d3.matched_stop = 2;
   std::string stream =
       SseEvent(ChatChunkJson(kMeta, d1)) + SseEvent(ChatChunkJson(kMeta, d2)) +
       SseEvent(ChatChunkJson(kMeta, d3)) +
@@ -123,21 +128,22 @@ TEST(OpenAiResponseTest, SseStreamIsByteExact) {
       SseDone();
   const std::string head =
       R"({"id":"chatcmpl-1","object":"chat.completion.chunk",)"
-      R"("created":1700000000,"model":"tiny",)";
+      R"("created":1700000000,"model":"tiny",)"
+      R"("system_fingerprint":"fp_0123456789",)";
   const std::string expected =
       "data: " + head +
       R"("choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},)"
-      R"("logprobs":null,"finish_reason":null}]})"
+      R"("logprobs":null,"finish_reason":null,"matched_stop":null}]})"
       "\n\n"
       "data: " +
       head +
       R"("choices":[{"index":0,"delta":{"content":"lo"},"logprobs":null,)"
-      R"("finish_reason":null}]})"
+      R"("finish_reason":null,"matched_stop":null}]})"
       "\n\n"
       "data: " +
       head +
       R"("choices":[{"index":0,"delta":{},"logprobs":null,)"
-      R"("finish_reason":"stop"}]})"
+      R"("finish_reason":"stop","matched_stop":2}]})"
       "\n\n"
       "data: " +
       head +

@@ -1,7 +1,8 @@
 // The HTTP routes of `tessera serve`, one handler per endpoint, all taking
 // the shared ServingContext. Registered by HttpServer (http_server.h).
 //
-// OpenAI:  POST /v1/completions, POST /v1/chat/completions, GET /v1/models
+// OpenAI:  POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
+//          GET /v1/models/{id}
 // Native:  POST /generate, POST /tokenize, POST /detokenize, GET /health,
 //          GET /health_generate, GET /server_info, POST|GET /flush_cache,
 //          POST /abort_request, GET /metrics
@@ -25,6 +26,9 @@ void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
 
 void HandleModels(ServingContext& ctx, const HttpRequest& req,
                   HttpResponse& res);
+// GET /v1/models/{id} (the id %-decoded): the card, or 404 model_not_found.
+void HandleModel(ServingContext& ctx, const HttpRequest& req,
+                 HttpResponse& res);
 void HandleTokenize(ServingContext& ctx, const HttpRequest& req,
                     HttpResponse& res);
 void HandleDetokenize(ServingContext& ctx, const HttpRequest& req,

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "prompt/prompt_tools.h"
 #include "engine/engine.h"
@@ -35,6 +36,10 @@ struct ServerOptions {
   int port = 30000;
   std::string served_model_name;  // the id clients send as "model"
   std::string model_path;         // where the weights came from
+  // OpenAI's system_fingerprint on every completion: "fp_" + 10 hex digits
+  // of a hash over Tessera's version and the serving configuration (model,
+  // dtype, quantization, plugin, tensor parallelism). Empty: null.
+  std::string system_fingerprint;
   std::string api_key;            // empty: no authentication
   std::string reasoning_parser;   // "" or a ReasoningParserNames() entry
   std::string tool_call_parser;   // "" or a ToolCallParserNames() entry
@@ -42,6 +47,9 @@ struct ServerOptions {
   int max_connections = 8192;     // open connections; more get 503
   int http_read_timeout = 10;     // seconds for a request's header
   int http_keep_alive_timeout = 5;  // idle seconds between requests
+  // CORS (server/cors.h): origins allowed to call the API from a browser;
+  // "*" for any. Empty: CORS off.
+  std::vector<std::string> allowed_origins;
   ProtocolLimits limits;
   // Extra facts for /server_info (plugin, device, dtype, flags).
   Json info = Json::object();

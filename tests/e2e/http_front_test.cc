@@ -298,5 +298,118 @@ TEST_F(HttpFrontTest, SigtermExitsWhileClientsAreMidRequest) {
   EXPECT_LT(took, 2 + 6.0) << server_.log();
 }
 
+// A header's value in a raw HTTP answer ("" when absent); names compare
+// case-insensitively.
+std::string HeaderOf(const std::string& answer, const std::string& name) {
+  std::string lower_answer = answer.substr(0, answer.find("\r\n\r\n"));
+  for (char& c : lower_answer) c = static_cast<char>(std::tolower(c));
+  std::string key = "\r\n" + name + ":";
+  for (char& c : key) c = static_cast<char>(std::tolower(c));
+  const size_t at = lower_answer.find(key);
+  if (at == std::string::npos) return "";
+  size_t begin = at + key.size();
+  while (begin < answer.size() && answer[begin] == ' ') ++begin;
+  return answer.substr(begin, answer.find("\r\n", begin) - begin);
+}
+
+std::string Exchange(int port, const std::string& request) {
+  RawClient client(port);
+  client.Send(request);
+  return client.ReadAll(std::chrono::seconds(10));
+}
+
+// --allowed-origins: a browser's preflight is answered before the API key is
+// checked, an allowed origin's responses (errors and streams included) carry
+// Access-Control-Allow-Origin, other origins get none (preflight 403); without
+// the flag there is no CORS at all.
+TEST_F(HttpFrontTest, CorsFollowsAllowedOrigins) {
+  StartServer({"--allowed-origins", "http://ui.example:8080,http://b.example",
+               "--api-key", "k"});
+  const std::string ok_origin = "http://ui.example:8080";
+  const std::string preflight =
+      "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: {}\r\n"
+      "Access-Control-Request-Method: POST\r\n"
+      "Access-Control-Request-Headers: authorization, content-type\r\n"
+      "Connection: close\r\n\r\n";
+  auto preflight_from = [&](const std::string& origin) {
+    std::string r = preflight;
+    r.replace(r.find("{}"), 2, origin);
+    return Exchange(server_.port(), r);
+  };
+  std::string answer = preflight_from(ok_origin);
+  EXPECT_EQ(StatusOf(answer), 200) << answer;
+  EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Origin"), ok_origin);
+  EXPECT_NE(HeaderOf(answer, "Access-Control-Allow-Methods").find("POST"),
+            std::string::npos);
+  EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Headers"),
+            "authorization, content-type");
+  answer = preflight_from("http://evil.example");
+  EXPECT_EQ(StatusOf(answer), 403) << answer;
+  EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Origin"), "");
+
+  auto post_from = [&](const std::string& origin, bool stream) {
+    const std::string body =
+        Json{{"prompt", "hello"}, {"max_tokens", 2}, {"stream", stream}}
+            .dump();
+    return Exchange(
+        server_.port(),
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: " + origin +
+            "\r\nAuthorization: Bearer k\r\nContent-Type: "
+            "application/json\r\nConnection: close\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body);
+  };
+  for (bool stream : {false, true}) {
+    answer = post_from(ok_origin, stream);
+    EXPECT_EQ(StatusOf(answer), 200) << answer;
+    EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Origin"), ok_origin)
+        << answer;
+    EXPECT_EQ(HeaderOf(answer, "Vary"), "Origin");
+    answer = post_from("http://evil.example", stream);
+    EXPECT_EQ(StatusOf(answer), 200) << answer;
+    EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Origin"), "");
+  }
+  // An error (no API key) still carries the header, so the page can read it.
+  answer = Exchange(server_.port(),
+                    "GET /v1/models HTTP/1.1\r\nHost: x\r\nOrigin: "
+                    "http://b.example\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(StatusOf(answer), 401) << answer;
+  EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Origin"),
+            "http://b.example");
+
+  // Off by default: no headers, and OPTIONS is a method no route takes.
+  // (Fresh processes: a ServerProcess starts once.)
+  auto preflight_to = [&](const ServerProcess& server,
+                          const std::string& origin) {
+    std::string r = preflight;
+    r.replace(r.find("{}"), 2, origin);
+    return Exchange(server.port(), r);
+  };
+  {
+    ServerProcess plain;
+    ASSERT_TRUE(plain.Start(kBin, {"--model-path", model_->dir()}))
+        << plain.log();
+    answer = preflight_to(plain, ok_origin);
+    EXPECT_EQ(StatusOf(answer), 405) << answer;
+    EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Origin"), "");
+  }
+  // vLLM's JSON-list spelling, and a bad origin is refused at start-up.
+  {
+    ServerProcess any;
+    ASSERT_TRUE(any.Start(kBin, {"--model-path", model_->dir(),
+                                 "--allowed-origins", "[\"*\"]"}))
+        << any.log();
+    answer = preflight_to(any, "http://anything.example");
+    EXPECT_EQ(StatusOf(answer), 200) << answer;
+    EXPECT_EQ(HeaderOf(answer, "Access-Control-Allow-Origin"), "*");
+  }
+  const auto bad = testing::RunShell(
+      std::string(kBin) + " serve --model-path " + model_->dir() +
+      " --port 0 --allowed-origins http://x.example/path");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE((bad.out + bad.err).find("scheme://host[:port]"),
+            std::string::npos)
+      << bad.out << bad.err;
+}
+
 }  // namespace
 }  // namespace tessera

@@ -154,6 +154,15 @@ await check("models.list has tessera-demo", async () => {
   assert.ok(ids.includes(kModel), `models: ${JSON.stringify(ids)}`);
 });
 
+await check("models.retrieve(id) and an unknown id -> NotFoundError", async () => {
+  const m = await client.models.retrieve(kModel);
+  assert.equal(m.id, kModel);
+  assert.equal(m.object, "model");
+  const err = await expectApiError(() => client.models.retrieve("no-such"),
+                                   OpenAI.NotFoundError, 404);
+  assert.equal(err.code, "model_not_found");
+});
+
 // ----------------------------------------------------------- completions
 const kPrompt = "The quick brown fox";
 const kMaxTokens = 8;
@@ -174,6 +183,14 @@ await check("completions.create non-stream", async () => {
   assert.equal(r.choices[0].finish_reason, "length");
   assertUsage(r.usage, kMaxTokens);
   completion_text = r.choices[0].text;
+});
+
+await check("completions default to 16 tokens; system_fingerprint", async () => {
+  const r = await client.completions.create(
+      {model: kModel, prompt: kPrompt, temperature: 0, ignore_eos: true});
+  assert.equal(r.usage.completion_tokens, 16);
+  assert.equal(r.choices[0].finish_reason, "length");
+  assert.match(r.system_fingerprint, /^fp_[0-9a-f]{10}$/);
 });
 
 await check("completions temperature 0 is deterministic", async () => {
@@ -394,6 +411,58 @@ await check("chat logprobs/top_logprobs shape", async () => {
 });
 
 // --------------------------------------------------------------- tools
+await check("SGLang extras on /v1: min_tokens, matched_stop, no_stop_trim",
+            async () => {
+  // min_tokens holds stop tokens back: make the greedy first token (read
+  // from the native /generate) a stop token; alone it ends the completion
+  // at once, with min_tokens 5 not before the fifth token.
+  const ids = [5, 6, 7, 8];
+  const native = await fetch(`${base_url.replace(/\/+$/, "")}/generate`, {
+    method: "POST",
+    headers: {"Authorization": `Bearer ${api_key}`,
+              "Content-Type": "application/json"},
+    body: JSON.stringify({input_ids: ids, sampling_params: {
+      max_new_tokens: 1, temperature: 0}}),
+  });
+  assert.equal(native.status, 200);
+  const first = (await native.json()).output_ids[0];
+  const stopped = await client.completions.create(
+      {model: kModel, prompt: ids, max_tokens: 20, temperature: 0,
+       stop_token_ids: [first]});
+  assert.equal(stopped.usage.completion_tokens, 1);
+  assert.equal(stopped.choices[0].matched_stop, first);
+  const held = await client.completions.create(
+      {model: kModel, prompt: ids, max_tokens: 20, temperature: 0,
+       stop_token_ids: [first], min_tokens: 5});
+  assert.ok(held.usage.completion_tokens >= 5,
+            `${held.usage.completion_tokens}`);
+  // A stop string found in the greedy text: matched_stop names it, and
+  // no_stop_trim keeps it in the text.
+  const free = await client.completions.create(
+      {...greedy_completion, max_tokens: 16, ignore_eos: true});
+  // One printable ASCII character of it (the demo model's random text may
+  // hold partial UTF-8 characters, which are no valid stop string).
+  const found = free.choices[0].text.slice(1).match(/[!-~]/);
+  assert.ok(found, `no ASCII in ${JSON.stringify(free.choices[0].text)}`);
+  const stop = found[0];
+  const cut = await client.completions.create(
+      {...greedy_completion, max_tokens: 16, ignore_eos: true, stop: [stop]});
+  assert.equal(cut.choices[0].finish_reason, "stop");
+  assert.equal(cut.choices[0].matched_stop, stop);
+  assert.ok(!cut.choices[0].text.endsWith(stop));
+  const kept = await client.completions.create(
+      {...greedy_completion, max_tokens: 16, ignore_eos: true, stop: [stop],
+       no_stop_trim: true});
+  assert.equal(kept.choices[0].text, cut.choices[0].text + stop);
+});
+
+await check("an unknown field -> BadRequestError 400 naming it", async () => {
+  const err = await expectApiError(
+      () => client.chat.completions.create({...greedy_chat, max_token: 5}),
+      OpenAI.BadRequestError, 400);
+  assert.equal(err.param, "max_token");
+});
+
 await check("chat tools + tool_choice auto/none accepted", async () => {
   for (const tool_choice of ["auto", "none"]) {
     const r = await client.chat.completions.create(
