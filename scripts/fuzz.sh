@@ -23,8 +23,8 @@ fi
 
 scripts/configure_clang_asan.sh
 if ! out="$(cmake --build build-fuzz --target fuzzers 2>&1)"; then
-  printf '%s\n' "$out" >&2
-  echo "fuzz: build failed (output above)" >&2
+  printf '%s\n' "$out"
+  echo "fuzz: build failed (output above)"
   exit 1
 fi
 
@@ -48,8 +48,15 @@ for name in "${names[@]}"; do
       "$log" | sed 's/^/   /' || true
   else
     status=1
-    tail -n 60 "$log" >&2
-    echo "fuzz: $name failed; the input is in build-fuzz/artifacts/" >&2
+    tail -n 60 "$log"
+    echo "fuzz: $name failed; the input is in build-fuzz/artifacts/"
+    # CI keeps only the log: the input itself, to reproduce it anywhere.
+    for input in build-fuzz/artifacts/"$name"-*; do
+      [[ -f "$input" ]] || continue
+      echo "fuzz: $input as base64 (first 4 KB):"
+      head -c 3072 "$input" | base64 -w 0
+      echo
+    done
   fi
 done
 exit "$status"

@@ -67,8 +67,8 @@ case "$kind" in
 esac
 
 if ! out="$(cmake --build "$dir" --target "${targets[@]}" 2>&1)"; then
-  printf '%s\n' "$out" >&2
-  echo "sanitize: the $kind build failed (output above)" >&2
+  printf '%s\n' "$out"
+  echo "sanitize: the $kind build failed (output above)"
   exit 1
 fi
 
@@ -80,9 +80,9 @@ for t in "${unit_tests[@]}"; do
     echo "== $kind: $t passed ($((SECONDS - start)) s)"
   else
     status=1
-    echo "== $kind: $t FAILED ($((SECONDS - start)) s); its log:" >&2
+    echo "== $kind: $t FAILED ($((SECONDS - start)) s); its log:"
     grep -E -A40 "ERROR: (Address|Thread|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:|\[  FAILED  \]" \
-      "$log" | head -n 120 >&2 || tail -n 60 "$log" >&2
+      "$log" | head -n 120 || tail -n 60 "$log"
   fi
 done
 exit "$status"

@@ -122,7 +122,10 @@ TEST_F(CollectivesTest, TwoRanksOnOneStreamIsRejected) {
   EXPECT_THAT(api_->last_error(), ::testing::HasSubstr("own stream"));
   tsr_stream second;
   ASSERT_EQ(api_->stream_create(0, &second), TSR_OK);
-  ASSERT_EQ(api_->comm->all_reduce(pair[1], second, &a.desc, &a.desc, TSR_REDUCE_SUM), TSR_OK);
+  // Rank 1's own tensor: ranks that share one buffer race on it (both write
+  // the result into it at once; ThreadSanitizer caught this in CI).
+  DeviceTensor b = Zeros(TSR_DTYPE_F32, {2});
+  ASSERT_EQ(api_->comm->all_reduce(pair[1], second, &b.desc, &b.desc, TSR_REDUCE_SUM), TSR_OK);
   EXPECT_EQ(api_->stream_synchronize(second), TSR_OK);
   EXPECT_EQ(api_->stream_synchronize(streams_[0]), TSR_OK);
   EXPECT_EQ(api_->stream_destroy(second), TSR_OK);

@@ -496,6 +496,13 @@ int RunServe(ServeOptions o) {
       !origins.ok()) {
     return ReportError(origins, kExitBadInput);
   }
+  if (o.server.grammar_backend != "tessera" &&
+      o.server.grammar_backend != "none") {
+    TSR_LOG_INFO(
+        "--grammar-backend {}: Tessera has its own grammar engine "
+        "(src/grammar), which serves structured output instead",
+        o.server.grammar_backend);
+  }
   if (Status flags = CheckFlags(o); !flags.ok()) {
     return ReportError(flags, kExitBadInput);
   }
@@ -742,6 +749,14 @@ Command AddServeCommand(CLI::App& root) {
                   "seconds an idle keep-alive connection stays open")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  app->add_option("--grammar-backend", o->server.grammar_backend,
+                  "structured output (response_format, regex, ebnf, "
+                  "json_schema): tessera (built in) or none; SGLang's "
+                  "xgrammar, outlines and llguidance select the built-in "
+                  "engine")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tessera", "none", "xgrammar", "outlines",
+                             "llguidance"}));
   app->add_option("--allowed-origins", o->server.allowed_origins,
                   "origins (scheme://host:port, or '*') browsers may call "
                   "the API from (CORS); also a JSON list as vLLM takes it. "

@@ -67,6 +67,7 @@
 #include "engine/executor.h"
 #include "engine/request.h"
 #include "engine/status_reporter.h"
+#include "grammar/token_mask.h"
 #include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
 
@@ -131,6 +132,10 @@ class Engine {
   Engine(model::ModelRunner& runner, const Tokenizer& tokenizer,
          EngineOptions options);
   StatusOr<std::unique_ptr<Sequence>> Prepare(EngineRequest request);
+  // The tokenizer's vocabulary as bytes for grammar masks, built on first
+  // use (structured output) and shared by every sequence after.
+  std::shared_ptr<const grammar::TokenVocabulary> GrammarVocabulary()
+      TSR_EXCLUDES(vocab_mu_);
   // Called by the scheduler once per finished sequence.
   void OnFinished(const Sequence& seq) TSR_EXCLUDES(mu_);
 
@@ -156,6 +161,10 @@ class Engine {
   StatusReporter reporter_;
   std::optional<SteadyClock::time_point> stop_at_;  // shutdown deadline
   uint64_t waited_ns_ = 0;  // the loop's time waiting for work
+
+  Mutex vocab_mu_;
+  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocab_
+      TSR_GUARDED_BY(vocab_mu_);
 
   mutable Mutex mu_;
   CondVar cv_;  // inbox_, tasks_ or stop_ changed

@@ -123,11 +123,12 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     for (size_t i = 0; i < batch.rows.size(); ++i) {
       const BatchRow& r = batch.rows[i];
       if (!r.sample) continue;
-      if (r.seq->processor.active()) {
-        r.seq->processor.Apply(std::span<float>(f.host_logits.data)
-                                   .subspan(i * f.host_logits.vocab,
-                                            f.host_logits.vocab));
-      }
+      const std::span<float> row = std::span<float>(f.host_logits.data)
+                                       .subspan(i * f.host_logits.vocab,
+                                                f.host_logits.vocab);
+      if (r.seq->processor.active()) r.seq->processor.Apply(row);
+      // Last: nothing after it may lift a masked token.
+      r.seq->ApplyGrammarMask(row);
       f.top_logprobs[i] = r.seq->request.top_logprobs;
     }
     TSR_ASSIGN_OR_RETURN(logits, runner_.UploadLogits(f.host_logits));

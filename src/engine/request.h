@@ -33,6 +33,10 @@
 #include "engine/logit_processor.h"
 #include "model/sampler.h"
 
+namespace tessera::grammar {
+class Grammar;
+}
+
 namespace tessera::engine {
 
 // PD disaggregation: where the prefill server's bootstrap service is and
@@ -61,6 +65,9 @@ struct EngineRequest {
   // A matched stop string stays at the end of the text (SGLang's
   // no_stop_trim); by default it is cut.
   bool no_stop_trim = false;
+  // Structured output: the output must be a sentence of this grammar
+  // (grammar/grammar.h); null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
   std::optional<BootstrapInfo> bootstrap;  // PD disaggregation only
 };
 

@@ -1,5 +1,7 @@
 #include "engine/sequence.h"
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace tessera::engine {
@@ -38,10 +40,28 @@ RequestOutput Sequence::AcceptToken(int32_t id,
 
   std::string piece = detokenizer.Add(id);
   const TokenStopReason reason = stop_tokens.Check(id);
-  if (reason != TokenStopReason::kNone) {
+  bool grammar_done = false;
+  if (grammar_matcher != nullptr && reason == TokenStopReason::kNone) {
+    if (grammar_dead_end ||
+        !grammar_matcher->AcceptString(grammar_vocab->bytes(id))) {
+      out.finished = true;
+      out.finish.kind = FinishReason::Kind::kAbort;
+      out.finish.cause = AbortCause::kError;
+      out.finish.message =
+          "structured output: no token of the vocabulary continues the "
+          "grammar here (it needs text the tokenizer cannot produce)";
+    } else {
+      // Complete and nothing may follow: done, as if EOS came.
+      grammar_done =
+          grammar_matcher->CanEnd() && !grammar_matcher->CanContinue();
+    }
+  }
+  if (out.finished) {
+    // (the grammar error above)
+  } else if (reason != TokenStopReason::kNone || grammar_done) {
     out.finished = true;
     out.finish.kind = FinishReason::Kind::kStop;
-    out.finish.matched_token = id;
+    if (!grammar_done) out.finish.matched_token = id;
   } else if (generated() >= max_new_tokens) {
     out.finished = true;
     out.finish.kind = FinishReason::Kind::kLength;
@@ -64,6 +84,24 @@ RequestOutput Sequence::AcceptToken(int32_t id,
   out.completion_tokens = generated();
   out.cached_tokens = cached_tokens;
   return out;
+}
+
+void Sequence::ApplyGrammarMask(std::span<float> logits) {
+  if (grammar_matcher == nullptr) return;
+  const int64_t allowed = grammar::ComputeTokenMask(
+      *grammar_matcher, *grammar_vocab, grammar_stop_ids, &grammar_mask);
+  if (allowed == 0) {
+    grammar_dead_end = true;
+    return;
+  }
+  const size_t n = std::min(logits.size(), grammar_mask.size());
+  for (size_t t = 0; t < n; ++t) {
+    if (!grammar_mask[t]) logits[t] = -std::numeric_limits<float>::infinity();
+  }
+  // Ids beyond the tokenizer's vocabulary (padded embedding rows).
+  for (size_t t = n; t < logits.size(); ++t) {
+    logits[t] = -std::numeric_limits<float>::infinity();
+  }
 }
 
 RequestOutput Sequence::AbortOutput(AbortCause cause, const std::string& why) {

@@ -29,6 +29,8 @@
 #include "engine/request.h"
 #include "engine/stop_matcher.h"
 #include "engine/stop_tokens.h"
+#include "grammar/earley_matcher.h"
+#include "grammar/token_mask.h"
 #include "model/sampler.h"
 #include "tokenizer/incremental_detokenizer.h"
 
@@ -61,10 +63,17 @@ struct Sequence {
   int64_t generated() const {
     return static_cast<int64_t>(tokens.size()) - prompt_len();
   }
-  // Rows that need host logits: logit processors or logprobs.
+  // Rows that need host logits: logit processors, logprobs or a grammar.
   bool needs_host_logits() const {
-    return processor.active() || request.top_logprobs >= 0;
+    return processor.active() || request.top_logprobs >= 0 ||
+           grammar_matcher != nullptr;
   }
+  // Structured output: sets the logit of every token the grammar does not
+  // allow next to -inf (`logits`: F32 [V] host row). When no token at all
+  // is allowed (the vocabulary cannot spell what the grammar needs), the
+  // row is left alone and the next AcceptToken ends the request with an
+  // error.
+  void ApplyGrammarMask(std::span<float> logits);
 
   EngineRequest request;
   std::shared_ptr<RequestStream> stream;
@@ -96,6 +105,14 @@ struct Sequence {
   LogitProcessor processor;
   model::SamplerRng rng;
   IncrementalDetokenizer detokenizer;
+  // Structured output (request.grammar set): the grammar's state after the
+  // generated text; the vocabulary's bytes; the ids that end the output
+  // (allowed only where the grammar can end); mask scratch.
+  std::unique_ptr<grammar::GrammarMatcher> grammar_matcher;
+  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocab;
+  std::vector<int32_t> grammar_stop_ids;
+  std::vector<uint8_t> grammar_mask;
+  bool grammar_dead_end = false;
 
   SteadyClock::time_point arrival;
   std::optional<SteadyClock::time_point> first_admit;

@@ -129,6 +129,9 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
     return SendError(res, *e);
   }
   if (auto e = ctx.CheckModel(p->request.model)) return SendError(res, *e);
+  if (auto e = ctx.grammars.Compile(&p->request.sampling)) {
+    return SendError(res, *e);
+  }
   const ChatRequest& r = p->request;
   if (r.tool_choice.is_object() ||
       (r.tool_choice.is_string() && r.tool_choice == "required")) {

@@ -32,6 +32,9 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
     return SendError(res, *e);
   }
   if (auto e = ctx.CheckModel(p->request.model)) return SendError(res, *e);
+  if (auto e = ctx.grammars.Compile(&p->request.sampling)) {
+    return SendError(res, *e);
+  }
   const CompletionRequest& r = p->request;
   for (const CompletionPrompt& prompt : r.prompts) {
     if (!prompt.is_token_ids) {

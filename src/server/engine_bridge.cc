@@ -32,6 +32,7 @@ std::vector<engine::EngineRequest> BuildEngineRequests(
     r.logit.min_tokens = s.min_tokens;
     r.skip_special_tokens = s.skip_special_tokens;
     r.no_stop_trim = s.no_stop_trim;
+    r.grammar = s.grammar;
     r.stop = s.stop;
     r.stop_token_ids = s.stop_token_ids;
     r.ignore_eos = s.ignore_eos;

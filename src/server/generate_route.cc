@@ -38,6 +38,11 @@ void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
   if (auto e = ParseGenerateRequest(body, ctx.options.limits, &s->request)) {
     return SendError(res, *e);
   }
+  if (auto e = ctx.grammars.Compile(&s->request.sampling)) {
+    // The field sits in sampling_params on this route.
+    e->param = "sampling_params." + e->param;
+    return SendError(res, *e);
+  }
   const GenerateRequest& r = s->request;
   const std::string base = r.rid ? *r.rid : NewResponseId("");
   for (const CompletionPrompt& prompt : r.prompts) {

@@ -81,15 +81,6 @@ MaybeApiError ParseSamplingParams(const Json& body,
     }
   }
   MaybeApiError e = ParseSamplingOptions(openai, limits, false, out);
-  if (!e) {
-    for (const char* key : {"regex", "ebnf", "json_schema"}) {
-      if (HasValue(openai, key)) {
-        e = UnsupportedParameter(key,
-                                 "structured output (constrained decoding) "
-                                 "is not implemented yet");
-      }
-    }
-  }
   if (e) {
     for (const auto& [sglang, oai] : kRenamed) {
       if (e->param != oai) continue;

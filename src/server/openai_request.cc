@@ -18,23 +18,6 @@ MaybeApiError RejectUnsupported(const Json& body, bool chat) {
                           "web_search_options"}) {
     if (HasValue(body, key)) return UnsupportedParameter(key);
   }
-  if (HasValue(body, "response_format")) {
-    const Json& rf = body["response_format"];
-    const bool plain_text = rf.is_object() && rf.contains("type") &&
-                            rf["type"] == "text" && rf.size() == 1;
-    if (!plain_text) {
-      return UnsupportedParameter("response_format",
-                                  "structured output is not implemented; only "
-                                  "{\"type\": \"text\"} is accepted");
-    }
-  }
-  for (const char* key : {"regex", "ebnf", "json_schema"}) {
-    if (HasValue(body, key)) {
-      return UnsupportedParameter(
-          key, "structured output (constrained decoding) is not implemented "
-               "yet");
-    }
-  }
   for (const char* key : {"lora_path", "return_hidden_states",
                           "reasoning_effort"}) {
     if (HasValue(body, key)) {
@@ -190,6 +173,82 @@ MaybeApiError ValidateSamplingOptions(const SamplingOptions& s,
   return std::nullopt;
 }
 
+// response_format (OpenAI) and regex / ebnf / json_schema (SGLang): at most
+// one constraint.
+MaybeApiError ParseConstraint(const Json& body,
+                              std::optional<ConstraintSpec>* out) {
+  std::vector<ConstraintSpec> found;
+  if (HasValue(body, "response_format")) {
+    const Json& rf = body["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) {
+      return BadRequest(
+          "'response_format' must be {\"type\": \"text\" | \"json_object\" "
+          "| \"json_schema\", ...}",
+          "response_format");
+    }
+    const std::string type = rf["type"].get<std::string>();
+    if (type == "json_object") {
+      found.push_back({ConstraintSpec::Kind::kJsonObject, "", "response_format"});
+    } else if (type == "json_schema") {
+      if (!rf.contains("json_schema") || !rf["json_schema"].is_object() ||
+          !rf["json_schema"].contains("schema") ||
+          !(rf["json_schema"]["schema"].is_object() ||
+            rf["json_schema"]["schema"].is_boolean())) {
+        return BadRequest(
+            "'response_format' of type json_schema needs \"json_schema\": "
+            "{\"name\": ..., \"schema\": {...}, \"strict\": true}",
+            "response_format.json_schema");
+      }
+      for (auto it = rf["json_schema"].begin(); it != rf["json_schema"].end();
+           ++it) {
+        if (it.key() != "name" && it.key() != "schema" &&
+            it.key() != "strict" && it.key() != "description") {
+          return BadRequest(
+              fmt::format("'response_format.json_schema.{}' is not a field "
+                          "Tessera knows (name, schema, strict, description)",
+                          it.key()),
+              "response_format.json_schema." + it.key());
+        }
+      }
+      found.push_back({ConstraintSpec::Kind::kJsonSchema,
+                       rf["json_schema"]["schema"].dump(),
+                       "response_format.json_schema.schema"});
+    } else if (type != "text") {
+      return BadRequest(fmt::format("'response_format.type' is \"{}\"; "
+                                    "expected text, json_object or "
+                                    "json_schema",
+                                    type),
+                        "response_format.type");
+    }
+  }
+  for (auto [key, kind] :
+       {std::pair{"regex", ConstraintSpec::Kind::kRegex},
+        std::pair{"ebnf", ConstraintSpec::Kind::kEbnf},
+        std::pair{"json_schema", ConstraintSpec::Kind::kJsonSchema}}) {
+    if (!HasValue(body, key)) continue;
+    const Json& v = body[key];
+    if (v.is_string()) {
+      found.push_back({kind, v.get<std::string>(), key});
+    } else if (kind == ConstraintSpec::Kind::kJsonSchema && v.is_object()) {
+      found.push_back({kind, v.dump(), key});
+    } else {
+      return WrongType(key,
+                       kind == ConstraintSpec::Kind::kJsonSchema
+                           ? "a JSON Schema (an object, or its JSON text)"
+                           : "a string",
+                       v);
+    }
+  }
+  if (found.size() > 1) {
+    return BadRequest(fmt::format("give one structured-output constraint, "
+                                  "not both '{}' and '{}'",
+                                  found[0].param, found[1].param),
+                      found[1].param);
+  }
+  if (!found.empty()) *out = std::move(found[0]);
+  return std::nullopt;
+}
+
 // The fields ParseSamplingOptions reads besides the max-tokens spellings,
 // which differ per endpoint.
 constexpr const char* kSamplingFields[] = {"temperature",
@@ -210,6 +269,10 @@ constexpr const char* kSamplingFields[] = {"temperature",
                                            "skip_special_tokens",
                                            "spaces_between_special_tokens",
                                            "no_stop_trim",
+                                           "regex",
+                                           "ebnf",
+                                           "json_schema",
+                                           "response_format",
                                            // OpenAI bookkeeping, no effect
                                            "user",
                                            "metadata",
@@ -330,6 +393,7 @@ MaybeApiError ParseSamplingOptions(const Json& body,
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "spaces_between_special_tokens",
                                    &s.spaces_between_special_tokens));
   TSR_RETURN_IF_API_ERROR(ReadBool(body, "no_stop_trim", &s.no_stop_trim));
+  TSR_RETURN_IF_API_ERROR(ParseConstraint(body, &s.constraint));
   TSR_RETURN_IF_API_ERROR(ReadString(body, "user", &ignored_string));
   if (HasValue(body, "metadata") && !body["metadata"].is_object()) {
     return WrongType("metadata", "an object of strings", body["metadata"]);

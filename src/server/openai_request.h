@@ -10,8 +10,10 @@
 //   function_call, audio, modalities other than ["text"], prediction,
 //   web_search_options, non-text content parts) is a 400 with code
 //   "unsupported_parameter", never silently ignored.
-// - SGLang's structured-output fields (regex, ebnf, json_schema) are 400
-//   "unsupported_parameter" until constrained decoding exists.
+// - Structured output: OpenAI's response_format (json_object, json_schema)
+//   and SGLang's regex / ebnf / json_schema; at most one per request. They
+//   are read here (ConstraintSpec) and compiled by the route
+//   (server/grammar_cache.h), so a bad schema is a 400 naming it.
 // - Any other field the route does not know is a 400 naming it (one rule on
 //   every route: a misspelt field never silently does nothing). OpenAI's
 //   bookkeeping fields with no effect on generation (user, metadata,
@@ -22,11 +24,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "server/api_error.h"
+
+namespace tessera::grammar {
+class Grammar;
+}
 
 namespace tessera::server {
 
@@ -43,6 +50,14 @@ struct BootstrapFields {
   std::string host;
   int32_t port = 8998;
   uint64_t room = 0;
+};
+
+// A structured-output constraint as the client wrote it.
+struct ConstraintSpec {
+  enum class Kind { kRegex, kEbnf, kJsonSchema, kJsonObject };
+  Kind kind = Kind::kJsonObject;
+  std::string text;   // the regex, the EBNF, or the schema as JSON text
+  std::string param;  // the field it came from, for errors
 };
 
 // Sampling and stop settings shared by both endpoints (and /generate).
@@ -71,6 +86,10 @@ struct SamplingOptions {
   bool skip_special_tokens = true;
   bool spaces_between_special_tokens = true;
   bool no_stop_trim = false;
+  // Structured output: what the client asked for, and (set by the route
+  // once compiled) the grammar the engine enforces.
+  std::optional<ConstraintSpec> constraint;
+  std::shared_ptr<const grammar::Grammar> grammar;
   // Top-level request fields, not sampling, carried here because every
   // endpoint turns these options into engine requests.
   std::optional<BootstrapFields> bootstrap;

@@ -22,6 +22,7 @@
 #include "prompt/prompt_tools.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/grammar_cache.h"
 #include "server/openai_request.h"
 
 namespace tessera::metrics {
@@ -50,6 +51,8 @@ struct ServerOptions {
   // CORS (server/cors.h): origins allowed to call the API from a browser;
   // "*" for any. Empty: CORS off.
   std::vector<std::string> allowed_origins;
+  // --grammar-backend (server/grammar_cache.h).
+  std::string grammar_backend = "tessera";
   ProtocolLimits limits;
   // Extra facts for /server_info (plugin, device, dtype, flags).
   Json info = Json::object();
@@ -64,6 +67,8 @@ struct ServingContext {
   prompt::PromptTools* prompts = nullptr;
   metrics::Registry* registry = nullptr;
   metrics::ServingMetrics* metrics = nullptr;
+  // Structured-output grammars, compiled once per distinct constraint.
+  GrammarCache grammars{options.grammar_backend};
   std::atomic<bool> ready{false};     // model loaded and warmed up
   std::atomic<bool> draining{false};  // SIGTERM received
 

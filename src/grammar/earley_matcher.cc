@@ -1,0 +1,134 @@
+#include "grammar/earley_matcher.h"
+
+#include <utility>
+
+namespace tessera::grammar {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar)
+    : grammar_(std::move(grammar)) {
+  sets_.emplace_back();
+  const Rule& root = grammar_->rules[static_cast<size_t>(grammar_->root)];
+  for (size_t a = 0; a < root.alternatives.size(); ++a) {
+    Add(sets_[0], Item{grammar_->root, static_cast<int32_t>(a), 0, 0});
+  }
+  Close(0);
+}
+
+uint64_t GrammarMatcher::Hash(const Item& item) {
+  uint64_t h = static_cast<uint32_t>(item.rule);
+  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(item.alt);
+  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(item.dot);
+  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(item.origin);
+  return h ^ (h >> 29);
+}
+
+void GrammarMatcher::Add(ItemSet& set, const Item& item) {
+  if (set.slots.size() < 2 * (set.items.size() + 1)) {
+    // Grow (power of two) and rehash.
+    size_t size = 16;
+    while (size < 4 * (set.items.size() + 1)) size *= 2;
+    set.slots.assign(size, -1);
+    for (size_t i = 0; i < set.items.size(); ++i) {
+      size_t slot = Hash(set.items[i]) & (size - 1);
+      while (set.slots[slot] >= 0) slot = (slot + 1) & (size - 1);
+      set.slots[slot] = static_cast<int32_t>(i);
+    }
+  }
+  const size_t mask = set.slots.size() - 1;
+  size_t slot = Hash(item) & mask;
+  while (set.slots[slot] >= 0) {
+    if (set.items[static_cast<size_t>(set.slots[slot])] == item) return;
+    slot = (slot + 1) & mask;
+  }
+  set.slots[slot] = static_cast<int32_t>(set.items.size());
+  set.items.push_back(item);
+}
+
+void GrammarMatcher::Close(size_t k) {
+  // Items are appended while we walk; index-based on purpose.
+  for (size_t i = 0; i < sets_[k].items.size(); ++i) {
+    const Item item = sets_[k].items[i];
+    const Sequence& seq = SequenceOf(item);
+    if (static_cast<size_t>(item.dot) == seq.size()) {
+      // Completion: advance whatever waited for item.rule at its origin.
+      const size_t origin = static_cast<size_t>(item.origin);
+      for (size_t j = 0; j < sets_[origin].items.size(); ++j) {
+        const Item waiting = sets_[origin].items[j];
+        const Sequence& ws = SequenceOf(waiting);
+        if (static_cast<size_t>(waiting.dot) < ws.size() &&
+            ws[static_cast<size_t>(waiting.dot)].rule == item.rule) {
+          Add(sets_[k], Item{waiting.rule, waiting.alt, waiting.dot + 1,
+                             waiting.origin});
+        }
+      }
+      continue;
+    }
+    const Symbol& next = seq[static_cast<size_t>(item.dot)];
+    if (!next.is_rule()) continue;  // waits for a byte
+    const Rule& rule = grammar_->rules[static_cast<size_t>(next.rule)];
+    for (size_t a = 0; a < rule.alternatives.size(); ++a) {
+      Add(sets_[k], Item{next.rule, static_cast<int32_t>(a), 0,
+                         static_cast<int32_t>(k)});
+    }
+    if (grammar_->nullable[static_cast<size_t>(next.rule)]) {
+      Add(sets_[k], Item{item.rule, item.alt, item.dot + 1, item.origin});
+    }
+  }
+}
+
+bool GrammarMatcher::Accept(uint8_t byte) {
+  const size_t k = sets_.size() - 1;
+  ItemSet next;
+  for (const Item& item : sets_[k].items) {
+    const Sequence& seq = SequenceOf(item);
+    if (static_cast<size_t>(item.dot) >= seq.size()) continue;
+    const Symbol& s = seq[static_cast<size_t>(item.dot)];
+    if (!s.is_rule() && s.bytes.test(byte)) {
+      Add(next, Item{item.rule, item.alt, item.dot + 1, item.origin});
+    }
+  }
+  if (next.items.empty()) return false;
+  sets_.push_back(std::move(next));
+  Close(k + 1);
+  return true;
+}
+
+bool GrammarMatcher::AcceptString(std::string_view bytes) {
+  size_t done = 0;
+  for (char c : bytes) {
+    if (!Accept(static_cast<uint8_t>(c))) {
+      Rollback(done);
+      return false;
+    }
+    ++done;
+  }
+  return true;
+}
+
+void GrammarMatcher::Rollback(size_t n) {
+  if (n > position()) n = position();
+  sets_.resize(sets_.size() - n);
+}
+
+bool GrammarMatcher::CanEnd() const {
+  for (const Item& item : sets_.back().items) {
+    if (item.rule == grammar_->root && item.origin == 0 &&
+        static_cast<size_t>(item.dot) == SequenceOf(item).size()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool GrammarMatcher::CanContinue() const {
+  for (const Item& item : sets_.back().items) {
+    const Sequence& seq = SequenceOf(item);
+    if (static_cast<size_t>(item.dot) < seq.size() &&
+        !seq[static_cast<size_t>(item.dot)].is_rule()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace tessera::grammar

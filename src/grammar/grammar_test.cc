@@ -1,0 +1,230 @@
+// The grammar engine: EBNF parsing, the Earley matcher (accept, rollback,
+// end), regexes and JSON Schemas translated to grammars (checked by which
+// strings they accept), and token masks over a small vocabulary.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "grammar/earley_matcher.h"
+#include "grammar/ebnf.h"
+#include "grammar/json_schema_to_ebnf.h"
+#include "grammar/regex_to_ebnf.h"
+#include "grammar/token_mask.h"
+
+namespace tessera::grammar {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::shared_ptr<const Grammar> Compile(const std::string& ebnf) {
+  auto g = ParseEbnf(ebnf);
+  EXPECT_TRUE(g.ok()) << g.status().ToString() << "\n" << ebnf;
+  return g.ok() ? *g : nullptr;
+}
+
+// Whole-string match.
+bool Matches(const std::shared_ptr<const Grammar>& g, const std::string& s) {
+  GrammarMatcher m(g);
+  return m.AcceptString(s) && m.CanEnd();
+}
+// Some continuation may complete it.
+bool IsPrefix(const std::shared_ptr<const Grammar>& g, const std::string& s) {
+  GrammarMatcher m(g);
+  return m.AcceptString(s);
+}
+
+std::shared_ptr<const Grammar> FromRegex(const std::string& re) {
+  auto expr = RegexToEbnf(re);
+  EXPECT_TRUE(expr.ok()) << expr.status().ToString();
+  return expr.ok() ? Compile("root ::= " + *expr) : nullptr;
+}
+
+std::shared_ptr<const Grammar> FromSchema(const std::string& schema) {
+  auto ebnf = JsonSchemaToEbnf(Json::parse(schema));
+  EXPECT_TRUE(ebnf.ok()) << ebnf.status().ToString();
+  return ebnf.ok() ? Compile(*ebnf) : nullptr;
+}
+
+TEST(EbnfTest, ParsesGbnfAndMatchesWholeSentences) {
+  auto g = Compile(R"(
+    # a key-value list
+    root ::= "{" pair ("," pair)* "}"
+    pair ::= key ":" [0-9]+
+    key  ::= [a-z] [a-z0-9_]{0,7}
+  )");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Matches(g, "{a:1}"));
+  EXPECT_TRUE(Matches(g, "{ab_c:12,x9:0}"));
+  EXPECT_FALSE(Matches(g, "{a:1"));
+  EXPECT_TRUE(IsPrefix(g, "{a:1"));
+  EXPECT_FALSE(IsPrefix(g, "{1"));
+  EXPECT_FALSE(Matches(g, "{abcdefghi:1}"));  // key longer than 8
+  // Left recursion and nullable rules work (Earley).
+  auto left = Compile("root ::= root \"a\" | \"b\"\n");
+  EXPECT_TRUE(Matches(left, "baaa"));
+  EXPECT_FALSE(Matches(left, "ab"));
+  auto nullable = Compile("root ::= x x \"c\"\nx ::= \"a\"?\n");
+  EXPECT_TRUE(Matches(nullable, "c"));
+  EXPECT_TRUE(Matches(nullable, "aac"));
+  EXPECT_FALSE(Matches(nullable, "aaac"));
+}
+
+TEST(EbnfTest, Utf8ClassesAndEscapes) {
+  auto g = Compile(R"(root ::= [^a-z"]+ "\u00e9" "\x41")");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Matches(g, "\xC3\xA4\xE2\x82\xAC""9\xC3\xA9""A"));  // ä€9éA
+  EXPECT_FALSE(Matches(g, "b\xC3\xA9""A"));
+  // A multi-byte class member is matched whole, never half.
+  auto cls = Compile("root ::= [α-ω]\n");
+  EXPECT_TRUE(Matches(cls, "\xCE\xB2"));  // β
+  EXPECT_FALSE(Matches(cls, "\xCE"));
+  EXPECT_TRUE(IsPrefix(cls, "\xCE"));
+}
+
+TEST(EbnfTest, ErrorsNameWhereAndWhat) {
+  auto missing = ParseEbnf("root ::= item\n");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("'item' is used but never defined"),
+            std::string::npos);
+  auto bad = ParseEbnf("root ::= \"a\"\n  junk ::= [b-a]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(ParseEbnf("other ::= \"a\"\n").ok());  // no root
+  EXPECT_FALSE(ParseEbnf("root ::= (\"a\"\n").ok());
+  EXPECT_FALSE(ParseEbnf("root ::= \"a\"{5,2}\n").ok());
+  auto huge = ParseEbnf("root ::= [a-z]{0,1000000}\n");
+  EXPECT_FALSE(huge.ok());
+}
+
+TEST(GrammarMatcherTest, RollbackRestoresTheState) {
+  auto g = Compile("root ::= \"ab\" | \"ac\"\n");
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.Accept('a'));
+  ASSERT_TRUE(m.Accept('b'));
+  EXPECT_TRUE(m.CanEnd());
+  EXPECT_FALSE(m.CanContinue());
+  m.Rollback(1);
+  EXPECT_FALSE(m.CanEnd());
+  EXPECT_TRUE(m.Accept('c'));
+  EXPECT_FALSE(m.Accept('c'));  // refused: state unchanged
+  EXPECT_EQ(m.position(), 2u);
+  EXPECT_TRUE(m.CanEnd());
+}
+
+TEST(RegexTest, CommonPatterns) {
+  EXPECT_TRUE(Matches(FromRegex("[0-9]{3}-[0-9]{4}"), "555-1234"));
+  EXPECT_FALSE(Matches(FromRegex("[0-9]{3}-[0-9]{4}"), "55-1234"));
+  auto email = FromRegex(R"(^[\w.+-]+@\w+\.(com|org)$)");
+  EXPECT_TRUE(Matches(email, "a.b+c@site.org"));
+  EXPECT_FALSE(Matches(email, "a@site.net"));
+  auto dot = FromRegex("a.c");
+  EXPECT_TRUE(Matches(dot, "a\xE2\x82\xAC""c"));
+  EXPECT_FALSE(Matches(dot, "a\nc"));
+  EXPECT_TRUE(Matches(FromRegex(R"((?:yes|no)\?)"), "no?"));
+  EXPECT_TRUE(Matches(FromRegex(R"([^\d\s]+)"), "abc"));
+  EXPECT_FALSE(Matches(FromRegex(R"([^\d\s]+)"), "a1"));
+  EXPECT_TRUE(Matches(FromRegex("x*?y+?"), "xxy"));
+  for (const char* bad : {R"((a)\1)", "(?=a)", R"(\bword)", "a**", "(a", "[a"}) {
+    EXPECT_FALSE(RegexToEbnf(bad).ok()) << bad;
+  }
+}
+
+TEST(JsonSchemaTest, ObjectsWithRequiredAndOptionalProperties) {
+  auto g = FromSchema(R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string", "minLength": 1},
+      "age": {"type": "integer", "minimum": 0, "maximum": 150},
+      "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+      "nick": {"type": ["string", "null"]}
+    },
+    "required": ["name", "age"]
+  })");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Matches(g, R"({"name": "Ann", "age": 42})"));
+  EXPECT_TRUE(Matches(g, R"({"name":"Ann","age":150,"tags":["a","b"],"nick":null})"));
+  EXPECT_TRUE(Matches(g, "{\n  \"name\": \"A\",\n  \"age\": 0\n}"));
+  EXPECT_FALSE(Matches(g, R"({"age": 42})"));                       // required
+  EXPECT_FALSE(Matches(g, R"({"name": "", "age": 1})"));            // minLength
+  EXPECT_FALSE(Matches(g, R"({"name": "A", "age": 151})"));         // maximum
+  EXPECT_FALSE(Matches(g, R"({"name": "A", "age": -1})"));          // minimum
+  EXPECT_FALSE(Matches(g, R"({"name": "A", "age": 1, "x": 2})"));   // extra
+  EXPECT_FALSE(Matches(g, R"({"name": "A", "age": 1, "tags": ["a","a","b"]})"));
+  EXPECT_FALSE(Matches(g, R"({"name": "A", "age": 07})"));
+}
+
+TEST(JsonSchemaTest, RefsEnumsConstAnyOfFormatsAndPatterns) {
+  auto tree = FromSchema(R"({
+    "$defs": {"node": {"type": "object", "properties": {
+      "v": {"type": "integer"},
+      "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+      "required": ["v"]}},
+    "$ref": "#/$defs/node"
+  })");
+  EXPECT_TRUE(Matches(tree, R"({"v": 1, "kids": [{"v": 2}, {"v": -3, "kids": []}]})"));
+  EXPECT_FALSE(Matches(tree, R"({"v": 1, "kids": [{"w": 2}]})"));
+  auto mixed = FromSchema(R"({"anyOf": [{"const": {"k": [1, true]}},
+    {"type": "string", "pattern": "^[A-Z]{2}\\d$"},
+    {"type": "string", "format": "date"}]})");
+  EXPECT_TRUE(Matches(mixed, R"({"k":[1,true]})"));
+  EXPECT_TRUE(Matches(mixed, R"("AB7")"));
+  EXPECT_TRUE(Matches(mixed, R"("2026-12-03")"));
+  EXPECT_FALSE(Matches(mixed, R"("2026-13-03")"));
+  EXPECT_FALSE(Matches(mixed, R"("ab7")"));
+  auto ints = FromSchema(R"({"type": "integer", "minimum": -12, "exclusiveMaximum": 105})");
+  for (int v = -20; v <= 120; ++v) {
+    EXPECT_EQ(Matches(ints, std::to_string(v)), v >= -12 && v < 105) << v;
+  }
+  auto any = Compile(AnyJsonObjectEbnf());
+  EXPECT_TRUE(Matches(any, R"({"a": [1, 2.5e3, "x\n\u00e9", null, {}]})"));
+  EXPECT_FALSE(Matches(any, R"([1])"));
+  EXPECT_FALSE(Matches(any, R"({"a": 01})"));
+}
+
+TEST(JsonSchemaTest, UnsupportedKeywordsAreNamed) {
+  for (const char* schema :
+       {R"({"type": "object", "properties": {"a": {"not": {}}}})",
+        R"({"type": "string", "format": "hostname"})",
+        R"({"type": "array", "uniqueItems": true})",
+        R"({"type": "number", "minimum": 3})",
+        R"({"allOf": [{}, {}]})",
+        R"({"patternProperties": {"a": {}}})"}) {
+    auto r = JsonSchemaToEbnf(Json::parse(schema));
+    ASSERT_FALSE(r.ok()) << schema;
+    EXPECT_NE(r.status().message().find("unsupported JSON Schema keyword"),
+              std::string::npos)
+        << r.status().message();
+  }
+  auto not_found = JsonSchemaToEbnf(Json::parse(R"({"$ref": "#/$defs/x"})"));
+  ASSERT_FALSE(not_found.ok());
+  EXPECT_NE(not_found.status().message().find("#/$defs/x"), std::string::npos);
+}
+
+TEST(TokenMaskTest, AllowsExactlyTheTokensThatKeepAPrefix) {
+  // ids: 0 '{' 1 '"a"' 2 ':' 3 '1' 4 '12' 5 '}' 6 'x' 7 '"' 8 '' (special)
+  // 9 = EOS (no bytes).
+  auto vocab = TokenVocabulary::FromBytes(
+      {"{", "\"a\"", ":", "1", "12", "}", "x", "\"", "", ""});
+  auto g = Compile(R"(root ::= "{" "\"a\"" ":" [0-9]+ "}")");
+  GrammarMatcher m(g);
+  std::vector<uint8_t> allowed;
+  const std::vector<int32_t> eos = {9};
+  EXPECT_EQ(ComputeTokenMask(m, *vocab, eos, &allowed), 1);
+  EXPECT_EQ(allowed[0], 1);
+  ASSERT_TRUE(m.AcceptString("{"));
+  ComputeTokenMask(m, *vocab, eos, &allowed);
+  EXPECT_EQ(allowed, (std::vector<uint8_t>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0}));
+  ASSERT_TRUE(m.AcceptString("\"a\":"));
+  ComputeTokenMask(m, *vocab, eos, &allowed);
+  EXPECT_EQ(allowed, (std::vector<uint8_t>{0, 0, 0, 1, 1, 0, 0, 0, 0, 0}));
+  ASSERT_TRUE(m.AcceptString("12}"));
+  EXPECT_EQ(ComputeTokenMask(m, *vocab, eos, &allowed), 1);
+  EXPECT_EQ(allowed[9], 1);  // only EOS once the grammar is complete
+  EXPECT_EQ(m.position(), 8u);  // the mask left the matcher as it was
+}
+
+}  // namespace
+}  // namespace tessera::grammar

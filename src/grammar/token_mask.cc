@@ -1,0 +1,125 @@
+#include "grammar/token_mask.h"
+
+#include <algorithm>
+
+#include "tokenizer/byte_level.h"
+
+namespace tessera::grammar {
+namespace {
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+
+}  // namespace
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromBytes(
+    std::vector<std::string> bytes) {
+  auto v = std::make_shared<TokenVocabulary>();
+  v->bytes_ = std::move(bytes);
+  for (size_t id = 0; id < v->bytes_.size(); ++id) {
+    if (!v->bytes_[id].empty()) v->sorted_.push_back(static_cast<int32_t>(id));
+  }
+  std::sort(v->sorted_.begin(), v->sorted_.end(), [&](int32_t a, int32_t b) {
+    return v->bytes_[static_cast<size_t>(a)] < v->bytes_[static_cast<size_t>(b)];
+  });
+  return v;
+}
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::Build(
+    const Tokenizer& tokenizer) {
+  std::vector<std::string> bytes(static_cast<size_t>(tokenizer.vocab_size()));
+  // A plain reference token before each id, so decoders that strip a
+  // leading space (SentencePiece) decode the id as it reads mid-text.
+  std::optional<int32_t> ref = tokenizer.TokenToId("a");
+  if (!ref) ref = tokenizer.TokenToId("e");
+  std::string ref_text;
+  if (ref) {
+    const int32_t one[] = {*ref};
+    ref_text = tokenizer.Decode(one, false);
+  }
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.IsSpecial(id)) continue;
+    auto token = tokenizer.IdToToken(id);
+    if (!token) continue;
+    std::string& out = bytes[static_cast<size_t>(id)];
+    if (token->size() == 6 && token->substr(0, 3) == "<0x" &&
+        token->back() == '>') {
+      out = std::string(1, static_cast<char>(std::stoi(
+                               std::string(token->substr(3, 2)), nullptr, 16)));
+      continue;
+    }
+    std::string text;
+    if (ref) {
+      const int32_t two[] = {*ref, id};
+      text = tokenizer.Decode(two, false);
+      if (text.compare(0, ref_text.size(), ref_text) == 0) {
+        text = text.substr(ref_text.size());
+      } else {
+        const int32_t alone[] = {id};
+        text = tokenizer.Decode(alone, false);
+      }
+    } else {
+      const int32_t alone[] = {id};
+      text = tokenizer.Decode(alone, false);
+    }
+    if (text.find(kReplacement) != std::string::npos) {
+      // Part of a UTF-8 character: the raw bytes of a byte-level token.
+      std::string raw;
+      if (tok::ByteLevelDecodeToken(*token, &raw)) text = std::move(raw);
+    }
+    out = std::move(text);
+  }
+  return FromBytes(std::move(bytes));
+}
+
+int64_t ComputeTokenMask(GrammarMatcher& matcher, const TokenVocabulary& vocab,
+                         std::span<const int32_t> stop_ids,
+                         std::vector<uint8_t>* allowed) {
+  allowed->assign(static_cast<size_t>(vocab.size()), 0);
+  int64_t count = 0;
+  // The walk: `prefix` holds the bytes the matcher accepted beyond its
+  // committed state; `dead_at` >= 0 means prefix + that byte was refused.
+  const std::string* previous = nullptr;
+  size_t accepted = 0;  // bytes of the previous token accepted
+  size_t dead_at = std::string::npos;
+  for (int32_t id : vocab.sorted()) {
+    const std::string& bytes = vocab.bytes(id);
+    size_t common = 0;
+    if (previous != nullptr) {
+      const size_t limit = std::min(previous->size(), bytes.size());
+      while (common < limit && (*previous)[common] == bytes[common]) ++common;
+    }
+    // Shares the refused prefix (through the refused byte): refused too.
+    if (dead_at != std::string::npos && common > dead_at) {
+      previous = &bytes;
+      continue;
+    }
+    const size_t keep = std::min(common, accepted);
+    matcher.Rollback(accepted - keep);
+    accepted = keep;
+    dead_at = std::string::npos;
+    while (accepted < bytes.size()) {
+      if (!matcher.Accept(static_cast<uint8_t>(bytes[accepted]))) {
+        dead_at = accepted;
+        break;
+      }
+      ++accepted;
+    }
+    if (dead_at == std::string::npos) {
+      (*allowed)[static_cast<size_t>(id)] = 1;
+      ++count;
+    }
+    previous = &bytes;
+  }
+  matcher.Rollback(accepted);
+  // Stop ids end the output: allowed exactly when the grammar can end.
+  const uint8_t can_end = matcher.CanEnd() ? 1 : 0;
+  for (int32_t id : stop_ids) {
+    if (id < 0 || id >= vocab.size()) continue;
+    uint8_t& a = (*allowed)[static_cast<size_t>(id)];
+    count += can_end - a;
+    a = can_end;
+  }
+  return count;
+}
+
+}  // namespace tessera::grammar
