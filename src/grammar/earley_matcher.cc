@@ -1,5 +1,6 @@
 #include "grammar/earley_matcher.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tessera::grammar {
@@ -22,7 +23,7 @@ uint64_t GrammarMatcher::Hash(const Item& item) {
   return h ^ (h >> 29);
 }
 
-void GrammarMatcher::Add(ItemSet& set, const Item& item) {
+void GrammarMatcher::Add(ItemSet& set, const Item& item, bool tainted) {
   if (set.slots.size() < 2 * (set.items.size() + 1)) {
     // Grow (power of two) and rehash.
     size_t size = 16;
@@ -37,28 +38,36 @@ void GrammarMatcher::Add(ItemSet& set, const Item& item) {
   const size_t mask = set.slots.size() - 1;
   size_t slot = Hash(item) & mask;
   while (set.slots[slot] >= 0) {
-    if (set.items[static_cast<size_t>(set.slots[slot])] == item) return;
+    const size_t index = static_cast<size_t>(set.slots[slot]);
+    if (set.items[index] == item) {
+      if (!tainted) set.tainted[index] = 0;
+      return;
+    }
     slot = (slot + 1) & mask;
   }
   set.slots[slot] = static_cast<int32_t>(set.items.size());
   set.items.push_back(item);
+  set.tainted.push_back(tainted ? 1 : 0);
 }
 
 void GrammarMatcher::Close(size_t k) {
   // Items are appended while we walk; index-based on purpose.
   for (size_t i = 0; i < sets_[k].items.size(); ++i) {
     const Item item = sets_[k].items[i];
+    const bool tainted = sets_[k].tainted[i] != 0;
     const Sequence& seq = SequenceOf(item);
     if (static_cast<size_t>(item.dot) == seq.size()) {
       // Completion: advance whatever waited for item.rule at its origin.
       const size_t origin = static_cast<size_t>(item.origin);
+      const bool below = origin < floor_;
       for (size_t j = 0; j < sets_[origin].items.size(); ++j) {
         const Item waiting = sets_[origin].items[j];
         const Sequence& ws = SequenceOf(waiting);
         if (static_cast<size_t>(waiting.dot) < ws.size() &&
             ws[static_cast<size_t>(waiting.dot)].rule == item.rule) {
-          Add(sets_[k], Item{waiting.rule, waiting.alt, waiting.dot + 1,
-                             waiting.origin});
+          Add(sets_[k],
+              Item{waiting.rule, waiting.alt, waiting.dot + 1, waiting.origin},
+              below || tainted || sets_[origin].tainted[j] != 0);
         }
       }
       continue;
@@ -67,11 +76,13 @@ void GrammarMatcher::Close(size_t k) {
     if (!next.is_rule()) continue;  // waits for a byte
     const Rule& rule = grammar_->rules[static_cast<size_t>(next.rule)];
     for (size_t a = 0; a < rule.alternatives.size(); ++a) {
-      Add(sets_[k], Item{next.rule, static_cast<int32_t>(a), 0,
-                         static_cast<int32_t>(k)});
+      Add(sets_[k],
+          Item{next.rule, static_cast<int32_t>(a), 0, static_cast<int32_t>(k)},
+          tainted);
     }
     if (grammar_->nullable[static_cast<size_t>(next.rule)]) {
-      Add(sets_[k], Item{item.rule, item.alt, item.dot + 1, item.origin});
+      Add(sets_[k], Item{item.rule, item.alt, item.dot + 1, item.origin},
+          tainted);
     }
   }
 }
@@ -79,18 +90,36 @@ void GrammarMatcher::Close(size_t k) {
 bool GrammarMatcher::Accept(uint8_t byte) {
   const size_t k = sets_.size() - 1;
   ItemSet next;
-  for (const Item& item : sets_[k].items) {
+  bool untainted_scan = false;
+  const ItemSet& current = sets_[k];
+  for (size_t i = 0; i < current.items.size(); ++i) {
+    const Item& item = current.items[i];
     const Sequence& seq = SequenceOf(item);
     if (static_cast<size_t>(item.dot) >= seq.size()) continue;
     const Symbol& s = seq[static_cast<size_t>(item.dot)];
     if (!s.is_rule() && s.bytes.test(byte)) {
-      Add(next, Item{item.rule, item.alt, item.dot + 1, item.origin});
+      const bool tainted = current.tainted[i] != 0;
+      untainted_scan = untainted_scan || !tainted;
+      Add(next, Item{item.rule, item.alt, item.dot + 1, item.origin}, tainted);
     }
   }
   if (next.items.empty()) return false;
+  next.below_floor =
+      floor_ > 0 && (!untainted_scan || (k > floor_ && current.below_floor));
   sets_.push_back(std::move(next));
   Close(k + 1);
   return true;
+}
+
+bool GrammarMatcher::RefusalDependsOnContext() const {
+  const ItemSet& current = sets_.back();
+  for (size_t i = 0; i < current.items.size(); ++i) {
+    if (!current.tainted[i]) continue;
+    const Sequence& seq = SequenceOf(current.items[i]);
+    const size_t dot = static_cast<size_t>(current.items[i].dot);
+    if (dot < seq.size() && !seq[dot].is_rule()) return true;
+  }
+  return false;
 }
 
 bool GrammarMatcher::AcceptString(std::string_view bytes) {
@@ -108,6 +137,22 @@ bool GrammarMatcher::AcceptString(std::string_view bytes) {
 void GrammarMatcher::Rollback(size_t n) {
   if (n > position()) n = position();
   sets_.resize(sets_.size() - n);
+}
+
+std::string GrammarMatcher::StateKey() const {
+  const size_t k = position();
+  std::vector<uint64_t> keys;
+  keys.reserve(sets_.back().items.size());
+  for (const Item& item : sets_.back().items) {
+    keys.push_back((static_cast<uint64_t>(item.rule) << 40) ^
+                   (static_cast<uint64_t>(item.alt) << 22) ^
+                   (static_cast<uint64_t>(item.dot) << 1) ^
+                   (static_cast<size_t>(item.origin) == k ? 1u : 0u));
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return std::string(reinterpret_cast<const char*>(keys.data()),
+                     keys.size() * sizeof(uint64_t));
 }
 
 bool GrammarMatcher::CanEnd() const {

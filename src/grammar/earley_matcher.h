@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,22 @@ class GrammarMatcher {
 
   const Grammar& grammar() const { return *grammar_; }
 
+  // For token masks (token_mask.h). While a floor is set, items built
+  // above it that derive from items which started below it (read by a
+  // completion) are "tainted": they exist only because of that context.
+  // A byte scanned only by tainted items makes the position depend on the
+  // context (DependsOnContext); a byte refused where tainted items could
+  // scan might be taken in another context (RefusalDependsOnContext).
+  // Untainted items derive from the item set at the floor alone, so two
+  // states with equal StateKey answer alike for every token whose walk
+  // depends on neither. ClearFloor ends the tracking.
+  void SetFloor() { floor_ = position(); }
+  void ClearFloor() { floor_ = 0; }
+  bool DependsOnContext() const { return sets_.back().below_floor; }
+  bool RefusalDependsOnContext() const;
+  // The current item set with origins reduced to "here" or "earlier".
+  std::string StateKey() const;
+
  private:
   struct Item {
     int32_t rule;
@@ -58,8 +75,10 @@ class GrammarMatcher {
   };
   struct ItemSet {
     std::vector<Item> items;
+    std::vector<uint8_t> tainted;  // per item (see SetFloor)
     // Open-addressing hash of item indices for de-duplication.
     std::vector<int32_t> slots;
+    bool below_floor = false;
   };
 
   const Sequence& SequenceOf(const Item& item) const {
@@ -67,13 +86,15 @@ class GrammarMatcher {
         .alternatives[static_cast<size_t>(item.alt)];
   }
   static uint64_t Hash(const Item& item);
-  // Adds `item` to `set` unless present.
-  static void Add(ItemSet& set, const Item& item);
+  // Adds `item` to `set` unless present; an untainted copy of a tainted
+  // item clears its taint.
+  static void Add(ItemSet& set, const Item& item, bool tainted = false);
   // Prediction and completion over set `k` until nothing changes.
   void Close(size_t k);
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<ItemSet> sets_;
+  size_t floor_ = 0;
 };
 
 }  // namespace tessera::grammar

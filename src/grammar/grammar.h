@@ -19,7 +19,10 @@
 
 #include <bitset>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -40,6 +43,45 @@ using Sequence = std::vector<Symbol>;
 struct Rule {
   std::string name;
   std::vector<Sequence> alternatives;
+};
+
+// Token masks already computed for a grammar, by matcher state
+// (GrammarMatcher::StateKey): the tokens allowed whatever came before, and
+// the tokens whose answer depends on it (token_mask.h recomputes those).
+// Tied to the first vocabulary that uses it. Thread-safe.
+struct MaskCacheEntry {
+  std::vector<uint64_t> allowed;   // bit per token id
+  std::vector<int32_t> dependent;  // in the vocabulary's byte order
+};
+
+class MaskCache {
+ public:
+  static constexpr size_t kMaxEntries = 1024;
+
+  std::shared_ptr<const MaskCacheEntry> Find(const void* vocab,
+                                             const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (vocab != vocab_) return nullptr;
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+  void Insert(const void* vocab, std::string key,
+              std::shared_ptr<const MaskCacheEntry> entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (vocab_ == nullptr) vocab_ = vocab;
+    if (vocab != vocab_ || entries_.size() >= kMaxEntries) return;
+    entries_.emplace(std::move(key), std::move(entry));
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.size();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  const void* vocab_ = nullptr;  // guarded by mu_
+  std::unordered_map<std::string, std::shared_ptr<const MaskCacheEntry>>
+      entries_;  // guarded by mu_
 };
 
 // Code-point ranges, inclusive.
@@ -76,6 +118,8 @@ class Grammar {
   std::vector<Rule> rules;
   int32_t root = -1;
   std::vector<bool> nullable;  // per rule, after Finalize
+  // Shared by every request using this grammar (contents are mutable).
+  std::shared_ptr<MaskCache> mask_cache = std::make_shared<MaskCache>();
 
  private:
   size_t symbols_ = 0;

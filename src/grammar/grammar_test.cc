@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -224,6 +226,65 @@ TEST(TokenMaskTest, AllowsExactlyTheTokensThatKeepAPrefix) {
   EXPECT_EQ(ComputeTokenMask(m, *vocab, eos, &allowed), 1);
   EXPECT_EQ(allowed[9], 1);  // only EOS once the grammar is complete
   EXPECT_EQ(m.position(), 8u);  // the mask left the matcher as it was
+}
+
+// The cached masks (shared by every matcher of a grammar, with the tokens
+// that depend on earlier context recomputed) equal brute force — every
+// token tried from scratch — along random walks through JSON grammars.
+TEST(TokenMaskTest, CachedMasksEqualBruteForceAlongRandomWalks) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "{}[]\":,. \n0123456789-+eEabcdtrufnl\\/";
+  std::vector<std::string> bytes;
+  std::set<std::string> seen;
+  for (char c : alphabet) {  // every single byte, so walks never dead-end
+    bytes.push_back(std::string(1, c));
+    seen.insert(bytes.back());
+  }
+  while (bytes.size() < 1500) {
+    std::string t;
+    const int len = 2 + static_cast<int>(rng() % 5);
+    for (int i = 0; i < len; ++i) t += alphabet[rng() % alphabet.size()];
+    if (seen.insert(t).second) bytes.push_back(t);
+  }
+  bytes.push_back("");  // EOS
+  const int32_t eos = static_cast<int32_t>(bytes.size() - 1);
+  auto vocab = TokenVocabulary::FromBytes(bytes);
+  const std::vector<std::string> schemas = {
+      R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 5},
+          "b": {"type": "array", "items": {"type": "integer"}}},
+          "required": ["a"]})",
+      R"({"type": "array", "items": {"anyOf": [{"type": "number"},
+          {"type": "string"}, {"type": "null"}]}, "maxItems": 4})",
+  };
+  for (const std::string& schema : schemas) {
+    auto g = FromSchema(schema);
+    ASSERT_TRUE(g);
+    for (int walk = 0; walk < 12; ++walk) {
+      GrammarMatcher m(g);
+      std::vector<uint8_t> cached, brute;
+      for (int step = 0; step < 40; ++step) {
+        ComputeTokenMask(m, *vocab, std::vector<int32_t>{eos}, &cached);
+        brute.assign(bytes.size(), 0);
+        for (int32_t id = 0; id < eos; ++id) {
+          if (m.AcceptString(bytes[static_cast<size_t>(id)])) {
+            brute[static_cast<size_t>(id)] = 1;
+            m.Rollback(bytes[static_cast<size_t>(id)].size());
+          }
+        }
+        brute[static_cast<size_t>(eos)] = m.CanEnd() ? 1 : 0;
+        ASSERT_EQ(cached, brute) << schema << " walk " << walk << " step "
+                                 << step;
+        std::vector<int32_t> choices;
+        for (int32_t id = 0; id < eos; ++id) {
+          if (cached[static_cast<size_t>(id)]) choices.push_back(id);
+        }
+        if (choices.empty()) break;
+        ASSERT_TRUE(m.AcceptString(bytes[static_cast<size_t>(
+            choices[rng() % choices.size()])]));
+      }
+    }
+    EXPECT_GT(g->mask_cache->size(), 0u);
+  }
 }
 
 }  // namespace

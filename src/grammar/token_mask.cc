@@ -71,26 +71,29 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::Build(
   return FromBytes(std::move(bytes));
 }
 
-int64_t ComputeTokenMask(GrammarMatcher& matcher, const TokenVocabulary& vocab,
-                         std::span<const int32_t> stop_ids,
-                         std::vector<uint8_t>* allowed) {
-  allowed->assign(static_cast<size_t>(vocab.size()), 0);
-  int64_t count = 0;
-  // The walk: `prefix` holds the bytes the matcher accepted beyond its
-  // committed state; `dead_at` >= 0 means prefix + that byte was refused.
+namespace {
+
+// Tries `ids` (in byte order) from the matcher's state: sets allowed[id].
+// With `dependent`, also lists the ids whose answer depended on context
+// below the state (the matcher's floor must be set).
+void Walk(GrammarMatcher& matcher, const TokenVocabulary& vocab,
+          const std::vector<int32_t>& ids, std::vector<uint8_t>* allowed,
+          std::vector<int32_t>* dependent) {
   const std::string* previous = nullptr;
-  size_t accepted = 0;  // bytes of the previous token accepted
+  size_t accepted = 0;  // bytes of the previous token the matcher took
   size_t dead_at = std::string::npos;
-  for (int32_t id : vocab.sorted()) {
+  bool dead_dependent = false;
+  for (int32_t id : ids) {
     const std::string& bytes = vocab.bytes(id);
     size_t common = 0;
     if (previous != nullptr) {
       const size_t limit = std::min(previous->size(), bytes.size());
       while (common < limit && (*previous)[common] == bytes[common]) ++common;
     }
+    previous = &bytes;
     // Shares the refused prefix (through the refused byte): refused too.
     if (dead_at != std::string::npos && common > dead_at) {
-      previous = &bytes;
+      if (dead_dependent && dependent != nullptr) dependent->push_back(id);
       continue;
     }
     const size_t keep = std::min(common, accepted);
@@ -104,13 +107,51 @@ int64_t ComputeTokenMask(GrammarMatcher& matcher, const TokenVocabulary& vocab,
       }
       ++accepted;
     }
+    bool depends = false;
     if (dead_at == std::string::npos) {
       (*allowed)[static_cast<size_t>(id)] = 1;
-      ++count;
+      depends = dependent != nullptr && matcher.DependsOnContext();
+    } else {
+      depends = dependent != nullptr && (matcher.DependsOnContext() ||
+                                         matcher.RefusalDependsOnContext());
+      dead_dependent = depends;
     }
-    previous = &bytes;
+    if (depends) dependent->push_back(id);
   }
   matcher.Rollback(accepted);
+}
+
+}  // namespace
+
+int64_t ComputeTokenMask(GrammarMatcher& matcher, const TokenVocabulary& vocab,
+                         std::span<const int32_t> stop_ids,
+                         std::vector<uint8_t>* allowed) {
+  allowed->assign(static_cast<size_t>(vocab.size()), 0);
+  MaskCache& cache = *matcher.grammar().mask_cache;
+  const std::string key = matcher.StateKey();
+  std::shared_ptr<const MaskCacheEntry> entry = cache.Find(&vocab, key);
+  if (entry != nullptr) {
+    for (size_t id = 0; id < allowed->size(); ++id) {
+      (*allowed)[id] = (entry->allowed[id / 64] >> (id % 64)) & 1;
+    }
+    Walk(matcher, vocab, entry->dependent, allowed, nullptr);
+  } else {
+    auto fresh = std::make_shared<MaskCacheEntry>();
+    matcher.SetFloor();
+    Walk(matcher, vocab, vocab.sorted(), allowed, &fresh->dependent);
+    matcher.ClearFloor();
+    fresh->allowed.assign((allowed->size() + 63) / 64, 0);
+    for (size_t id = 0; id < allowed->size(); ++id) {
+      if ((*allowed)[id]) fresh->allowed[id / 64] |= uint64_t{1} << (id % 64);
+    }
+    for (int32_t id : fresh->dependent) {
+      fresh->allowed[static_cast<size_t>(id) / 64] &=
+          ~(uint64_t{1} << (static_cast<size_t>(id) % 64));
+    }
+    cache.Insert(&vocab, key, std::move(fresh));
+  }
+  int64_t count = 0;
+  for (uint8_t a : *allowed) count += a;
   // Stop ids end the output: allowed exactly when the grammar can end.
   const uint8_t can_end = matcher.CanEnd() ? 1 : 0;
   for (int32_t id : stop_ids) {

@@ -257,8 +257,6 @@ TEST_P(UnsupportedTest, CompletionsRejectClearly) {
 INSTANTIATE_TEST_SUITE_P(
     Known, UnsupportedTest,
     ::testing::Values(
-        UnsupportedCase{R"({"response_format": {"type": "json_object"}})",
-                        "response_format"},
         UnsupportedCase{R"({"suffix": "tail"})", "suffix"},
         UnsupportedCase{R"({"best_of": 4, "n": 2})", "best_of"},
         UnsupportedCase{R"({"functions": [{"name": "f"}]})", "functions"},
@@ -426,10 +424,10 @@ TEST(ChatRequestTest, NonTextContentIsUnsupported) {
   EXPECT_EQ(e->code, "unsupported_parameter");
   EXPECT_EQ(e->param, "messages[0].content[0]");
   EXPECT_NE(e->message.find("image_url"), std::string::npos);
+  // json_schema without its schema is malformed, not unsupported.
   e = Chat(Parse(R"({"response_format": {"type": "json_schema"}})"), &r);
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->param, "response_format");
-  EXPECT_EQ(e->code, "unsupported_parameter");
+  EXPECT_EQ(e->param, "response_format.json_schema");
 }
 
 // One rule on every route: a field the server does not know is a 400
@@ -479,13 +477,31 @@ TEST(ChatRequestTest, SglangExtrasOnV1) {
   e = Chat(Parse(R"({"no_stop_trim": "yes"})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "no_stop_trim");
-  // Structured output is refused by name until it exists, never ignored.
-  for (const char* field : {"regex", "ebnf", "json_schema"}) {
-    e = Chat(Parse(fmt::format(R"({{"{}": "x"}})", field)), &r);
-    ASSERT_TRUE(e) << field;
-    EXPECT_EQ(e->param, field);
-    EXPECT_EQ(e->code, "unsupported_parameter");
-  }
+  // Structured output: read here (compiled by the route), one at a time.
+  ASSERT_FALSE(Chat(Parse(R"({"regex": "[0-9]+"})"), &r));
+  ASSERT_TRUE(r.sampling.constraint);
+  EXPECT_EQ(r.sampling.constraint->kind, ConstraintSpec::Kind::kRegex);
+  ASSERT_FALSE(Chat(Parse(R"({"json_schema": {"type": "integer"}})"), &r));
+  EXPECT_EQ(r.sampling.constraint->kind, ConstraintSpec::Kind::kJsonSchema);
+  EXPECT_EQ(r.sampling.constraint->text, R"({"type":"integer"})");
+  ASSERT_FALSE(Chat(Parse(R"({"response_format": {"type": "json_schema",
+      "json_schema": {"name": "n", "schema": {"type": "object"},
+                      "strict": true}}})"),
+                    &r));
+  EXPECT_EQ(r.sampling.constraint->param, "response_format.json_schema.schema");
+  ASSERT_FALSE(Chat(Parse(R"({"response_format": {"type": "json_object"}})"), &r));
+  EXPECT_EQ(r.sampling.constraint->kind, ConstraintSpec::Kind::kJsonObject);
+  ASSERT_FALSE(Chat(Parse(R"({"response_format": {"type": "text"}})"), &r));
+  EXPECT_FALSE(r.sampling.constraint);
+  e = Chat(Parse(R"({"regex": "a", "response_format": {"type": "json_object"}})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("one structured-output constraint"), std::string::npos);
+  e = Chat(Parse(R"({"regex": 5})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "regex");
+  e = Chat(Parse(R"({"response_format": {"type": "xml"}})"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "response_format.type");
 }
 
 }  // namespace

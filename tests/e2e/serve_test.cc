@@ -212,8 +212,9 @@ TEST(ServeTest, ErrorsHaveTheirStatusAndOpenAiShape) {
   ExpectOpenAiError(
       server.Post("/v1/chat/completions",
                   R"({"messages": [{"role": "user", "content": "x"}],
-                      "response_format": {"type": "json_object"}})"),
-      400, "response_format", "unsupported_parameter");
+                      "response_format": {"type": "json_schema",
+                        "json_schema": {"schema": {"not": {}}}}})"),
+      400, "response_format.json_schema.schema");
   ExpectOpenAiError(server.Post("/generate", R"({"text": "a",
       "sampling_params": {"max_new_tokenz": 3}})"), 400);
   ExpectOpenAiError(server.Get("/v1/nothing"), 404);

@@ -556,18 +556,45 @@ await check("bad temperature -> BadRequestError 400 with param", async () => {
   assert.equal(err.type, "invalid_request_error");
 });
 
-await check("response_format json_schema -> BadRequestError 400",
+await check("response_format json_object and json_schema (strict)",
             async () => {
+  // The demo model's weights are random: when an answer ends with "stop"
+  // it is the JSON asked for; otherwise it ran out of tokens.
+  const schema = {type: "object", properties: {
+    colour: {enum: ["red", "green", "blue"]},
+    count: {type: "integer", minimum: 0, maximum: 9}},
+    required: ["colour", "count"], additionalProperties: false};
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({
+      ...greedy_chat, max_tokens: 64, temperature: 1, seed,
+      response_format: {type: "json_schema",
+                        json_schema: {name: "colours", schema, strict: true}},
+    });
+    if (r.choices[0].finish_reason === "stop") {
+      const v = JSON.parse(r.choices[0].message.content);
+      assert.ok(["red", "green", "blue"].includes(v.colour), JSON.stringify(v));
+      assert.ok(Number.isInteger(v.count) && v.count >= 0 && v.count <= 9);
+      assert.deepEqual(Object.keys(v).sort(), ["colour", "count"]);
+    }
+    const o = await client.chat.completions.create({
+      ...greedy_chat, max_tokens: 64, temperature: 1, seed,
+      response_format: {type: "json_object"},
+    });
+    if (o.choices[0].finish_reason === "stop") {
+      const v = JSON.parse(o.choices[0].message.content);
+      assert.equal(typeof v, "object");
+      assert.ok(!Array.isArray(v));
+    }
+  }
   const err = await expectApiError(
       () => client.chat.completions.create({
         ...greedy_chat,
-        response_format: {
-          type: "json_schema",
-          json_schema: {name: "colours", schema: {type: "object"}},
-        },
+        response_format: {type: "json_schema", json_schema: {
+          name: "bad", schema: {type: "object", properties: {a: {not: {}}}}}},
       }),
       OpenAI.BadRequestError, 400);
-  assert.equal(err.param, "response_format");
+  assert.equal(err.param, "response_format.json_schema.schema");
+  assert.match(err.message, /unsupported JSON Schema keyword 'not'/);
 });
 
 // ------------------------------------------------ tool calls from a model
