@@ -18,7 +18,7 @@ seconds="${1:-30}"
 shift || true
 names=("$@")
 if ((${#names[@]} == 0)); then
-  names=(request_body sse_reader tokenizer_json jinja_template model_files)
+  names=(request_body sse_reader tokenizer_json jinja_template model_files grammar)
 fi
 
 scripts/configure_clang_asan.sh

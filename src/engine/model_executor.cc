@@ -118,7 +118,14 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
   if (host) {
     // Logit processors and logprobs need the logits on the host (Forward
     // waits for the stream); the adjusted rows go back for the sampler.
-    TSR_ASSIGN_OR_RETURN(f.host_logits, runner_.Forward(input));
+    // Grammar masks depend only on tokens already accepted: computed on
+    // the host while the device runs this step.
+    auto masks = [&batch] {
+      for (const BatchRow& r : batch.rows) {
+        if (r.sample) r.seq->ComputeGrammarMask();
+      }
+    };
+    TSR_ASSIGN_OR_RETURN(f.host_logits, runner_.Forward(input, masks));
     f.top_logprobs.assign(batch.rows.size(), -1);
     for (size_t i = 0; i < batch.rows.size(); ++i) {
       const BatchRow& r = batch.rows[i];

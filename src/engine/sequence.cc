@@ -86,22 +86,22 @@ RequestOutput Sequence::AcceptToken(int32_t id,
   return out;
 }
 
-void Sequence::ApplyGrammarMask(std::span<float> logits) {
+void Sequence::ComputeGrammarMask() {
   if (grammar_matcher == nullptr) return;
   const int64_t allowed = grammar::ComputeTokenMask(
       *grammar_matcher, *grammar_vocab, grammar_stop_ids, &grammar_mask);
-  if (allowed == 0) {
-    grammar_dead_end = true;
-    return;
-  }
+  grammar_dead_end = allowed == 0;
+}
+
+void Sequence::ApplyGrammarMask(std::span<float> logits) const {
+  if (grammar_matcher == nullptr || grammar_dead_end) return;
   const size_t n = std::min(logits.size(), grammar_mask.size());
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
   for (size_t t = 0; t < n; ++t) {
-    if (!grammar_mask[t]) logits[t] = -std::numeric_limits<float>::infinity();
+    if (!grammar_mask[t]) logits[t] = kMasked;
   }
   // Ids beyond the tokenizer's vocabulary (padded embedding rows).
-  for (size_t t = n; t < logits.size(); ++t) {
-    logits[t] = -std::numeric_limits<float>::infinity();
-  }
+  for (size_t t = n; t < logits.size(); ++t) logits[t] = kMasked;
 }
 
 RequestOutput Sequence::AbortOutput(AbortCause cause, const std::string& why) {

@@ -68,12 +68,14 @@ struct Sequence {
     return processor.active() || request.top_logprobs >= 0 ||
            grammar_matcher != nullptr;
   }
-  // Structured output: sets the logit of every token the grammar does not
-  // allow next to -inf (`logits`: F32 [V] host row). When no token at all
-  // is allowed (the vocabulary cannot spell what the grammar needs), the
-  // row is left alone and the next AcceptToken ends the request with an
-  // error.
-  void ApplyGrammarMask(std::span<float> logits);
+  // Structured output, in two halves so the first can run while the
+  // device computes the step: ComputeGrammarMask finds the tokens the
+  // grammar allows next; ApplyGrammarMask sets every other logit to -inf
+  // (`logits`: F32 [V] host row). When no token at all is allowed (the
+  // vocabulary cannot spell what the grammar needs), the row is left alone
+  // and the next AcceptToken ends the request with an error.
+  void ComputeGrammarMask();
+  void ApplyGrammarMask(std::span<float> logits) const;
 
   EngineRequest request;
   std::shared_ptr<RequestStream> stream;

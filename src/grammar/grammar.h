@@ -91,7 +91,7 @@ class Grammar {
  public:
   // Most symbols in all alternatives together: bounds the work a request's
   // grammar may cost (a {1000,100000} repeat is refused, not expanded).
-  static constexpr size_t kMaxSymbols = 200000;
+  static constexpr size_t kMaxSymbols = 50000;
 
   int32_t AddRule(std::string name);
   void AddAlternative(int32_t rule, Sequence sequence);

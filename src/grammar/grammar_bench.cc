@@ -103,6 +103,11 @@ int main(int argc, char** argv) {
     }
     out["mask_us_median"][name] = Median(us);
     out["allowed_tokens"][name] = allowed;
+    // Tokens whose answer depends on more than the state (recomputed on
+    // every mask; the rest come from the grammar's cache).
+    auto entry = grammar->mask_cache->Find(vocab.get(), m.StateKey());
+    out["context_dependent_tokens"][name] =
+        entry ? static_cast<int64_t>(entry->dependent.size()) : -1;
     all.push_back(Median(us));
   }
   out["mask_us_median_over_states"] = Median(all);

@@ -129,7 +129,7 @@ class Generator {
       return Bad("'false' accepts no value", path);
     }
     if (!s.is_object()) return Bad("a schema must be an object or a boolean", path);
-    if (s.contains("$ref")) return Ref(s, path);
+    if (s.contains("$ref")) return Ref(s, path, depth);
     if (s.contains("const")) return Literal(s["const"]);
     if (s.contains("enum")) {
       if (!s["enum"].is_array() || s["enum"].empty()) {
@@ -203,7 +203,7 @@ class Generator {
 
   std::string Literal(const Json& v) { return EbnfLiteral(v.dump()); }
 
-  StatusOr<std::string> Ref(const Json& s, const std::string& path) {
+  StatusOr<std::string> Ref(const Json& s, const std::string& path, int depth) {
     if (!s["$ref"].is_string()) return Bad("'$ref' must be a string", path);
     const std::string ref = s["$ref"].get<std::string>();
     auto it = ref_rules_.find(ref);
@@ -238,7 +238,7 @@ class Generator {
     const std::string rule = fmt::format("s{}-ref-{}", rules_.size(), hint);
     rules_[rule] = "\"\"";  // placeholder while the body is built (recursion)
     ref_rules_[ref] = rule;
-    auto body = Visit(*target, ref, 0);
+    auto body = Visit(*target, ref, depth + 1);
     if (!body.ok()) return body.status();
     rules_[rule] = *body;
     return rule;

@@ -1,6 +1,7 @@
 #include "grammar/token_mask.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "tokenizer/byte_level.h"
 
@@ -131,8 +132,21 @@ int64_t ComputeTokenMask(GrammarMatcher& matcher, const TokenVocabulary& vocab,
   const std::string key = matcher.StateKey();
   std::shared_ptr<const MaskCacheEntry> entry = cache.Find(&vocab, key);
   if (entry != nullptr) {
-    for (size_t id = 0; id < allowed->size(); ++id) {
-      (*allowed)[id] = (entry->allowed[id / 64] >> (id % 64)) & 1;
+    // Bits to bytes, 64 ids at a time (most words are all 0 or all 1).
+    uint8_t* out = allowed->data();
+    const size_t n = allowed->size();
+    for (size_t w = 0; w < entry->allowed.size(); ++w) {
+      const uint64_t bits = entry->allowed[w];
+      const size_t base = w * 64;
+      const size_t count = std::min<size_t>(64, n - base);
+      if (bits == 0) continue;  // already zero
+      if (bits == ~uint64_t{0} && count == 64) {
+        std::memset(out + base, 1, 64);
+        continue;
+      }
+      for (uint64_t b = bits; b != 0; b &= b - 1) {
+        out[base + static_cast<size_t>(__builtin_ctzll(b))] = 1;
+      }
     }
     Walk(matcher, vocab, entry->dependent, allowed, nullptr);
   } else {
@@ -151,7 +165,12 @@ int64_t ComputeTokenMask(GrammarMatcher& matcher, const TokenVocabulary& vocab,
     cache.Insert(&vocab, key, std::move(fresh));
   }
   int64_t count = 0;
-  for (uint8_t a : *allowed) count += a;
+  if (entry != nullptr) {
+    for (uint64_t w : entry->allowed) count += __builtin_popcountll(w);
+    for (int32_t id : entry->dependent) count += (*allowed)[static_cast<size_t>(id)];
+  } else {
+    for (uint8_t a : *allowed) count += a;
+  }
   // Stop ids end the output: allowed exactly when the grammar can end.
   const uint8_t can_end = matcher.CanEnd() ? 1 : 0;
   for (int32_t id : stop_ids) {

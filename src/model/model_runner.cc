@@ -934,7 +934,8 @@ Status ModelRunner::AllReduce(const tsr_tensor& hidden, int64_t layer,
                                    arch_->class_name, layer, after, tp_.rank, tp_.size));
 }
 
-StatusOr<Logits> ModelRunner::Forward(const Batch& batch) {
+StatusOr<Logits> ModelRunner::Forward(
+    const Batch& batch, const std::function<void()>& while_running) {
   TSR_ASSIGN_OR_RETURN(tsr_tensor device_logits, ForwardOnDevice(batch));
   Logits out;
   out.rows = device_logits.shape[0];
@@ -942,6 +943,7 @@ StatusOr<Logits> ModelRunner::Forward(const Batch& batch) {
   out.data.resize(static_cast<size_t>(out.rows * out.vocab));
   TSR_RETURN_IF_ERROR(stream_->CopyDeviceToHost(
       out.data.data(), *F32Logits(), 0, out.data.size() * sizeof(float)));
+  if (while_running) while_running();
   TSR_RETURN_IF_ERROR(stream_->Synchronize());
   return out;
 }

@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -164,7 +165,11 @@ class ModelRunner {
   // safe to use there).
   StatusOr<tsr_tensor> ForwardOnDevice(const Batch& batch);
   // ForwardOnDevice, then copies the logits to the host (synchronous).
-  StatusOr<Logits> Forward(const Batch& batch);
+  // `while_running`, when set, is host work done while the device computes
+  // (called once the forward and the copy are queued, before the wait):
+  // e.g. structured output's token masks for this very step.
+  StatusOr<Logits> Forward(const Batch& batch,
+                           const std::function<void()>& while_running = {});
   // Copies host logits (e.g. Forward's, adjusted by logit processors) back
   // into the device logits buffer and returns its F32 [rows, V] view, for
   // the sampler. `logits` must have the shape of the last Forward's.
