@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "grammar/regex_to_ebnf.h"
@@ -92,14 +93,16 @@ std::string NonNegativeRange(uint64_t lo, std::optional<uint64_t> hi) {
 
 class Generator {
  public:
-  explicit Generator(const Json& root) : root_(root) {}
+  Generator(const Json& root, std::string prefix)
+      : root_(root), prefix_(std::move(prefix)) {}
 
+  // The schema's rules; the start rule is <prefix>root.
   StatusOr<std::string> Run() {
     auto expr = Visit(root_, "#", 0);
     if (!expr.ok()) return expr.status();
-    std::string out = "root ::= " + *expr + "\n";
+    std::string out = prefix_ + "root ::= " + *expr + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    return out + kBaseRules;
+    return out;
   }
 
  private:
@@ -117,7 +120,7 @@ class Generator {
   }
 
   std::string NewRule(const std::string& hint, const std::string& body) {
-    const std::string name = fmt::format("s{}-{}", rules_.size(), hint);
+    const std::string name = fmt::format("{}s{}-{}", prefix_, rules_.size(), hint);
     rules_[name] = body;
     return name;
   }
@@ -235,7 +238,8 @@ class Generator {
       hint += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
       if (hint.size() > 32) break;
     }
-    const std::string rule = fmt::format("s{}-ref-{}", rules_.size(), hint);
+    const std::string rule =
+        fmt::format("{}s{}-ref-{}", prefix_, rules_.size(), hint);
     rules_[rule] = "\"\"";  // placeholder while the body is built (recursion)
     ref_rules_[ref] = rule;
     auto body = Visit(*target, ref, depth + 1);
@@ -482,7 +486,7 @@ class Generator {
     // F_i: nothing written yet, at property i; A_i: something written.
     const size_t n = props.size();
     std::vector<std::string> f(n + 1), a(n + 1);
-    const std::string base = fmt::format("s{}-obj", rules_.size());
+    const std::string base = fmt::format("{}s{}-obj", prefix_, rules_.size());
     for (size_t i = 0; i <= n; ++i) {
       f[i] = fmt::format("{}-f{}", base, i);
       a[i] = fmt::format("{}-a{}", base, i);
@@ -500,6 +504,7 @@ class Generator {
   }
 
   const Json& root_;
+  const std::string prefix_;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> ref_rules_;
 };
@@ -507,8 +512,16 @@ class Generator {
 }  // namespace
 
 StatusOr<std::string> JsonSchemaToEbnf(const nlohmann::ordered_json& schema) {
-  return Generator(schema).Run();
+  TSR_ASSIGN_OR_RETURN(std::string rules, Generator(schema, "").Run());
+  return rules + kBaseRules;
 }
+
+StatusOr<std::string> JsonSchemaRulesEbnf(const nlohmann::ordered_json& schema,
+                                          const std::string& prefix) {
+  return Generator(schema, prefix).Run();
+}
+
+std::string JsonBaseEbnf() { return kBaseRules; }
 
 std::string AnyJsonObjectEbnf() {
   return std::string("root ::= json-object\n") + kBaseRules;

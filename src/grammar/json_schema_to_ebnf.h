@@ -29,6 +29,14 @@
 namespace tessera::grammar {
 
 StatusOr<std::string> JsonSchemaToEbnf(const nlohmann::ordered_json& schema);
+
+// For grammars that embed several schemas: the schema's rules only, named
+// with `prefix` (its start rule is `<prefix>root`), without the shared JSON
+// rules (JsonBaseEbnf, to be added once).
+StatusOr<std::string> JsonSchemaRulesEbnf(const nlohmann::ordered_json& schema,
+                                          const std::string& prefix);
+// The shared JSON rules: ws, json-value, json-object, json-string, ...
+std::string JsonBaseEbnf();
 // Any JSON object (OpenAI's response_format {"type": "json_object"}).
 std::string AnyJsonObjectEbnf();
 

@@ -8,6 +8,7 @@
 
 #include "parsers/reasoning_parser.h"
 #include "parsers/tool_call_parser.h"
+#include "grammar/tool_call_ebnf.h"
 #include "server/engine_bridge.h"
 #include "server/http_util.h"
 #include "server/native_protocol.h"
@@ -118,6 +119,38 @@ std::vector<TokenLogprob> Logprobs(const engine::RequestOutput& o,
   return out;
 }
 
+// tool_choice "required" or a named function: the output is constrained
+// to calls in the tool-call parser's format, their arguments to each
+// function's parameter schema (grammar/tool_call_ebnf.h).
+MaybeApiError ForceToolCall(const ServingContext& ctx, ChatRequest* r) {
+  const bool required =
+      r->tool_choice.is_string() && r->tool_choice == "required";
+  if (!required && !r->tool_choice.is_object()) return std::nullopt;
+  if (ctx.options.tool_call_parser.empty()) {
+    return BadRequest(
+        "forcing a tool call needs a tool-call parser: start the server "
+        "with --tool-call-parser (e.g. qwen)",
+        "tool_choice");
+  }
+  if (r->sampling.constraint) {
+    return BadRequest(fmt::format("tool_choice {} already constrains the "
+                                  "output; drop '{}'",
+                                  r->tool_choice.dump(),
+                                  r->sampling.constraint->param),
+                      r->sampling.constraint->param);
+  }
+  const std::string only =
+      required ? "" : r->tool_choice["function"]["name"].get<std::string>();
+  auto ebnf = grammar::ForcedToolCallEbnf(r->tools, only,
+                                          r->parallel_tool_calls);
+  if (!ebnf.ok()) {
+    return BadRequest(ebnf.status().message(), "tools");
+  }
+  r->sampling.constraint =
+      ConstraintSpec{ConstraintSpec::Kind::kEbnf, *ebnf, "tools"};
+  return std::nullopt;
+}
+
 }  // namespace
 
 void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
@@ -129,18 +162,11 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
     return SendError(res, *e);
   }
   if (auto e = ctx.CheckModel(p->request.model)) return SendError(res, *e);
+  if (auto e = ForceToolCall(ctx, &p->request)) return SendError(res, *e);
   if (auto e = ctx.grammars.Compile(&p->request.sampling)) {
     return SendError(res, *e);
   }
   const ChatRequest& r = p->request;
-  if (r.tool_choice.is_object() ||
-      (r.tool_choice.is_string() && r.tool_choice == "required")) {
-    return SendError(
-        res, UnsupportedParameter(
-                 "tool_choice",
-                 "forcing a tool call needs constrained decoding, which "
-                 "Tessera does not have yet; use \"auto\" or \"none\""));
-  }
   if (r.tools.is_array()) {
     for (const Json& t : r.tools) {
       p->tool_names.push_back(t["function"]["name"].get<std::string>());

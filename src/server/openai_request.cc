@@ -849,6 +849,8 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
     return WrongType("parallel_tool_calls", "true or false",
                      body["parallel_tool_calls"]);
   }
+  TSR_RETURN_IF_API_ERROR(
+      ReadBool(body, "parallel_tool_calls", &r.parallel_tool_calls));
   TSR_RETURN_IF_API_ERROR(RejectUnknownFields(
       body,
       {"model", "messages", "tools", "tool_choice", "parallel_tool_calls",

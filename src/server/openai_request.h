@@ -143,6 +143,7 @@ struct ChatRequest {
   Json tools;        // null or a validated array of function tools
   Json tool_choice;  // null, "none" | "auto" | "required", or
                      // {"type": "function", "function": {"name": ...}}
+  bool parallel_tool_calls = true;
   SamplingOptions sampling;
   bool stream = false;
   bool include_usage = false;

@@ -269,5 +269,60 @@ TEST_F(StructuredOutputTest, JsonObjectEbnfOnGenerateAndClearErrors) {
   EXPECT_NE(alias.log().find("own grammar engine"), std::string::npos);
 }
 
+// tool_choice "required" / named on a model that would not call on its
+// own (the demo model: random weights, ChatML template): whenever the
+// answer ends, it is exactly the forced call(s), arguments per the schema.
+TEST(ForcedToolCallTest, RandomModelAnswersWithTheForcedCall) {
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(kBin, {"--tool-call-parser", "qwen",
+                                  "--log-interval", "0"}))
+      << server.log();
+  const Json tools = Json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {
+        "city": {"enum": ["Paris", "Oslo"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+        "required": ["city", "days"]}}},
+    {"type": "function", "function": {"name": "get_time",
+      "parameters": {"type": "object", "properties": {
+        "zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]}}}])");
+  int ended = 0;
+  for (int seed = 1; seed <= 6; ++seed) {
+    Json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                 {"tools", tools}, {"max_tokens", 120}, {"temperature", 1.0},
+                 {"seed", seed}, {"parallel_tool_calls", seed % 2 == 0}};
+    body["tool_choice"] =
+        seed <= 3 ? Json("required")
+                  : Json{{"type", "function"},
+                         {"function", {{"name", "get_time"}}}};
+    const auto res = server.Post("/v1/chat/completions", body.dump());
+    ASSERT_EQ(res.status, 200) << res.body;
+    const Json choice = Json::parse(res.body)["choices"][0];
+    if (choice["finish_reason"] != "tool_calls") {
+      EXPECT_EQ(choice["finish_reason"], "length") << choice.dump();
+      continue;
+    }
+    ++ended;
+    EXPECT_TRUE(choice["message"]["content"].is_null()) << choice.dump();
+    const Json& calls = choice["message"]["tool_calls"];
+    ASSERT_GE(calls.size(), 1u) << choice.dump();
+    if (seed % 2 == 1) EXPECT_EQ(calls.size(), 1u) << choice.dump();
+    for (const Json& call : calls) {
+      const std::string name = call["function"]["name"];
+      const Json args = Json::parse(call["function"]["arguments"].get<std::string>());
+      if (seed > 3) EXPECT_EQ(name, "get_time");
+      if (name == "get_weather") {
+        EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Oslo");
+        EXPECT_GE(args["days"].get<int>(), 1);
+        EXPECT_LE(args["days"].get<int>(), 7);
+      } else {
+        EXPECT_EQ(name, "get_time");
+        EXPECT_TRUE(args["zone"] == "UTC" || args["zone"] == "CET");
+      }
+    }
+  }
+  EXPECT_GE(ended, 4) << "most forced calls should complete in 120 tokens";
+}
+
 }  // namespace
 }  // namespace tessera

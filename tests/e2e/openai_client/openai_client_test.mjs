@@ -509,8 +509,10 @@ await check("chat multi-turn tool conversation renders and completes",
   assert.ok(small.usage.prompt_tokens > user_only.usage.prompt_tokens);
 });
 
-await check("chat tool_choice required/named -> BadRequestError",
+await check("chat tool_choice required/named needs a tool-call parser",
             async () => {
+  // This server runs without --tool-call-parser: forcing a call is a 400
+  // that says what to do (the tool server below forces calls).
   for (const tool_choice of
        ["required", {type: "function", function: {name: "get_weather"}}]) {
     const err = await expectApiError(
@@ -518,7 +520,7 @@ await check("chat tool_choice required/named -> BadRequestError",
             {...greedy_chat, tools: [kWeatherTool], tool_choice}),
         OpenAI.BadRequestError, 400);
     assert.equal(err.param, "tool_choice");
-    assert.equal(err.code, "unsupported_parameter");
+    assert.match(err.message, /--tool-call-parser/);
   }
 });
 
@@ -626,6 +628,31 @@ if (tool_base_url) {
     assert.match(call.id, /^call_/);
     assert.equal(call.function.name, "get_weather");
     assert.deepEqual(JSON.parse(call.function.arguments), {city: "Paris"});
+  });
+
+  await check("tool call: tool_choice required / named forces the call",
+              async () => {
+    for (const tool_choice of
+         ["required", {type: "function", function: {name: "get_weather"}}]) {
+      const r = await tools_client.chat.completions.create(
+          {model: tool_model, ...tool_request, tool_choice,
+           parallel_tool_calls: false});
+      const choice = r.choices[0];
+      assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(choice));
+      assert.equal(choice.message.tool_calls.length, 1);
+      assert.equal(choice.message.tool_calls[0].function.name, "get_weather");
+      const args = JSON.parse(choice.message.tool_calls[0].function.arguments);
+      assert.equal(typeof args.city, "string");
+    }
+    // A parameters schema the engine cannot enforce: 400 naming the tool.
+    const err = await expectApiError(
+        () => tools_client.chat.completions.create({
+          model: tool_model, ...tool_request, tool_choice: "required",
+          tools: [{type: "function", function: {name: "f", parameters: {
+            type: "object", properties: {a: {not: {}}}}}}]}),
+        OpenAI.BadRequestError, 400);
+    assert.equal(err.param, "tools");
+    assert.match(err.message, /tools\[0\]\.function\.parameters/);
   });
 
   await check("tool call: streamed deltas assemble to the same call",
