@@ -3,7 +3,8 @@
 #   scripts/sanitize.sh asan       ASan + UBSan (clang, build-fuzz/, shared with
 #                                  scripts/fuzz.sh): the unit tests of base,
 #                                  engine core, the server's protocol and HTTP
-#                                  connections, tokenizer and Jinja — every
+#                                  connections, tokenizer, Jinja and the
+#                                  structured-output grammars — every
 #                                  parser of outside input
 #   scripts/sanitize.sh tsan       ThreadSanitizer (GCC, build-tsan/) where there
 #                                  are threads: the HTTP connection's strand and
@@ -31,7 +32,7 @@ case "$kind" in
     # (kv_test needs the cpu plugin, which clang does not build: asan-full
     # and tsan cover it.)
     unit_tests=(base_test engine_core_test server_protocol_test
-                http_connection_test tokenizer_test jinja_test)
+                http_connection_test tokenizer_test jinja_test grammar_test)
     targets=("${unit_tests[@]}")
     export ASAN_OPTIONS="$common_asan"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

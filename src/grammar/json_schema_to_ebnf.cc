@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -147,9 +148,19 @@ class Generator {
       if (!s[key].is_array() || s[key].empty()) {
         return Bad(fmt::format("'{}' must be a non-empty array", key), path);
       }
+      // oneOf means exactly one: its branches must not overlap (or overlap
+      // only in {} between closed objects, which both then exclude with
+      // minProperties 1); otherwise it is refused.
+      std::vector<bool> non_empty(s[key].size(), false);
+      if (std::string_view(key) == "oneOf") {
+        TSR_RETURN_IF_ERROR(CheckExclusive(s[key], path, &non_empty));
+      }
       std::string out;
       for (size_t i = 0; i < s[key].size(); ++i) {
-        auto e = Visit(s[key][i], fmt::format("{}/{}/{}", path, key, i), depth + 1);
+        Json branch = Resolve(s[key][i]);
+        if (non_empty[i]) branch["minProperties"] = 1;
+        auto e = Visit(non_empty[i] ? branch : s[key][i],
+                       fmt::format("{}/{}/{}", path, key, i), depth + 1);
         if (!e.ok()) return e.status();
         out += (out.empty() ? "" : " | ") + *e;
       }
@@ -190,6 +201,128 @@ class Generator {
       return std::string("json-value");
     }
     return Typed(s, type, path, depth);
+  }
+
+  // `s`, or the schema its local $ref names (one level), for analysis.
+  Json Resolve(const Json& s) const {
+    if (!s.is_object() || !s.contains("$ref") || !s["$ref"].is_string()) return s;
+    const std::string ref = s["$ref"].get<std::string>();
+    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+      const std::string p = prefix;
+      if (ref.compare(0, p.size(), p) != 0) continue;
+      const std::string container = p.substr(2, p.size() - 3);
+      const std::string name = ref.substr(p.size());
+      if (root_.contains(container) && root_[container].contains(name)) {
+        return root_[container][name];
+      }
+    }
+    return s;
+  }
+
+  // The JSON types a schema admits ("integer" counts as a number too);
+  // all seven when it does not say.
+  static std::set<std::string> TypesOf(const Json& s) {
+    static const std::set<std::string> kAll = {"null", "boolean", "object", "array",
+                                               "number", "string", "integer"};
+    if (!s.is_object()) return kAll;
+    std::set<std::string> out;
+    auto add_value = [&](const Json& v) {
+      if (v.is_null()) out.insert("null");
+      else if (v.is_boolean()) out.insert("boolean");
+      else if (v.is_object()) out.insert("object");
+      else if (v.is_array()) out.insert("array");
+      else if (v.is_string()) out.insert("string");
+      else out.insert("number");
+    };
+    if (s.contains("const")) {
+      add_value(s["const"]);
+    } else if (s.contains("enum") && s["enum"].is_array()) {
+      for (const Json& v : s["enum"]) add_value(v);
+    } else if (s.contains("type")) {
+      const Json& t = s["type"];
+      if (t.is_string()) out.insert(t.get<std::string>());
+      if (t.is_array()) {
+        for (const Json& e : t) {
+          if (e.is_string()) out.insert(e.get<std::string>());
+        }
+      }
+    } else if (s.contains("properties") || s.contains("required") ||
+               s.contains("additionalProperties")) {
+      out.insert("object");
+    } else if (s.contains("items") || s.contains("prefixItems")) {
+      out.insert("array");
+    } else {
+      return kAll;
+    }
+    if (out.count("integer")) out.insert("number");
+    return out;
+  }
+
+  // Whether some key `a` requires is forbidden by `b` (a closed object).
+  static bool RequiresForbidden(const Json& a, const Json& b) {
+    if (!a.contains("required") || !a["required"].is_array()) return false;
+    const bool closed = b.contains("additionalProperties") &&
+                        b["additionalProperties"] == false;
+    if (!closed) return false;
+    for (const Json& k : a["required"]) {
+      if (!k.is_string()) continue;
+      if (!b.contains("properties") || !b["properties"].contains(k.get<std::string>())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  Status CheckExclusive(const Json& branches, const std::string& path,
+                        std::vector<bool>* non_empty) {
+    std::vector<Json> resolved;
+    for (const Json& b : branches) resolved.push_back(Resolve(b));
+    for (size_t j = 1; j < resolved.size(); ++j) {
+      for (size_t i = 0; i < j; ++i) {
+        const Json& a = resolved[i];
+        const Json& b = resolved[j];
+        std::set<std::string> ta = TypesOf(a), tb = TypesOf(b), both;
+        for (const std::string& t : ta) {
+          if (tb.count(t)) both.insert(t);
+        }
+        if (both.empty()) continue;
+        if (both.size() == 1 && *both.begin() != "null" && a.contains("enum") &&
+            b.contains("enum") && a["enum"].is_array() && b["enum"].is_array()) {
+          bool shared = false;
+          for (const Json& v : a["enum"]) {
+            for (const Json& w : b["enum"]) shared = shared || v == w;
+          }
+          if (!shared) continue;
+        }
+        if (both == std::set<std::string>{"object"}) {
+          if (RequiresForbidden(a, b) || RequiresForbidden(b, a)) continue;
+          // Closed objects with disjoint property names overlap only in {}.
+          const bool closed_a = a.contains("additionalProperties") &&
+                                a["additionalProperties"] == false;
+          const bool closed_b = b.contains("additionalProperties") &&
+                                b["additionalProperties"] == false;
+          bool disjoint_names = closed_a && closed_b;
+          if (disjoint_names && a.contains("properties") && b.contains("properties")) {
+            for (auto it = a["properties"].begin(); it != a["properties"].end(); ++it) {
+              disjoint_names = disjoint_names && !b["properties"].contains(it.key());
+            }
+          }
+          if (disjoint_names) {
+            // {} would satisfy both, so neither may produce it.
+            (*non_empty)[i] = true;
+            (*non_empty)[j] = true;
+            continue;
+          }
+        }
+        return Unsupported(
+            fmt::format("oneOf (branches {} and {} may both match, so "
+                        "\"exactly one\" cannot be enforced; use anyOf if "
+                        "either will do)",
+                        i, j),
+            path);
+      }
+    }
+    return OkStatus();
   }
 
   Status CheckKeys(const Json& s, std::initializer_list<const char*> allowed,
@@ -385,21 +518,41 @@ class Generator {
   }
 
   StatusOr<std::string> Array(const Json& s, const std::string& path, int depth) {
-    TSR_RETURN_IF_ERROR(CheckKeys(
-        s, {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}, path));
+    TSR_RETURN_IF_ERROR(CheckKeys(s, {"items", "prefixItems", "additionalItems",
+                                      "minItems", "maxItems", "uniqueItems"},
+                                  path));
     if (s.contains("uniqueItems") &&
         !(s["uniqueItems"].is_boolean() && !s["uniqueItems"].get<bool>())) {
       return Unsupported("uniqueItems", path);
     }
-    std::string item = "json-value";
-    bool extra_allowed = true;
-    if (s.contains("items")) {
-      if (s["items"].is_boolean() && !s["items"].get<bool>()) {
-        extra_allowed = false;
-      } else {
-        auto e = Visit(s["items"], path + "/items", depth + 1);
+    // Tuples: 2020-12 prefixItems (+ items for the rest), or draft-04's
+    // items: [...] (+ additionalItems for the rest).
+    const bool draft4_tuple = s.contains("items") && s["items"].is_array();
+    const char* prefix_key = draft4_tuple ? "items" : "prefixItems";
+    const char* rest_key = draft4_tuple ? "additionalItems" : "items";
+    if (!draft4_tuple && s.contains("additionalItems")) {
+      return Unsupported("additionalItems (without an items list)", path);
+    }
+    std::vector<std::string> prefix;
+    if (s.contains(prefix_key)) {
+      if (!s[prefix_key].is_array()) {
+        return Bad(fmt::format("'{}' must be an array", prefix_key), path);
+      }
+      for (size_t i = 0; i < s[prefix_key].size(); ++i) {
+        auto e = Visit(s[prefix_key][i],
+                       fmt::format("{}/{}/{}", path, prefix_key, i), depth + 1);
         if (!e.ok()) return e.status();
-        item = *e;
+        prefix.push_back(*e);
+      }
+    }
+    std::optional<std::string> rest = std::string("json-value");
+    if (s.contains(rest_key)) {
+      if (s[rest_key].is_boolean() && !s[rest_key].get<bool>()) {
+        rest.reset();
+      } else {
+        auto e = Visit(s[rest_key], path + "/" + rest_key, depth + 1);
+        if (!e.ok()) return e.status();
+        rest = *e;
       }
     }
     std::optional<int64_t> min, max;
@@ -412,25 +565,18 @@ class Generator {
     if ((min && *min > 1000) || (max && *max > 1000)) {
       return Bad("minItems/maxItems above 1000 are not supported", path);
     }
-    if (s.contains("prefixItems")) {
-      if (!s["prefixItems"].is_array()) return Bad("'prefixItems' must be an array", path);
-      if (min || max) return Unsupported("minItems/maxItems with prefixItems", path);
-      std::string body = "\"[\" ws";
-      for (size_t i = 0; i < s["prefixItems"].size(); ++i) {
-        auto e = Visit(s["prefixItems"][i], fmt::format("{}/prefixItems/{}", path, i), depth + 1);
-        if (!e.ok()) return e.status();
-        body += (i > 0 ? " ws \",\" ws " : " ") + *e;
-      }
-      if (extra_allowed) body += " ( ws \",\" ws " + item + " )*";
-      return NewRule("tuple", body + " ws \"]\"");
-    }
-    if (!extra_allowed) return std::string("( \"[\" ws \"]\" )");
     const int64_t lo = min ? *min : 0;
     if (max && *max < lo) return Bad("maxItems is below minItems", path);
+    const int64_t n = static_cast<int64_t>(prefix.size());
+    if (n > 0) return Tuple(prefix, rest, lo, max, path);
+    if (!rest || (max && *max == 0)) {
+      if (lo > 0) return Bad("no array satisfies minItems here", path);
+      return std::string("( \"[\" ws \"]\" )");
+    }
+    const std::string item = *rest;
     const std::string more = " ws \",\" ws " + item;
     std::string body;
     if (lo == 0) {
-      if (max && *max == 0) return std::string("( \"[\" ws \"]\" )");
       const std::string rep = max ? fmt::format("{{0,{}}}", *max - 1) : "*";
       body = "\"[\" ws ( " + item + " (" + more + " )" + rep + " ws )? \"]\"";
     } else {
@@ -441,8 +587,51 @@ class Generator {
     return NewRule("array", body);
   }
 
+  // An array whose first items follow `prefix` (each optional unless
+  // minItems needs it) and whose further items follow `rest` (none when
+  // unset), with lo <= length <= max.
+  StatusOr<std::string> Tuple(const std::vector<std::string>& prefix,
+                              const std::optional<std::string>& rest,
+                              int64_t lo, std::optional<int64_t> max,
+                              const std::string& path) {
+    const int64_t n = static_cast<int64_t>(prefix.size());
+    const int64_t top = max ? std::min(*max, rest ? *max : n) : (rest ? -1 : n);
+    if (top >= 0 && top < lo) return Bad("no array satisfies minItems here", path);
+    const std::string base = fmt::format("{}s{}-tuple", prefix_, rules_.size());
+    auto name = [&](int64_t i) { return fmt::format("{}-{}", base, i); };
+    // R_i: i items written; R_n handles the rest.
+    const int64_t last = top >= 0 ? std::min(top, n) : n;
+    for (int64_t i = last; i >= 0; --i) {
+      std::string body;
+      if (i == n && rest && (top < 0 || top > n)) {
+        const int64_t need = std::max<int64_t>(0, lo - n);
+        const std::string rep = top < 0 ? fmt::format("{{{},}}", need)
+                                        : fmt::format("{{{},{}}}", need, top - n);
+        body = "( ws \",\" ws " + *rest + " )" + rep;
+      } else if (i == last) {
+        body = "\"\"";
+      } else {
+        const std::string sep = i == 0 ? "" : "ws \",\" ws ";
+        body = sep + prefix[static_cast<size_t>(i)] + " " + name(i + 1);
+        if (i >= lo) body += " | \"\"";
+      }
+      rules_[name(i)] = body;
+    }
+    return NewRule("tuple", "\"[\" ws " + name(0) + " ws \"]\"");
+  }
+
   StatusOr<std::string> Object(const Json& s, const std::string& path, int depth) {
-    TSR_RETURN_IF_ERROR(CheckKeys(s, {"properties", "required", "additionalProperties"}, path));
+    TSR_RETURN_IF_ERROR(CheckKeys(
+        s, {"properties", "required", "additionalProperties", "minProperties"},
+        path));
+    bool at_least_one = false;
+    if (s.contains("minProperties")) {
+      const auto m = IntOf(s["minProperties"]);
+      if (!m || *m < 0 || *m > 1) {
+        return Unsupported("minProperties (other than 0 or 1)", path);
+      }
+      at_least_one = *m == 1;
+    }
     std::set<std::string> required;
     if (s.contains("required")) {
       if (!s["required"].is_array()) return Bad("'required' must be an array", path);
@@ -479,9 +668,12 @@ class Generator {
     const std::string extra_kv =
         extra ? "json-string ws \":\" ws " + *extra : std::string();
     if (props.empty()) {
-      if (!extra) return std::string("( \"{\" ws \"}\" )");
+      if (!extra) {
+        if (at_least_one) return Bad("minProperties 1 with no property allowed", path);
+        return std::string("( \"{\" ws \"}\" )");
+      }
       return NewRule("map", "\"{\" ws ( " + extra_kv + " ( ws \",\" ws " + extra_kv +
-                                " )* ws )? \"}\"");
+                                " )* ws )" + (at_least_one ? "" : "?") + " \"}\"");
     }
     // F_i: nothing written yet, at property i; A_i: something written.
     const size_t n = props.size();
@@ -493,13 +685,22 @@ class Generator {
     }
     const std::string extras = extra ? "( ws \",\" ws " + extra_kv + " )*" : "\"\"";
     rules_[a[n]] = extras;
-    rules_[f[n]] = extra ? "( " + extra_kv + " " + extras + " )?" : "\"\"";
+    // F_n: nothing written at all — allowed unless minProperties is 1.
+    if (at_least_one) {
+      rules_[f[n]] = extra ? extra_kv + " " + extras : "";
+    } else {
+      rules_[f[n]] = extra ? "( " + extra_kv + " " + extras + " )?" : "\"\"";
+    }
     for (size_t i = n; i-- > 0;) {
       const auto& [key, value, req] = props[i];
       const std::string kv = key + " ws \":\" ws " + value;
-      rules_[f[i]] = kv + " " + a[i + 1] + (req ? "" : " | " + f[i + 1]);
+      // Skipping property i leads to F_{i+1}, unless that would let the
+      // object end empty under minProperties 1 with nothing after.
+      const bool skip = !req && !rules_[f[i + 1]].empty();
+      rules_[f[i]] = kv + " " + a[i + 1] + (skip ? " | " + f[i + 1] : "");
       rules_[a[i]] = "ws \",\" ws " + kv + " " + a[i + 1] + (req ? "" : " | " + a[i + 1]);
     }
+    if (rules_[f[n]].empty()) rules_.erase(f[n]);
     return NewRule("object", "\"{\" ws " + f[0] + " ws \"}\"");
   }
 

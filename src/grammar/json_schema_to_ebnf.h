@@ -5,8 +5,12 @@
 // Supported: type (one or a list), properties / required /
 // additionalProperties (false by default when properties are given, as
 // OpenAI's strict mode; true or a schema allows extra keys after the
-// declared ones), enum, const, items / prefixItems / minItems / maxItems,
-// anyOf / oneOf (as alternatives) / allOf (of one schema), $ref to
+// declared ones), minProperties 0/1, enum, const, items (a schema, or the
+// draft-04 list with additionalItems) / prefixItems / minItems / maxItems,
+// anyOf, oneOf (only when no value can match two branches: different
+// types, disjoint enums, a required key the other forbids, or closed
+// objects with disjoint keys, which then both exclude {}), allOf (of one
+// schema), $ref to
 // #/$defs/... or #/definitions/... (recursion included), string
 // minLength / maxLength / pattern (regex_to_ebnf.h) / format (date,
 // time, date-time, email, uuid, ipv4, uri), integer minimum / maximum /

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -184,6 +185,65 @@ TEST_F(StructuredOutputTest, JsonSchemaOutputsValidateWithJsonschema) {
   const auto check = RunShell(python + " " + ShellQuote(kValidator) + " " +
                               ShellQuote(file.string()));
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  fs::remove(file);
+}
+
+// Compliance over the real-world corpus (tests/grammar_corpus: ESLint's
+// rule option schemas, draft-04): one sampled output per schema the server
+// accepts; every output that ends must validate (jsonschema's Draft4
+// validator). Prints the figures for the closing notes.
+TEST_F(StructuredOutputTest, RealWorldCorpusOutputsValidate) {
+  std::string why;
+  const std::string python = PythonWithJsonschema(&why);
+  if (python.empty()) {
+    if (testing::RunningUnderCi()) FAIL() << why << " (CI=true)";
+    GTEST_SKIP() << why;
+  }
+  Start();
+  std::ifstream in(std::string(TSR_GRAMMAR_CORPUS_DIR) +
+                   "/eslint_rule_schemas.json");
+  ASSERT_TRUE(in);
+  const Json corpus = Json::parse(in);
+  Json cases = Json::array();
+  int accepted = 0, refused = 0, stopped = 0, seed = 0;
+  for (auto it = corpus.begin(); it != corpus.end(); ++it) {
+    const Json body = {{"prompt", "Once upon a time"},
+                       {"json_schema", it.value()},
+                       {"max_tokens", 256},
+                       {"temperature", 1.0},
+                       {"seed", ++seed}};
+    const auto res = server_.Post("/v1/completions", body.dump());
+    if (res.status == 400) {
+      ++refused;
+      EXPECT_NE(res.body.find("JSON Schema"), std::string::npos) << res.body;
+      continue;
+    }
+    ASSERT_EQ(res.status, 200) << it.key() << ": " << res.body;
+    ++accepted;
+    const Json r = Json::parse(res.body);
+    if (r["choices"][0]["finish_reason"] != "stop") continue;
+    ++stopped;
+    cases.push_back({{"schema", it.value()},
+                     {"output", r["choices"][0]["text"]},
+                     {"draft", 4}});
+  }
+  std::cout << "corpus: " << accepted << " schemas accepted, " << refused
+            << " refused by name; " << stopped
+            << " outputs ended within 256 tokens\n";
+  EXPECT_GE(accepted * 100, static_cast<int>(corpus.size()) * 80);
+  EXPECT_GE(stopped * 100, accepted * 70) << "most outputs should end";
+  const fs::path file =
+      fs::temp_directory_path() /
+      ("tessera_corpus_cases_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << cases.dump();
+  const auto check = RunShell(python + " " + ShellQuote(kValidator) + " " +
+                              ShellQuote(file.string()));
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  int valid = 0;
+  std::istringstream lines(check.out);
+  for (std::string line; std::getline(lines, line);) valid += line == "ok";
+  std::cout << "corpus compliance: " << valid << " of " << stopped
+            << " ended outputs validate\n";
   fs::remove(file);
 }
 

@@ -2,7 +2,8 @@
 independent `jsonschema` package (Debian's python3-jsonschema).
 
 Usage: python3 validate.py CASES.json
-CASES.json: [{"schema": {...}, "output": "<text the server returned>"}]
+CASES.json: [{"schema": {...}, "output": "<text the server returned>",
+              "draft": 4 (optional; default 2020-12)}]
 Prints one line per case: "ok" or "FAIL <index>: <why>"; exits 1 when any
 case fails, 2 when jsonschema is missing.
 """
@@ -23,8 +24,10 @@ def main():
     for i, case in enumerate(cases):
         try:
             instance = json.loads(case["output"])
-            validator = jsonschema.Draft202012Validator(
-                case["schema"], format_checker=jsonschema.FormatChecker())
+            cls = (jsonschema.Draft4Validator if case.get("draft") == 4
+                   else jsonschema.Draft202012Validator)
+            validator = cls(case["schema"],
+                            format_checker=jsonschema.FormatChecker())
             errors = [e.message for e in validator.iter_errors(instance)]
             if errors:
                 raise ValueError("; ".join(errors))
