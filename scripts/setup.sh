@@ -16,7 +16,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libgloo-dev iproute2
   libxxhash-dev libhiredis-dev redis-server
-  libucx-dev curl python3 python3-jsonschema
+  libucx-dev curl python3 python3-jsonschema chromium
 )
 
 missing=()

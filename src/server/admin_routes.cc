@@ -10,6 +10,7 @@
 
 #include "metrics/registry.h"
 #include "metrics/serving_metrics.h"
+#include "server/chat_page_html.h"
 #include "server/engine_bridge.h"
 #include "server/http_util.h"
 #include "server/native_protocol.h"
@@ -73,6 +74,11 @@ std::optional<std::string> PercentDecode(std::string_view in) {
 }
 
 }  // namespace
+
+void HandleChatPage(ServingContext&, const HttpRequest&, HttpResponse& res) {
+  res.set_content(kChatPageHtml, "text/html; charset=utf-8");
+  res.set_header("Cache-Control", "no-cache");
+}
 
 void HandleModels(ServingContext& ctx, const HttpRequest&,
                   HttpResponse& res) {

@@ -48,7 +48,7 @@ using Handler = void (*)(ServingContext&, const HttpRequest&, HttpResponse&);
 
 struct Route {
   const char* method;
-  const char* path;  // exact, or a prefix when it ends with '/'
+  const char* path;  // exact, or a prefix when it ends with '/' ("/" is exact)
   Handler handler;
   size_t max_body;
 };
@@ -57,6 +57,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/completions", HandleCompletions, kMaxPromptBodyBytes},
     {"POST", "/v1/chat/completions", HandleChatCompletions,
      kMaxPromptBodyBytes},
+    {"GET", "/", HandleChatPage, 0},
     {"GET", "/v1/models", HandleModels, 0},
     {"GET", "/v1/models/", HandleModel, 0},
     {"POST", "/generate", HandleGenerate, kMaxPromptBodyBytes},
@@ -74,14 +75,16 @@ constexpr Route kRoutes[] = {
 
 bool Matches(const Route& route, const std::string& path) {
   const std::string_view pattern = route.path;
-  if (pattern.back() == '/') {
+  if (pattern.size() > 1 && pattern.back() == '/') {
     return path.size() > pattern.size() && path.starts_with(pattern);
   }
   return path == pattern;
 }
 
+// The chat page holds no data (it asks for the key to call the API).
 bool IsPublicPath(const std::string& path) {
-  return path == "/health" || path == "/health_generate" || path == "/metrics";
+  return path == "/health" || path == "/health_generate" ||
+         path == "/metrics" || path == "/";
 }
 
 // A fixed pool of handler threads fed from one queue.

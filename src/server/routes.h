@@ -3,6 +3,7 @@
 //
 // OpenAI:  POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 //          GET /v1/models/{id}
+// Browser: GET / (the chat page)
 // Native:  POST /generate, POST /tokenize, POST /detokenize, GET /health,
 //          GET /health_generate, GET /server_info, POST|GET /flush_cache,
 //          POST /abort_request, GET /metrics
@@ -26,6 +27,9 @@ void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
 
 void HandleModels(ServingContext& ctx, const HttpRequest& req,
                   HttpResponse& res);
+// GET /: the built-in chat page (src/server/chat_page.html, embedded).
+void HandleChatPage(ServingContext& ctx, const HttpRequest& req,
+                    HttpResponse& res);
 // GET /v1/models/{id} (the id %-decoded): the card, or 404 model_not_found.
 void HandleModel(ServingContext& ctx, const HttpRequest& req,
                  HttpResponse& res);
