@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/progress.h"
 #include "cli/command.h"
 #include "gguf/convert.h"
 
@@ -53,20 +54,15 @@ Command AddConvertGgufCommand(CLI::App& root) {
       return 2;
     }
     const gguf::TensorType type = *gguf::ParseTensorType(args->type);
-    const bool tty = ::isatty(::fileno(stderr)) != 0;
-    int last_percent = -1;
+    ProgressReporter reporter("writing tensors",
+                              ProgressReporter::ModeForStderr());
     auto progress = [&](uint64_t done, uint64_t total) {
-      if (!tty || total == 0) return;
-      int percent = int(done * 100 / total);
-      if (percent == last_percent) return;
-      last_percent = percent;
-      fmt::print(stderr, "\rwriting tensors: {:3d}%", percent);
-      std::fflush(stderr);
+      reporter.Update(done, total);
     };
     auto start = std::chrono::steady_clock::now();
     auto result = gguf::ConvertCheckpointToGguf(args->model_path, args->out,
                                                 type, progress);
-    if (last_percent >= 0) fmt::print(stderr, "\n");
+    reporter.End();
     if (!result.ok()) {
       fmt::print(stderr, "error: {}\n", result.status().message());
       const StatusCode code = result.status().code();

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "base/progress.h"
 #include "cli/command.h"
 #include "model/checkpoint.h"
 #include "model/make_model.h"
@@ -17,35 +18,6 @@ namespace {
 
 // Redraws one "\r"-terminated progress line on a terminal, at most every
 // 100 ms or percent.
-class ProgressLine {
- public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
-
-  void Update(uint64_t done, uint64_t total) {
-    if (!enabled_ || total == 0) return;
-    int percent = int(done * 100 / total);
-    auto now = std::chrono::steady_clock::now();
-    if (percent == last_percent_ && done != total &&
-        now - last_draw_ < std::chrono::milliseconds(100)) {
-      return;
-    }
-    last_percent_ = percent;
-    last_draw_ = now;
-    fmt::print(stderr, "\rwriting weights: {:3d}% ({:.0f} / {:.0f} MiB)",
-               percent, done / 1048576.0, total / 1048576.0);
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-  void End() {
-    if (drawn_) fmt::print(stderr, "\n");
-  }
-
- private:
-  bool enabled_;
-  bool drawn_ = false;
-  int last_percent_ = -1;
-  std::chrono::steady_clock::time_point last_draw_;
-};
 
 }  // namespace
 
@@ -106,8 +78,8 @@ Command AddMakeModelCommand(CLI::App& root) {
     options.dtype = *ParseDType(args->dtype);
     options.force = args->force;
     options.max_shard_bytes = args->shard_mib << 20;
-    auto progress =
-        std::make_shared<ProgressLine>(::isatty(::fileno(stderr)) != 0);
+    auto progress = std::make_shared<ProgressReporter>(
+        "writing weights", ProgressReporter::ModeForStderr());
     options.progress = [progress](uint64_t done, uint64_t total) {
       progress->Update(done, total);
     };

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "base/logging.h"
+#include "base/progress.h"
 #include "model/rope.h"
 #include "runtime/op_names.h"
 #include "runtime/tensor.h"
@@ -52,29 +53,6 @@ Status Reserve(runtime::Device& device, runtime::Stream* stream, bool& synced,
   return OkStatus();
 }
 
-// Prints weight-upload progress on a terminal's stderr.
-class ProgressLine {
- public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(2)) {}
-  ~ProgressLine() {
-    if (enabled_ && printed_) std::fputc('\n', stderr);
-  }
-  void Update(uint64_t done, uint64_t total) {
-    if (!enabled_ || total == 0) return;
-    int percent = static_cast<int>(done * 100 / total);
-    if (percent == last_percent_) return;
-    last_percent_ = percent;
-    printed_ = true;
-    std::fprintf(stderr, "\rloading weights: %3d%% (%.1f / %.1f MiB)", percent,
-                 done / 1048576.0, total / 1048576.0);
-    std::fflush(stderr);
-  }
-
- private:
-  const bool enabled_;
-  bool printed_ = false;
-  int last_percent_ = -1;
-};
 
 }  // namespace
 
@@ -210,7 +188,9 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     TSR_ASSIGN_OR_RETURN(r->tp_, PlanTpShard(config, 0, 1));
   }
   {
-    ProgressLine progress(options.show_progress);
+    ProgressReporter progress(
+        "loading weights",
+        ProgressReporter::ModeForStderr(options.show_progress));
     WeightLoadOptions load;
     load.activation_dtype = act;
     load.keep_f16_linear = options.keep_f16_linear;
