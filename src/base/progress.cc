@@ -23,16 +23,21 @@ ProgressReporter::Mode ProgressReporter::ModeForStderr(bool enabled) {
 }
 
 ProgressReporter::ProgressReporter(std::string what, Mode mode,
-                                   Clock::duration interval, std::FILE* out)
+                                   Clock::duration interval, std::FILE* out,
+                                   Unit unit)
     : what_(std::move(what)),
       mode_(mode),
       interval_(interval),
       out_(out),
+      unit_(unit),
       start_(Clock::now()),
       last_print_(start_) {}
 
 std::string ProgressReporter::Line(uint64_t done, uint64_t total) const {
   const int percent = total == 0 ? 100 : static_cast<int>(done * 100 / total);
+  if (unit_ == Unit::kCount) {
+    return fmt::format("{}: {:3d}% ({} / {})", what_, percent, done, total);
+  }
   return fmt::format("{}: {:3d}% ({} / {})", what_, percent, Size(done),
                      Size(total));
 }

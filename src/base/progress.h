@@ -8,7 +8,8 @@
 //   alive without filling up; work that ends sooner prints nothing, and a
 //   last "done" line follows only if progress lines were printed.
 // - Disabled: nothing.
-// Lines read "<what>: 42% (1.2 / 2.9 GiB)" (sizes in MiB below 1 GiB).
+// Lines read "<what>: 42% (1.2 GiB / 2.9 GiB)" (sizes in MiB below 1 GiB),
+// or "<what>: 42% (42 / 100)" for counts.
 // Not thread-safe: one reporter per piece of work, updated by one thread.
 #ifndef TESSERA_BASE_PROGRESS_H_
 #define TESSERA_BASE_PROGRESS_H_
@@ -23,6 +24,7 @@ namespace tessera {
 class ProgressReporter {
  public:
   enum class Mode { kTerminal, kLog, kOff };
+  enum class Unit { kBytes, kCount };
   using Clock = std::chrono::steady_clock;
 
   // kTerminal when stderr is a terminal, else kLog; kOff when !enabled.
@@ -30,12 +32,12 @@ class ProgressReporter {
 
   ProgressReporter(std::string what, Mode mode,
                    Clock::duration interval = std::chrono::seconds(10),
-                   std::FILE* out = stderr);
+                   std::FILE* out = stderr, Unit unit = Unit::kBytes);
   ~ProgressReporter() { End(); }
   ProgressReporter(const ProgressReporter&) = delete;
   ProgressReporter& operator=(const ProgressReporter&) = delete;
 
-  // `done` of `total` bytes (or units when !bytes) so far.
+  // `done` of `total` bytes (or items, Unit::kCount) so far.
   void Update(uint64_t done, uint64_t total, Clock::time_point now = Clock::now());
   // Ends the line (terminal) or writes the closing line (log); idempotent.
   void End();
@@ -47,6 +49,7 @@ class ProgressReporter {
   const Mode mode_;
   const Clock::duration interval_;
   std::FILE* const out_;
+  const Unit unit_;
   const Clock::time_point start_;
   Clock::time_point last_print_;
   int last_percent_ = -1;

@@ -73,5 +73,22 @@ TEST(ProgressTest, TerminalModeRedrawsOneLine) {
             "\rloading weights: 100% (4.0 GiB / 4.0 GiB)\n");
 }
 
+TEST(ProgressTest, CountsInALog) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* f = open_memstream(&buffer, &size);
+  const auto t0 = Clock::now();
+  {
+    ProgressReporter r("requests done", ProgressReporter::Mode::kLog,
+                       seconds(10), f, ProgressReporter::Unit::kCount);
+    r.Update(40, 100, t0 + seconds(11));
+  }
+  std::fclose(f);
+  const std::string out(buffer, size);
+  free(buffer);
+  EXPECT_NE(out.find("requests done:  40% (40 / 100)\n"), std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace tessera

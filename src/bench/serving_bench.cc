@@ -165,13 +165,14 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
   load_options.request_rate = config.request_rate;
   load_options.max_concurrency = config.max_concurrency;
   load_options.seed = config.seed ^ kArrivalSeedMix;
-  if (config.progress) {
-    load_options.on_progress = [](int64_t done, int64_t total) {
-      fmt::print(stderr, "\rrequests done: {}/{}{}", done, total,
-                 done == total ? "\n" : "");
-      std::fflush(stderr);
-    };
-  }
+  auto progress = std::make_shared<ProgressReporter>(
+      "requests done", config.progress, std::chrono::seconds(10), stderr,
+      ProgressReporter::Unit::kCount);
+  // (called under the load generator's lock: one caller at a time)
+  load_options.on_progress = [progress](int64_t done, int64_t total) {
+    progress->Update(static_cast<uint64_t>(done), static_cast<uint64_t>(total));
+    if (done == total) progress->End();
+  };
   const SendFn send = [&](const BenchRequest& request) {
     return RunRequest(endpoint, model.id, request);
   };

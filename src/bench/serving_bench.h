@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "bench/bench_stats.h"
 #include "bench/datasets.h"
@@ -52,7 +53,8 @@ struct ServingBenchConfig {
   uint64_t seed = 0;
   int64_t warmup_requests = 1;  // >= 0
   int64_t vocab_size = 0;       // 0: the server's /server_info vocab_size
-  bool progress = false;        // "done/total" line on stderr
+  // "requests: 42% (42 / 100)" on stderr (base/progress.h).
+  ProgressReporter::Mode progress = ProgressReporter::Mode::kOff;
 };
 
 struct ServingBenchReport {

@@ -406,7 +406,7 @@ int RunServingBenchCommand(BenchOptions& o) {
     if (o.max_concurrency_opt->count() == 0) config.max_concurrency = 4;
     if (o.range_ratio_opt->count() == 0) config.random.range_ratio = 1.0;
   }
-  config.progress = ::isatty(STDERR_FILENO) == 1;
+  config.progress = ProgressReporter::ModeForStderr();
 
   auto report = bench::RunServingBench(config);
   if (!report.ok()) {
