@@ -6,6 +6,9 @@
 #include <map>
 #include <string>
 
+#include "base/utf8.h"
+#include "tokenizer/utf8.h"
+
 namespace tessera::grammar {
 namespace {
 
@@ -242,20 +245,10 @@ class Parser {
   }
 
   static void AppendCodepoint(uint32_t cp, bool raw_byte, std::string* out) {
-    if (raw_byte || cp < 0x80) {
-      *out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      *out += static_cast<char>(0xC0 | (cp >> 6));
-      *out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      *out += static_cast<char>(0xE0 | (cp >> 12));
-      *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      *out += static_cast<char>(0x80 | (cp & 0x3F));
+    if (raw_byte) {
+      out->push_back(static_cast<char>(cp));
     } else {
-      *out += static_cast<char>(0xF0 | (cp >> 18));
-      *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      *out += static_cast<char>(0x80 | (cp & 0x3F));
+      AppendUtf8(cp, out);
     }
   }
 
@@ -288,7 +281,11 @@ class Parser {
         *raw_byte = true;
         return hex(2);
       case 'u': return hex(4);
-      case 'U': return hex(8);
+      case 'U': {
+        TSR_RETURN_IF_ERROR(hex(8));
+        if (*cp > 0x10FFFF) return Error("a \\U escape beyond U+10FFFF");
+        return OkStatus();
+      }
       default:
         *cp = static_cast<unsigned char>(e);
         return OkStatus();
@@ -301,15 +298,12 @@ class Parser {
       bool raw = false;
       return ReadEscape(cp, &raw);
     }
-    const unsigned char b = static_cast<unsigned char>(text_[pos_]);
-    int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-    if (b >= 0x80 && b < 0xC0) n = 1;
-    uint32_t v = n == 1 ? b : b & (0x3F >> (n - 1));
-    ++pos_;
-    for (int i = 1; i < n; ++i) {
-      if (pos_ >= text_.size()) return Error("truncated UTF-8 in a class");
-      v = (v << 6) | (static_cast<unsigned char>(text_[pos_++]) & 0x3F);
+    const tok::Utf8Sequence seq = tok::ReadUtf8(text_, pos_);
+    if (seq.kind != tok::Utf8Sequence::kValid) {
+      return Error("invalid UTF-8 in a character class");
     }
+    pos_ += seq.length;
+    const uint32_t v = seq.code_point;
     *cp = v;
     return OkStatus();
   }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
+
 namespace tessera::grammar {
 namespace {
 
@@ -17,26 +19,9 @@ int Utf8Length(uint32_t cp) {
 }
 
 void Encode(uint32_t cp, uint8_t* out) {
-  switch (Utf8Length(cp)) {
-    case 1:
-      out[0] = static_cast<uint8_t>(cp);
-      break;
-    case 2:
-      out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-      out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-      break;
-    case 3:
-      out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-      break;
-    default:
-      out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-      out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-      break;
-  }
+  std::string bytes;
+  AppendUtf8(cp, &bytes);
+  for (size_t i = 0; i < bytes.size(); ++i) out[i] = static_cast<uint8_t>(bytes[i]);
 }
 
 // Splits [lo, hi] (one encoded length, no surrogates) into byte-range

@@ -7,6 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/utf8.h"
+#include "tokenizer/utf8.h"
+
 namespace tessera::grammar {
 namespace {
 
@@ -33,21 +36,7 @@ std::string ClassText(const Ranges& ranges, bool negated) {
 
 std::string Utf8(uint32_t cp) {
   std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  AppendUtf8(cp, &out);
   return out;
 }
 
@@ -195,17 +184,15 @@ class RegexParser {
     return OkStatus();
   }
 
-  // One UTF-8 code point of the pattern.
+  // One UTF-8 code point of the pattern (an invalid byte stands for
+  // itself, as U+FFFD would not help anyone).
   uint32_t ReadCodepoint() {
-    const unsigned char b = static_cast<unsigned char>(re_[pos_]);
-    int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-    if (b >= 0x80 && b < 0xC0) n = 1;
-    uint32_t v = n == 1 ? b : b & (0x3F >> (n - 1));
-    ++pos_;
-    for (int i = 1; i < n && pos_ < re_.size(); ++i) {
-      v = (v << 6) | (static_cast<unsigned char>(re_[pos_++]) & 0x3F);
-    }
-    return v;
+    const tok::Utf8Sequence seq = tok::ReadUtf8(re_, pos_);
+    const uint32_t cp = seq.kind == tok::Utf8Sequence::kValid
+                            ? seq.code_point
+                            : static_cast<unsigned char>(re_[pos_]);
+    pos_ += seq.kind == tok::Utf8Sequence::kValid ? seq.length : 1;
+    return cp;
   }
 
   // After a backslash: a class shorthand (returned in `ranges`, `negated`)

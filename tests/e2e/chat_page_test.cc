@@ -14,6 +14,7 @@
 #include <string>
 
 #include "testing/fixtures.h"
+#include "testing/node_tools.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
 
@@ -41,13 +42,7 @@ std::string FindChromium(std::string* why) {
 TEST(ChatPageTest, HeadlessChromiumChatsStreamsAndStops) {
   std::string why;
   const std::string chromium = FindChromium(&why);
-  if (why.empty() && RunShell("node --version").exit_code != 0) {
-    why = "node is not on PATH (scripts/setup.sh installs nodejs)";
-  }
-  if (why.empty() &&
-      !fs::exists(fs::path(kRepoDir) / "node_modules" / "puppeteer-core")) {
-    why = "node_modules/puppeteer-core is missing; run `npm ci` (setup.sh does)";
-  }
+  if (why.empty()) why = testing::MissingNodePackage(kRepoDir, "puppeteer-core");
   if (!why.empty()) {
     if (testing::RunningUnderCi()) FAIL() << why << " (CI=true)";
     GTEST_SKIP() << why;

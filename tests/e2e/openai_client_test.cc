@@ -17,6 +17,7 @@
 #include <string>
 
 #include "testing/fixtures.h"
+#include "testing/node_tools.h"
 #include "testing/server_process.h"
 #include "testing/subprocess.h"
 #include "testing/scripted_chat_model.h"
@@ -33,32 +34,8 @@ constexpr const char* kBin = TSR_TESSERA_BIN;
 constexpr const char* kRepoDir = TSR_REPO_DIR;
 constexpr const char* kApiKey = "test-key";
 
-// Empty when Node >= 20 and the pinned `openai` package are available, else
-// what is missing and how to get it.
-std::string MissingNodeClient() {
-  const auto node = RunShell(
-      "node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) "
-      ">= 20 ? 0 : 1)'");
-  if (node.exit_code != 0) {
-    std::string why = node.err;
-    while (!why.empty() &&
-           std::isspace(static_cast<unsigned char>(why.back()))) {
-      why.pop_back();
-    }
-    return "Node.js >= 20 is not on PATH (`node` failed: " + why +
-           "); install nodejs to run the OpenAI client checks";
-  }
-  const fs::path pkg =
-      fs::path(kRepoDir) / "node_modules" / "openai" / "package.json";
-  if (!fs::exists(pkg)) {
-    return pkg.string() + " not found; run `npm ci` in " +
-           std::string(kRepoDir) + " to install the pinned openai client";
-  }
-  return "";
-}
-
 TEST(OpenAiClientTest, OfficialNodeClientPassesAllChecks) {
-  const std::string missing = MissingNodeClient();
+  const std::string missing = testing::MissingNodePackage(kRepoDir, "openai");
   if (!missing.empty()) {
     if (testing::RunningUnderCi()) FAIL() << missing << " (CI=true)";
     GTEST_SKIP() << missing;

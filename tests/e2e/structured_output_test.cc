@@ -59,6 +59,32 @@ class StructuredOutputTest : public ::testing::Test {
     ASSERT_TRUE(server_.Start(kBin, args)) << server_.log();
   }
 
+  // Start(), once Python's jsonschema is known to be there (else skip, or
+  // fail under CI).
+  void StartWithValidator() {
+    std::string why;
+    python_ = PythonWithJsonschema(&why);
+    if (python_.empty()) {
+      if (testing::RunningUnderCi()) FAIL() << why << " (CI=true)";
+      GTEST_SKIP() << why;
+    }
+    Start();
+  }
+
+  // Runs structured_output/validate.py over `cases`; returns its output
+  // ("ok" or "FAIL ..." per case) and expects it to pass.
+  std::string Validate(const Json& cases) {
+    const fs::path file =
+        fs::temp_directory_path() /
+        ("tessera_structured_cases_" + std::to_string(::getpid()) + ".json");
+    std::ofstream(file) << cases.dump();
+    const auto check = RunShell(python_ + " " + ShellQuote(kValidator) + " " +
+                                ShellQuote(file.string()));
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+    fs::remove(file);
+    return check.out;
+  }
+
   Json Complete(Json body) {
     body["prompt"] = body.value("prompt", "Once upon a time");
     const auto res = server_.Post("/v1/completions", body.dump());
@@ -67,6 +93,7 @@ class StructuredOutputTest : public ::testing::Test {
   }
 
   std::string model_;
+  std::string python_;
   ServerProcess server_;
 };
 
@@ -116,13 +143,8 @@ TEST_F(StructuredOutputTest, RegexOutputsMatchInFullAndStopThere) {
 }
 
 TEST_F(StructuredOutputTest, JsonSchemaOutputsValidateWithJsonschema) {
-  std::string why;
-  const std::string python = PythonWithJsonschema(&why);
-  if (python.empty()) {
-    if (testing::RunningUnderCi()) FAIL() << why << " (CI=true)";
-    GTEST_SKIP() << why;
-  }
-  Start();
+  StartWithValidator();
+  if (python_.empty()) return;  // skipped
   const std::vector<Json> schemas = {
       Json::parse(R"({"type": "object", "properties": {
           "pet": {"enum": ["cat", "dog", "bird"]},
@@ -178,14 +200,7 @@ TEST_F(StructuredOutputTest, JsonSchemaOutputsValidateWithJsonschema) {
   }
   // The schemas are bounded: a grammar that ends stops the output there.
   EXPECT_GE(stopped, total * 3 / 4) << stopped << " of " << total;
-  const fs::path file =
-      fs::temp_directory_path() /
-      ("tessera_structured_cases_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(file) << cases.dump();
-  const auto check = RunShell(python + " " + ShellQuote(kValidator) + " " +
-                              ShellQuote(file.string()));
-  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
-  fs::remove(file);
+  Validate(cases);
 }
 
 // Compliance over the real-world corpus (tests/grammar_corpus: ESLint's
@@ -193,13 +208,8 @@ TEST_F(StructuredOutputTest, JsonSchemaOutputsValidateWithJsonschema) {
 // accepts; every output that ends must validate (jsonschema's Draft4
 // validator). Prints the figures for the closing notes.
 TEST_F(StructuredOutputTest, RealWorldCorpusOutputsValidate) {
-  std::string why;
-  const std::string python = PythonWithJsonschema(&why);
-  if (python.empty()) {
-    if (testing::RunningUnderCi()) FAIL() << why << " (CI=true)";
-    GTEST_SKIP() << why;
-  }
-  Start();
+  StartWithValidator();
+  if (python_.empty()) return;  // skipped
   std::ifstream in(std::string(TSR_GRAMMAR_CORPUS_DIR) +
                    "/eslint_rule_schemas.json");
   ASSERT_TRUE(in);
@@ -232,19 +242,11 @@ TEST_F(StructuredOutputTest, RealWorldCorpusOutputsValidate) {
             << " outputs ended within 256 tokens\n";
   EXPECT_GE(accepted * 100, static_cast<int>(corpus.size()) * 80);
   EXPECT_GE(stopped * 100, accepted * 70) << "most outputs should end";
-  const fs::path file =
-      fs::temp_directory_path() /
-      ("tessera_corpus_cases_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(file) << cases.dump();
-  const auto check = RunShell(python + " " + ShellQuote(kValidator) + " " +
-                              ShellQuote(file.string()));
-  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   int valid = 0;
-  std::istringstream lines(check.out);
+  std::istringstream lines(Validate(cases));
   for (std::string line; std::getline(lines, line);) valid += line == "ok";
   std::cout << "corpus compliance: " << valid << " of " << stopped
             << " ended outputs validate\n";
-  fs::remove(file);
 }
 
 TEST_F(StructuredOutputTest, JsonObjectEbnfOnGenerateAndClearErrors) {
