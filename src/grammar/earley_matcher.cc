@@ -89,7 +89,7 @@ void GrammarMatcher::Close(size_t k) {
 
 bool GrammarMatcher::Accept(uint8_t byte) {
   const size_t k = sets_.size() - 1;
-  ItemSet next;
+  ItemSet next = TakeSpare();
   bool untainted_scan = false;
   const ItemSet& current = sets_[k];
   for (size_t i = 0; i < current.items.size(); ++i) {
@@ -103,12 +103,26 @@ bool GrammarMatcher::Accept(uint8_t byte) {
       Add(next, Item{item.rule, item.alt, item.dot + 1, item.origin}, tainted);
     }
   }
-  if (next.items.empty()) return false;
+  if (next.items.empty()) {
+    spare_.push_back(std::move(next));
+    return false;
+  }
   next.below_floor =
       floor_ > 0 && (!untainted_scan || (k > floor_ && current.below_floor));
   sets_.push_back(std::move(next));
   Close(k + 1);
   return true;
+}
+
+GrammarMatcher::ItemSet GrammarMatcher::TakeSpare() {
+  if (spare_.empty()) return ItemSet{};
+  ItemSet set = std::move(spare_.back());
+  spare_.pop_back();
+  set.items.clear();
+  set.tainted.clear();
+  std::fill(set.slots.begin(), set.slots.end(), -1);
+  set.below_floor = false;
+  return set;
 }
 
 bool GrammarMatcher::RefusalDependsOnContext() const {
@@ -136,7 +150,10 @@ bool GrammarMatcher::AcceptString(std::string_view bytes) {
 
 void GrammarMatcher::Rollback(size_t n) {
   if (n > position()) n = position();
-  sets_.resize(sets_.size() - n);
+  for (size_t i = 0; i < n; ++i) {
+    spare_.push_back(std::move(sets_.back()));
+    sets_.pop_back();
+  }
 }
 
 std::string GrammarMatcher::StateKey() const {

@@ -92,8 +92,13 @@ class GrammarMatcher {
   // Prediction and completion over set `k` until nothing changes.
   void Close(size_t k);
 
+  // An emptied set whose buffers are reused (rolled-back positions keep
+  // their capacity: a mask walk pushes and pops millions of sets).
+  ItemSet TakeSpare();
+
   std::shared_ptr<const Grammar> grammar_;
   std::vector<ItemSet> sets_;
+  std::vector<ItemSet> spare_;
   size_t floor_ = 0;
 };
 

@@ -56,7 +56,9 @@ struct MaskCacheEntry {
 
 class MaskCache {
  public:
-  static constexpr size_t kMaxEntries = 1024;
+  // Bytes of masks kept per grammar (a Qwen3-sized entry is ~20-30 KB, so
+  // some 150 grammar states); beyond it masks are computed, not cached.
+  static constexpr size_t kMaxBytes = size_t{4} << 20;
 
   std::shared_ptr<const MaskCacheEntry> Find(const void* vocab,
                                              const std::string& key) const {
@@ -69,8 +71,12 @@ class MaskCache {
               std::shared_ptr<const MaskCacheEntry> entry) {
     std::lock_guard<std::mutex> lock(mu_);
     if (vocab_ == nullptr) vocab_ = vocab;
-    if (vocab != vocab_ || entries_.size() >= kMaxEntries) return;
-    entries_.emplace(std::move(key), std::move(entry));
+    const size_t bytes = key.size() + entry->allowed.size() * 8 +
+                         entry->dependent.size() * 4;
+    if (vocab != vocab_ || bytes_ + bytes > kMaxBytes) return;
+    if (entries_.emplace(std::move(key), std::move(entry)).second) {
+      bytes_ += bytes;
+    }
   }
   size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -80,6 +86,7 @@ class MaskCache {
  private:
   mutable std::mutex mu_;
   const void* vocab_ = nullptr;  // guarded by mu_
+  size_t bytes_ = 0;             // guarded by mu_
   std::unordered_map<std::string, std::shared_ptr<const MaskCacheEntry>>
       entries_;  // guarded by mu_
 };

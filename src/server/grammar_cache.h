@@ -28,7 +28,8 @@ bool IsGrammarBackend(const std::string& name);
 
 class GrammarCache {
  public:
-  static constexpr size_t kCapacity = 256;
+  // Grammars kept (each with up to MaskCache::kMaxBytes of masks).
+  static constexpr size_t kCapacity = 64;
 
   explicit GrammarCache(std::string backend) : backend_(std::move(backend)) {}
 
