@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/utf8.h"
+#include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 
 namespace tessera::grammar {
@@ -260,12 +261,10 @@ class Parser {
     auto hex = [&](int digits) -> Status {
       uint32_t v = 0;
       for (int i = 0; i < digits; ++i) {
-        if (pos_ >= text_.size() ||
-            !std::isxdigit(static_cast<unsigned char>(text_[pos_]))) {
-          return Error(fmt::format("expected {} hex digits", digits));
-        }
-        const char h = static_cast<char>(std::tolower(text_[pos_++]));
-        v = v * 16 + static_cast<uint32_t>(h <= '9' ? h - '0' : h - 'a' + 10);
+        const int d = pos_ < text_.size() ? tok::HexDigit(text_[pos_]) : -1;
+        if (d < 0) return Error(fmt::format("expected {} hex digits", digits));
+        ++pos_;
+        v = v * 16 + static_cast<uint32_t>(d);
       }
       *cp = v;
       return OkStatus();

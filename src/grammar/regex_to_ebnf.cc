@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/utf8.h"
+#include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 
 namespace tessera::grammar {
@@ -173,12 +174,10 @@ class RegexParser {
   Status ReadHex(int digits, uint32_t* cp) {
     uint32_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      if (pos_ >= re_.size() ||
-          !std::isxdigit(static_cast<unsigned char>(re_[pos_]))) {
-        return Error(fmt::format("expected {} hex digits", digits));
-      }
-      const char h = static_cast<char>(std::tolower(re_[pos_++]));
-      v = v * 16 + static_cast<uint32_t>(h <= '9' ? h - '0' : h - 'a' + 10);
+      const int d = pos_ < re_.size() ? tok::HexDigit(re_[pos_]) : -1;
+      if (d < 0) return Error(fmt::format("expected {} hex digits", digits));
+      ++pos_;
+      v = v * 16 + static_cast<uint32_t>(d);
     }
     *cp = v;
     return OkStatus();

@@ -42,10 +42,8 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::Build(
     auto token = tokenizer.IdToToken(id);
     if (!token) continue;
     std::string& out = bytes[static_cast<size_t>(id)];
-    if (token->size() == 6 && token->substr(0, 3) == "<0x" &&
-        token->back() == '>') {
-      out = std::string(1, static_cast<char>(std::stoi(
-                               std::string(token->substr(3, 2)), nullptr, 16)));
+    if (uint8_t byte = 0; tok::ParseByteToken(*token, &byte)) {
+      out = std::string(1, static_cast<char>(byte));
       continue;
     }
     std::string text;

@@ -11,6 +11,7 @@
 #include "metrics/registry.h"
 #include "metrics/serving_metrics.h"
 #include "server/chat_page_html.h"
+#include "tokenizer/byte_level.h"
 #include "server/engine_bridge.h"
 #include "server/http_util.h"
 #include "server/native_protocol.h"
@@ -63,11 +64,10 @@ std::optional<std::string> PercentDecode(std::string_view in) {
       out += in[i];
       continue;
     }
-    if (i + 2 >= in.size() || !std::isxdigit(static_cast<unsigned char>(in[i + 1])) ||
-        !std::isxdigit(static_cast<unsigned char>(in[i + 2]))) {
-      return std::nullopt;
-    }
-    out += static_cast<char>(std::stoi(std::string(in.substr(i + 1, 2)), nullptr, 16));
+    const int hi = i + 2 < in.size() ? tok::HexDigit(in[i + 1]) : -1;
+    const int lo = i + 2 < in.size() ? tok::HexDigit(in[i + 2]) : -1;
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
     i += 2;
   }
   return out;

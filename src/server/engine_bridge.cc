@@ -59,10 +59,8 @@ std::string RawTokenBytes(const Tokenizer& tokenizer, int32_t id,
   if (text.find(kReplacementChar) == std::string::npos) return "";
   auto token = tokenizer.IdToToken(id);
   if (!token) return "";
-  if (token->size() == 6 && token->substr(0, 3) == "<0x" &&
-      token->back() == '>') {
-    return std::string(1, static_cast<char>(std::stoi(
-                              std::string(token->substr(3, 2)), nullptr, 16)));
+  if (uint8_t byte = 0; tok::ParseByteToken(*token, &byte)) {
+    return std::string(1, static_cast<char>(byte));
   }
   std::string raw;
   if (tok::ByteLevelDecodeToken(*token, &raw)) return raw;

@@ -67,4 +67,21 @@ bool ByteLevelDecodeToken(std::string_view token, std::string* out) {
   return true;
 }
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool ParseByteToken(std::string_view token, uint8_t* byte) {
+  if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') {
+    return false;
+  }
+  const int hi = HexDigit(token[3]), lo = HexDigit(token[4]);
+  if (hi < 0 || lo < 0) return false;
+  *byte = static_cast<uint8_t>(hi * 16 + lo);
+  return true;
+}
+
 }  // namespace tessera::tok

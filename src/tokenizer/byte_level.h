@@ -25,6 +25,13 @@ void ByteLevelEncode(std::string_view text, std::string* out);
 // outside the alphabet.
 bool ByteLevelDecodeToken(std::string_view token, std::string* out);
 
+// The value of a hex digit ([0-9a-fA-F]), or -1.
+int HexDigit(char c);
+
+// A SentencePiece byte-fallback token "<0xAB>": sets *byte and returns true;
+// false for any other token (malformed hex included).
+bool ParseByteToken(std::string_view token, uint8_t* byte);
+
 }  // namespace tessera::tok
 
 #endif  // TESSERA_TOKENIZER_BYTE_LEVEL_H_

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 
 namespace tessera::tok {
@@ -32,6 +33,22 @@ const Json kSentencePiece = {
       {{"type", "ByteFallback"}},
       {{"type", "Fuse"}},
       {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
+
+// Shared by the decoder, structured output's token bytes and the server's
+// logprob bytes: a malformed token is "not a byte token", never an
+// exception.
+TEST(Decoder, ParseByteTokenAcceptsOnlyWellFormedHex) {
+  uint8_t byte = 0;
+  EXPECT_TRUE(ParseByteToken("<0xE2>", &byte));
+  EXPECT_EQ(byte, 0xE2);
+  EXPECT_TRUE(ParseByteToken("<0x0a>", &byte));
+  EXPECT_EQ(byte, 0x0A);
+  for (const char* bad : {"<0xZZ>", "<0x1>", "<0x123>", "<1xAB>", "0xAB>", ""}) {
+    EXPECT_FALSE(ParseByteToken(bad, &byte)) << bad;
+  }
+  EXPECT_EQ(HexDigit('f'), 15);
+  EXPECT_EQ(HexDigit('G'), -1);
+}
 
 TEST(Decoder, SentencePieceChain) {
   auto d = Make(&kSentencePiece);
