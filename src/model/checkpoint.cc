@@ -70,7 +70,25 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
         fmt::format("{}: no weights: neither {} nor {} exists{}", dir,
                     kSafetensorsFileName, kSafetensorsIndexFileName, hint));
   }
+  ckpt->AddBaseModelPrefix();
   return ckpt;
+}
+
+void Checkpoint::AddBaseModelPrefix() {
+  constexpr std::string_view kPrefix = "model.";
+  if (index_.count("embed_tokens.weight") == 0) return;
+  for (const auto& [name, where] : index_) {
+    if (std::string_view(name).substr(0, kPrefix.size()) == kPrefix) return;
+  }
+  decltype(index_) renamed;
+  for (auto& [name, where] : index_) {
+    renamed.emplace(name == kLmHeadName ? name : std::string(kPrefix) + name,
+                    where);
+  }
+  index_ = std::move(renamed);
+  TSR_LOG_DEBUG("{}: tensor names without the \"model.\" prefix (a base "
+                "model export); read as model.*",
+                dir_);
 }
 
 Status Checkpoint::AddFile(std::unique_ptr<SafetensorsFile> file) {
@@ -209,7 +227,8 @@ Status Checkpoint::Validate(std::span<const WeightSpec> expected) const {
 std::optional<TensorRef> Checkpoint::Find(std::string_view name) const {
   auto it = index_.find(name);
   if (it == index_.end()) return std::nullopt;
-  return TensorRef(it->second.second, files_[it->second.first].get());
+  return TensorRef(&it->first, it->second.second,
+                   files_[it->second.first].get());
 }
 
 StatusOr<TensorRef> Checkpoint::Get(std::string_view name) const {
@@ -225,7 +244,7 @@ std::vector<TensorRef> Checkpoint::tensors() const {
   std::vector<TensorRef> out;
   out.reserve(index_.size());
   for (const auto& [name, where] : index_) {
-    out.emplace_back(where.second, files_[where.first].get());
+    out.emplace_back(&name, where.second, files_[where.first].get());
   }
   return out;
 }

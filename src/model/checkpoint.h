@@ -17,6 +17,13 @@
 // any device memory, so a wrong checkpoint fails in seconds, not after a
 // multi-gigabyte upload.
 //
+// Base-model exports (a sentence-transformers embedding model such as
+// Qwen3-Embedding, saved from Qwen3Model: "embed_tokens.weight",
+// "layers.0...", "norm.weight") have no "model." prefix: when no tensor
+// name has it and "embed_tokens.weight" exists, every tensor but
+// "lm_head.weight" is indexed as "model." + its name, so one weight spec
+// serves both layouts.
+//
 // Tensor bytes are read straight from the mappings (TensorRef::bytes());
 // they stay valid while the Checkpoint lives.
 //
@@ -54,10 +61,13 @@ inline constexpr std::string_view kSafetensorsIndexFileName =
 // copy; valid while the Checkpoint that produced it lives.
 class TensorRef {
  public:
-  TensorRef(const TensorInfo* info, const SafetensorsFile* file)
-      : info_(info), file_(file) {}
+  TensorRef(const std::string* name, const TensorInfo* info,
+            const SafetensorsFile* file)
+      : name_(name), info_(info), file_(file) {}
 
-  const std::string& name() const { return info_->name; }
+  // The name the checkpoint knows it by (see Checkpoint: a base model's
+  // tensors gain the "model." prefix); the file may spell it without.
+  const std::string& name() const { return *name_; }
   DType dtype() const { return info_->dtype; }  // F32, F16 or BF16
   const Shape& shape() const { return info_->shape; }
   int64_t num_elements() const { return NumElements(info_->shape); }
@@ -69,6 +79,7 @@ class TensorRef {
   const std::string& path() const { return file_->path(); }
 
  private:
+  const std::string* name_;
   const TensorInfo* info_;
   const SafetensorsFile* file_;
 };
@@ -115,6 +126,8 @@ class Checkpoint {
   Status OpenSingle(const std::string& path);
   Status OpenSharded(const std::string& index_path);
   Status AddFile(std::unique_ptr<SafetensorsFile> file);
+  // The base-model renaming described above.
+  void AddBaseModelPrefix();
 
   std::string dir_;
   ModelConfig config_;

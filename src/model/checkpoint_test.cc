@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -110,6 +111,37 @@ std::vector<WeightSpec> Required(const ModelConfig& c) {
     if (!s.optional) out.push_back(std::move(s));
   }
   return out;
+}
+
+// A sentence-transformers export (Qwen3-Embedding's layout) names the base
+// model's tensors without "model." and has no lm_head: they are indexed as
+// model.*, so the same spec validates and loads them.
+TEST(CheckpointTest, BaseModelNamesWithoutThePrefixAreReadAsModelNames) {
+  ScratchDir dir;
+  ModelConfig c = SmallConfig();
+  std::vector<WeightSpec> specs = Required(c);
+  for (WeightSpec& s : specs) {
+    if (s.name.rfind("model.", 0) == 0) s.name = s.name.substr(6);
+  }
+  specs.erase(std::remove_if(specs.begin(), specs.end(),
+                             [](const WeightSpec& s) { return s.name == kLmHeadName; }),
+              specs.end());
+  WriteCheckpoint(dir, c, specs);
+  auto ckpt = Checkpoint::Open(dir.path().string());
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  auto embed = (*ckpt)->Get(kEmbedTokensName);
+  ASSERT_TRUE(embed.ok()) << embed.status().ToString();
+  EXPECT_EQ(embed->name(), kEmbedTokensName);
+  EXPECT_TRUE((*ckpt)->Find("model.layers.1.mlp.down_proj.weight").has_value());
+  EXPECT_FALSE((*ckpt)->Find("embed_tokens.weight").has_value());
+  // Untied and without lm_head: only an embedding runner accepts it.
+  Status full = (*ckpt)->Validate();
+  ASSERT_FALSE(full.ok());
+  EXPECT_THAT(full.message(), HasSubstr("missing tensor lm_head.weight"));
+  std::vector<WeightSpec> no_head = ExpectedWeights(c);
+  for (WeightSpec& s : no_head) s.optional |= s.name == kLmHeadName;
+  Status headless = (*ckpt)->Validate(no_head);
+  EXPECT_TRUE(headless.ok()) << headless.ToString();
 }
 
 TEST(CheckpointTest, ExpectedWeightsPerArchitecture) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "base/logging.h"
@@ -139,7 +140,16 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   const ModelConfig& config = checkpoint.config();
   TSR_ASSIGN_OR_RETURN(const ArchitectureSpec* arch,
                        ArchitectureForConfig(config));
-  TSR_RETURN_IF_ERROR(checkpoint.Validate());
+  if (options.embedding_only) {
+    // The output head is not used: a base-model export has none.
+    std::vector<WeightSpec> expected = ExpectedWeights(config);
+    for (WeightSpec& spec : expected) {
+      if (spec.name == kLmHeadName) spec.optional = true;
+    }
+    TSR_RETURN_IF_ERROR(checkpoint.Validate(expected));
+  } else {
+    TSR_RETURN_IF_ERROR(checkpoint.Validate());
+  }
 
   DType act = TSR_DTYPE_BF16;
   if (options.activation_dtype.has_value()) {
@@ -197,6 +207,7 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     load.quantization = options.quantization;
     load.int8_group_size = options.int8_group_size;
     load.tp = r->tp_;
+    load.skip_lm_head = options.embedding_only;
     load.progress = [&progress](uint64_t done, uint64_t total) {
       progress.Update(done, total);
     };
@@ -225,6 +236,7 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   TSR_ASSIGN_OR_RETURN(r->stream_, device.CreateStream());
   r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
   r->pages_allocated_elsewhere_ = options.pages_allocated_elsewhere;
+  r->embedding_only_ = options.embedding_only;
   // Tensor parallelism fuses the layers with decoder_layer v2 (ABI 1.4: the
   // rank's shard, its two all-reduces inside) where the plugin lists it,
   // else runs them as op sequences with an all_reduce after o and down;
@@ -336,7 +348,13 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
   }
   TSR_RETURN_IF_ERROR(
       Reserve(device_, stream_.get(), synced, w.rows_h, shape.sequences * h * es, "last rows"));
-  const uint64_t v = static_cast<uint64_t>(config_.vocab_size);
+  if (embedding_only_) {
+    // ForwardHidden's rows: every token's with all_logits.
+    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.rows_h,
+                                std::max(shape.rows, shape.sequences) * h * es,
+                                "last rows"));
+  }
+  const uint64_t v = embedding_only_ ? 0 : static_cast<uint64_t>(config_.vocab_size);
   TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.logits, shape.rows * v * es, "logits"));
   if (tp_.vocab_split) {
     // This rank's [rows, V / n] and everyone's, gathered rank-major.
@@ -715,6 +733,11 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
 }
 
 StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
+  if (embedding_only_) {
+    return FailedPreconditionError(
+        "this model runner serves embeddings (--is-embedding): it has no "
+        "output head and computes no logits");
+  }
   StepShape shape;
   TSR_RETURN_IF_ERROR(ValidateBatch(batch, shape));
   if (!batch.all_logits && shape.tokens == shape.sequences &&
@@ -802,12 +825,41 @@ tsr_tensor ModelRunner::ForwardLogitsView(int64_t rows) const {
   return F32Logits()->View(TSR_DTYPE_F32, {rows, config_.vocab_size});
 }
 
-StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
-                                               bool all_logits) {
+StatusOr<HiddenStates> ModelRunner::ForwardHidden(const Batch& batch) {
+  StepShape shape;
+  TSR_RETURN_IF_ERROR(ValidateBatch(batch, shape));
+  TSR_RETURN_IF_ERROR(EnsureWorkspace(shape));
+  TSR_RETURN_IF_ERROR(UploadMetadata(batch, shape));
+  TSR_RETURN_IF_ERROR(ResolveDeviceTokens(batch, shape));
+  TSR_RETURN_IF_ERROR(EnqueueHidden(shape, batch.all_logits).status());
+  const int64_t h = config_.hidden_size;
+  const uint64_t es = DTypeSize(act_dtype_);
+  // The rows start at offset 0 of normed (every token) or rows_h (gathered).
+  const Buffer& src = batch.all_logits ? *ws_->normed : *ws_->rows_h;
+  std::vector<std::byte> raw(static_cast<size_t>(shape.rows * h) * es);
+  TSR_RETURN_IF_ERROR(stream_->CopyDeviceToHost(raw.data(), src, 0, raw.size()));
+  TSR_RETURN_IF_ERROR(stream_->Synchronize());
+  HiddenStates out;
+  out.rows = shape.rows;
+  out.hidden = h;
+  out.data.resize(static_cast<size_t>(shape.rows * h));
+  if (act_dtype_ == TSR_DTYPE_F32) {
+    std::memcpy(out.data.data(), raw.data(), raw.size());
+  } else {
+    for (size_t i = 0; i < out.data.size(); ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, raw.data() + 2 * i, 2);
+      out.data[i] = Bf16ToFloat(bits);
+    }
+  }
+  return out;
+}
+
+StatusOr<tsr_tensor> ModelRunner::EnqueueHidden(const StepShape& shape,
+                                                bool all_rows) {
   const Workspace& w = *ws_;
   const DType x = act_dtype_;
   const int64_t t = shape.tokens, h = config_.hidden_size;
-  const int64_t v = config_.vocab_size;
   const tsr_tensor residual = w.residual->View(x, {t, h});
   const tsr_tensor normed = w.normed->View(x, {t, h});
   {
@@ -857,7 +909,7 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
   // The rows the logits come from: every token, or the last of each
   // sequence gathered with the embedding op (a row gather).
   tsr_tensor rows = normed;
-  if (!all_logits) {
+  if (!all_rows) {
     rows = w.rows_h->View(x, {shape.sequences, h});
     tsr_tensor in[] = {
         w.meta->View(TSR_DTYPE_I32, {shape.sequences}, w.last_rows), normed};
@@ -865,6 +917,15 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
     TSR_RETURN_IF_ERROR(Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1,
                                "gather last rows"));
   }
+  return rows;
+}
+
+StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
+                                               bool all_logits) {
+  TSR_ASSIGN_OR_RETURN(tsr_tensor rows, EnqueueHidden(shape, all_logits));
+  const Workspace& w = *ws_;
+  const DType x = act_dtype_;
+  const int64_t v = config_.vocab_size;
   if (tp_.vocab_split) {
     // Each rank computes its vocabulary rows; all_gather stacks them
     // rank-major [n, rows, V/n]; one cast reads that as [rows, n, V/n]

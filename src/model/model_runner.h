@@ -104,6 +104,9 @@ struct ModelRunnerOptions {
   // same ids in every rank's pool), so a batch's pages are only checked to
   // lie inside this pool, not to be allocated in it.
   bool pages_allocated_elsewhere = false;
+  // An embedding model (--is-embedding): no lm_head is loaded (a base-model
+  // export has none) and no logits buffer exists; only ForwardHidden runs.
+  bool embedding_only = false;
 };
 
 // One sequence of a Batch. The spans are borrowed for the Forward call.
@@ -147,6 +150,19 @@ struct Logits {
   }
 };
 
+// Final hidden states (after the final norm) copied to the host: rows x
+// hidden, F32, row-major; rows as Batch::all_logits says (one per sequence,
+// its last new token, or one per new token).
+struct HiddenStates {
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  std::vector<float> data;
+  std::span<const float> Rows(int64_t begin, int64_t end) const {
+    return std::span<const float>(data).subspan(begin * hidden,
+                                                (end - begin) * hidden);
+  }
+};
+
 class ModelRunner {
  public:
   // Validates the checkpoint against its architecture, uploads the weights
@@ -170,6 +186,9 @@ class ModelRunner {
   // e.g. structured output's token masks for this very step.
   StatusOr<Logits> Forward(const Batch& batch,
                            const std::function<void()>& while_running = {});
+  // The forward pass up to the final norm (no lm_head), for embedding
+  // models: the hidden rows copied to the host (synchronous).
+  StatusOr<HiddenStates> ForwardHidden(const Batch& batch);
   // Copies host logits (e.g. Forward's, adjusted by logit processors) back
   // into the device logits buffer and returns its F32 [rows, V] view, for
   // the sampler. `logits` must have the shape of the last Forward's.
@@ -219,6 +238,9 @@ class ModelRunner {
   // Enqueues the model from the embedding to the F32 logits [shape.rows,
   // V] over the uploaded metadata.
   StatusOr<tsr_tensor> EnqueueModel(const StepShape& shape, bool all_logits);
+  // The layers and the final norm: the normed rows [shape.rows, H] in the
+  // activation dtype (every token, or each sequence's last).
+  StatusOr<tsr_tensor> EnqueueHidden(const StepShape& shape, bool all_rows);
   // A decode step as a graph replay: pads `batch` to its bucket, uploads,
   // captures the bucket's graph on first use, replays it.
   StatusOr<tsr_tensor> ForwardWithGraph(const Batch& batch,
@@ -261,6 +283,7 @@ class ModelRunner {
   std::unique_ptr<ModelWeights> weights_;
   TpShard tp_;                              // size 1: the whole model
   bool pages_allocated_elsewhere_ = false;
+  bool embedding_only_ = false;
   runtime::Communicator* comm_ = nullptr;  // set when tp_.enabled()
   runtime::BufferPtr inv_freq_;  // F32 [D / 2]
   std::unique_ptr<kv::KvPool> kv_pool_;

@@ -155,6 +155,73 @@ TEST_P(RunnerVsReferenceTest, ChunkedPrefillMatchesOneShot) {
   for (int64_t r = 0; r < 5; ++r) ExpectClose(b, r, want[6 + r], "chunk 2");
 }
 
+// An embedding runner (no lm_head) returns the final hidden states: every
+// token's, or each sequence's last, in a batch of a fresh prompt and a chunk
+// over a cached prefix.
+TEST_P(RunnerVsReferenceTest, EmbeddingRunnerReturnsTheFinalHiddenStates) {
+  ModelRunnerOptions options;
+  options.activation_dtype = GetParam().activation_dtype;
+  options.page_size = 4;
+  options.kv_capacity_tokens = 256;
+  options.max_batch_tokens = 8;
+  options.embedding_only = true;
+  runner_.reset();
+  auto runner = ModelRunner::Create(*runtime_, *checkpoint_, options);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  runner_ = std::move(runner).value();
+
+  const std::vector<int32_t> pa = PromptIds(7, vocab(), 5);
+  const std::vector<int32_t> pb = PromptIds(9, vocab(), 6);
+  ReferenceModel::Cache ca = reference_->NewCache();
+  ReferenceModel::Cache cb = reference_->NewCache();
+  auto want_a = reference_->ForwardHidden(ca, pa);
+  auto want_b = reference_->ForwardHidden(cb, pb);
+  std::vector<int32_t> pages_a, pages_b;
+  kv::KvPool& pool = runner_->kv_pool();
+  ASSERT_TRUE(pool.EnsureCapacity(pages_a, 7).ok());
+  ASSERT_TRUE(pool.EnsureCapacity(pages_b, 9).ok());
+  const int64_t h = checkpoint_->config().hidden_size;
+  auto check = [&](const HiddenStates& got, int64_t row,
+                   const std::vector<double>& want, const std::string& what) {
+    ASSERT_EQ(got.hidden, h);
+    ASSERT_LT(row, got.rows);
+    const double err = RelativeError(got.Rows(row, row + 1), want);
+    EXPECT_LE(err, tolerance()) << what << ": relative error " << err;
+  };
+  {
+    // b's first 5 tokens alone first: the batch below brings its last 4
+    // over that cached prefix.
+    Batch prefix;
+    prefix.sequences.push_back(
+        {std::span<const int32_t>(pb).first(5), 0, pages_b});
+    prefix.all_logits = true;
+    auto got = runner_->ForwardHidden(prefix);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->rows, 5);
+    for (int64_t r = 0; r < 5; ++r) check(*got, r, want_b[r], "prefix");
+  }
+  Batch batch;
+  batch.sequences.push_back({pa, 0, pages_a});
+  batch.sequences.push_back({std::span<const int32_t>(pb).subspan(5), 5, pages_b});
+  batch.all_logits = true;
+  auto all = runner_->ForwardHidden(batch);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->rows, 11);
+  for (int64_t r = 0; r < 7; ++r) check(*all, r, want_a[r], "a");
+  for (int64_t r = 0; r < 4; ++r) check(*all, 7 + r, want_b[5 + r], "b");
+  // Last rows only (recomputing the same positions writes the same K/V).
+  batch.all_logits = false;
+  auto last = runner_->ForwardHidden(batch);
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  ASSERT_EQ(last->rows, 2);
+  check(*last, 0, want_a[6], "a last");
+  check(*last, 1, want_b[8], "b last");
+  // No output head: logits are refused with the reason.
+  auto logits = runner_->Forward(batch);
+  ASSERT_FALSE(logits.ok());
+  EXPECT_NE(logits.status().message().find("--is-embedding"), std::string::npos);
+}
+
 // Prefill, chunked prefill over a cached prefix and decode in one call.
 TEST_P(RunnerVsReferenceTest, MixedBatchMatchesSequencesAlone) {
   const std::vector<int32_t> pa = PromptIds(7, vocab(), 3);

@@ -361,7 +361,7 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
                        load.Single(whole(std::string(kFinalNormName)), false));
   // A tied head is the embedding table — this rank's shard of it when the
   // vocabulary splits (the same rows).
-  if (!config.tie_word_embeddings) {
+  if (!config.tie_word_embeddings && !options.skip_lm_head) {
     const std::string head(kLmHeadName);
     TSR_ASSIGN_OR_RETURN(
         w->lm_head_,

@@ -93,6 +93,9 @@ struct WeightLoadOptions {
   int64_t int8_group_size = kDefaultInt8GroupSize;
   // This rank's shard (size 1: the whole model).
   TpShard tp;
+  // Embedding models: lm_head.weight is not loaded (lm_head() is then the
+  // embedding table, and unused).
+  bool skip_lm_head = false;
   // Called after each tensor: (source bytes read so far, total).
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -150,16 +150,25 @@ ReferenceModel::Cache ReferenceModel::NewCache() const {
 
 std::vector<std::vector<double>> ReferenceModel::Forward(
     Cache& cache, std::span<const int32_t> tokens) const {
+  const std::vector<double>& embed = Get("model.embed_tokens.weight");
+  const std::vector<double>* lm_head =
+      config_.tie_word_embeddings ? &embed : &Get("lm_head.weight");
+  std::vector<std::vector<double>> all_logits;
+  for (const std::vector<double>& out : ForwardHidden(cache, tokens)) {
+    all_logits.push_back(MatVec(*lm_head, out, config_.vocab_size));
+  }
+  return all_logits;
+}
+
+std::vector<std::vector<double>> ReferenceModel::ForwardHidden(
+    Cache& cache, std::span<const int32_t> tokens) const {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, d = c.head_dim, inter = c.intermediate_size;
   const int64_t hq = c.num_attention_heads, hk = c.num_key_value_heads;
   const int64_t group = hq / hk;
   const double eps = c.rms_norm_eps;
   const std::vector<double>& embed = Get("model.embed_tokens.weight");
-  const std::vector<double>* lm_head =
-      c.tie_word_embeddings ? &embed : &Get("lm_head.weight");
-
-  std::vector<std::vector<double>> all_logits;
+  std::vector<std::vector<double>> all_hidden;
   for (int32_t token : tokens) {
     const int64_t pos = cache.length;
     std::vector<double> x(embed.begin() + int64_t(token) * h,
@@ -229,11 +238,10 @@ std::vector<std::vector<double>> ReferenceModel::Forward(
       std::vector<double> down = MatVec(w("mlp.down_proj.weight"), gate, h);
       for (int64_t i = 0; i < h; ++i) x[i] += down[i];
     }
-    std::vector<double> out = RmsNorm(x, Get("model.norm.weight"), eps);
-    all_logits.push_back(MatVec(*lm_head, out, c.vocab_size));
+    all_hidden.push_back(RmsNorm(x, Get("model.norm.weight"), eps));
     ++cache.length;
   }
-  return all_logits;
+  return all_hidden;
 }
 
 }  // namespace tessera::testing

@@ -43,6 +43,11 @@ class ReferenceModel {
   // returns the logits of every new token: [tokens.size()][V].
   std::vector<std::vector<double>> Forward(
       Cache& cache, std::span<const int32_t> tokens) const;
+  // As Forward, but returns each new token's final hidden state (after the
+  // final norm, before lm_head): [tokens.size()][H]. Embedding models pool
+  // these.
+  std::vector<std::vector<double>> ForwardHidden(
+      Cache& cache, std::span<const int32_t> tokens) const;
 
   const model::ModelConfig& config() const { return config_; }
   const std::vector<double>& inv_freq() const { return inv_freq_; }
