@@ -80,6 +80,26 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   if (options.max_running_requests < 1) {
     return InvalidArgumentError("--max-running-requests must be at least 1");
   }
+  if (options.pooling) {
+    if (options.tp != nullptr) {
+      return InvalidArgumentError(
+          "--is-embedding does not run with --tp-size > 1 yet; serve the "
+          "embedding model on one device");
+    }
+    if (options.disagg_mode != DisaggMode::kNull) {
+      return InvalidArgumentError(
+          "--is-embedding has no decode phase to disaggregate; drop "
+          "--disaggregation-mode");
+    }
+    if (options.pooling->mode != model::PoolingMode::kLast &&
+        !options.disable_radix_cache) {
+      // A cached prefix has K/V but no hidden states to pool.
+      TSR_LOG_INFO("{} pooling reads every prompt token's hidden state: the "
+                   "radix cache's prefix reuse is off",
+                   model::PoolingModeName(options.pooling->mode));
+      options.disable_radix_cache = true;
+    }
+  }
   if (options.max_inflight_launches < 1 || options.max_inflight_launches > 2) {
     return InvalidArgumentError(fmt::format(
         "--max-inflight-launches {} must be 1 (serial) or 2 (overlap)",
@@ -104,7 +124,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
                         e->scheduler_->kv().cache(), e->options_.hicache));
     e->scheduler_->kv().AttachHostTier(std::move(hicache));
   }
-  e->executor_ = std::make_unique<ModelExecutor>(runner, e->options_.tp);
+  e->executor_ = std::make_unique<ModelExecutor>(runner, e->options_.tp,
+                                                 e->options_.pooling);
   e->thread_ = std::thread([e] { e->Loop(); });
 
   // Warm-up: one short request through the whole path (allocates the
@@ -229,6 +250,10 @@ StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
   auto seq = std::make_unique<Sequence>(std::move(request), tokenizer_,
                                         std::move(stops), std::move(matcher),
                                         std::move(processor), seed, max_new);
+  if (options_.pooling) {
+    seq->max_new_tokens = 1;  // the embedding takes the first token's place
+    seq->pooler.emplace(*options_.pooling, runner_.config().hidden_size);
+  }
   if (seq->request.grammar != nullptr) {
     seq->grammar_vocab = GrammarVocabulary();
     seq->grammar_matcher =

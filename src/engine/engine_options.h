@@ -5,12 +5,14 @@
 #define TESSERA_ENGINE_ENGINE_OPTIONS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "engine/disagg.h"
 #include "engine/hicache.h"
+#include "model/pooling_config.h"
 
 namespace tessera::engine {
 
@@ -41,6 +43,12 @@ struct EngineOptions {
   // (prefill) or receiver (decode) of src/disagg (not owned, outlive the
   // engine). Requests without bootstrap info run aggregated either way.
   DisaggMode disagg_mode = DisaggMode::kNull;
+  // Set: an embedding engine (--is-embedding; the runner was created
+  // embedding_only). Every request is a prompt to embed: it ends after its
+  // prefill with RequestOutput::embedding, pooled and normalized as this
+  // says; nothing is sampled. Mean and cls pooling need every prompt
+  // token's hidden state, so they turn prefix reuse off.
+  std::optional<model::PoolingConfig> pooling;
   KvSender* kv_sender = nullptr;
   KvReceiver* kv_receiver = nullptr;
 };

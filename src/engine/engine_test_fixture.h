@@ -72,6 +72,7 @@ class EngineTest : public ::testing::Test {
     ro.kv_capacity_tokens = kv_tokens;
     ro.page_size = page_size;
     ro.show_progress = false;
+    ro.embedding_only = options.pooling.has_value();
     auto runner = model::ModelRunner::Create(*runtime_, *checkpoint_, ro);
     ASSERT_TRUE(runner.ok()) << runner.status().ToString();
     runner_ = std::move(*runner);

@@ -34,9 +34,11 @@ TokenLogprobs ComputeLogprobs(std::span<const float> row, int32_t id,
   return out;
 }
 
-ModelExecutor::ModelExecutor(model::ModelRunner& runner, TpLeader* tp)
+ModelExecutor::ModelExecutor(model::ModelRunner& runner, TpLeader* tp,
+                             std::optional<model::PoolingConfig> pooling)
     : runner_(runner),
       tp_(tp),
+      pooling_(pooling),
       sampler_(runner.runtime(), runner.device(), runner.stream()) {}
 
 void ModelExecutor::Launch(const ScheduledBatch& batch) {
@@ -44,6 +46,13 @@ void ModelExecutor::Launch(const ScheduledBatch& batch) {
   f.rows = batch.size();
   if (inflight_.size() >= 2) {
     f.status = InternalError("more than two launches outstanding");
+  } else if (pooling_) {
+    StatusOr<StepResult> r = EmbedStep(batch);
+    if (r.ok()) {
+      f.embedded = std::move(r).value();
+    } else {
+      f.status = r.status();
+    }
   } else {
     f.status = LaunchStep(batch, f);
   }
@@ -55,6 +64,7 @@ StatusOr<StepResult> ModelExecutor::Collect() {
   InFlight f = std::move(inflight_.front());
   inflight_.pop_front();
   TSR_RETURN_IF_ERROR(f.status);
+  if (f.embedded) return std::move(*f.embedded);
   TSR_RETURN_IF_ERROR(ids_copied_[f.staging]->Synchronize());
   const std::vector<int32_t>& ids = host_ids_[f.staging];
   StepResult result;
@@ -73,6 +83,42 @@ StatusOr<StepResult> ModelExecutor::Collect() {
 std::optional<uint64_t> ModelExecutor::DeviceBusyNs() {
   auto busy = runner_.device().plugin().StreamBusyNs(runner_.stream().handle());
   return busy.ok() ? *busy : std::nullopt;
+}
+
+StatusOr<StepResult> ModelExecutor::EmbedStep(const ScheduledBatch& batch) {
+  const model::PoolingMode mode = pooling_->mode;
+  model::Batch input;
+  // Last-token pooling needs each row's last hidden state only.
+  input.all_logits = mode != model::PoolingMode::kLast;
+  for (const BatchRow& r : batch.rows) {
+    if (r.input_from >= 0) {
+      return InternalError("an embedding step has a decode row");
+    }
+    const Sequence& s = *r.seq;
+    input.sequences.push_back(
+        {std::span<const int32_t>(s.tokens).subspan(r.kv_start, r.n),
+         r.kv_start, s.kv.pages});
+  }
+  TSR_ASSIGN_OR_RETURN(model::HiddenStates hidden, runner_.ForwardHidden(input));
+  StepResult result;
+  result.ids.assign(batch.rows.size(), 0);
+  result.logprobs.resize(batch.rows.size());
+  result.hidden.resize(batch.rows.size());
+  int64_t first_row = 0;  // this row's first row in `hidden`
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const BatchRow& r = batch.rows[i];
+    const model::RowRange need =
+        model::PoolingRows(mode, r.kv_start, r.n, r.seq->prompt_len());
+    if (need.end > need.begin) {
+      const auto rows =
+          input.all_logits
+              ? hidden.Rows(first_row + need.begin, first_row + need.end)
+              : hidden.Rows(static_cast<int64_t>(i), static_cast<int64_t>(i) + 1);
+      result.hidden[i].assign(rows.begin(), rows.end());
+    }
+    first_row += input.all_logits ? r.n : 1;
+  }
+  return result;
 }
 
 Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {

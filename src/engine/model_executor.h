@@ -12,6 +12,10 @@
 // (Batch::device_tokens); Collect computes logprobs from the adjusted rows
 // (what the sampler saw).
 //
+// Embedding engines (a PoolingConfig): the step runs the model up to the
+// final norm (ModelRunner::ForwardHidden, synchronous) and each row gets
+// the hidden rows its sequence's pooler needs; nothing is sampled.
+//
 // With tensor parallelism (a TpLeader), every step is first sent to the
 // worker ranks and the sampled ids are broadcast to them after the sampler
 // (tp_ranks.h).
@@ -28,6 +32,7 @@
 
 #include "engine/executor.h"
 #include "model/model_runner.h"
+#include "model/pooling_config.h"
 #include "model/sampler.h"
 #include "engine/tp_ranks.h"
 
@@ -35,7 +40,8 @@ namespace tessera::engine {
 
 class ModelExecutor : public Executor {
  public:
-  explicit ModelExecutor(model::ModelRunner& runner, TpLeader* tp = nullptr);
+  explicit ModelExecutor(model::ModelRunner& runner, TpLeader* tp = nullptr,
+                         std::optional<model::PoolingConfig> pooling = {});
 
   void Launch(const ScheduledBatch& batch) override;
   StatusOr<StepResult> Collect() override;
@@ -50,12 +56,17 @@ class ModelExecutor : public Executor {
     // top-K of the logprobs asked for (-1: none); Collect computes them.
     model::Logits host_logits;
     std::vector<int32_t> top_logprobs;
+    // Embedding steps: the result, complete at launch.
+    std::optional<StepResult> embedded;
   };
   // Enqueues the step and the copy of its sampled ids; fills `f`.
   Status LaunchStep(const ScheduledBatch& batch, InFlight& f);
+  // An embedding step: the forward pass and the rows each pooler needs.
+  StatusOr<StepResult> EmbedStep(const ScheduledBatch& batch);
 
   model::ModelRunner& runner_;
   TpLeader* const tp_;  // NULL without tensor parallelism
+  const std::optional<model::PoolingConfig> pooling_;
   model::Sampler sampler_;
   std::deque<InFlight> inflight_;
   // The previous launch's sampled ids, on the device.

@@ -91,6 +91,8 @@ struct RequestOutput {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;  // so far
   int64_t cached_tokens = 0;      // prompt tokens served from the cache
+  // Embedding engines: the prompt's pooled vector [H], on the final output.
+  std::vector<float> embedding;
 };
 
 class RequestStream {

@@ -413,7 +413,14 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
         s->group->leader_prefilled = true;
       }
     }
+    if (s->pooler && i < result->hidden.size() && !result->hidden[i].empty()) {
+      s->pooler->Add(result->hidden[i]);
+    }
     if (!row.sample) continue;
+    if (s->pooler) {
+      Finish(s, s->EmbeddingOutput());
+      continue;
+    }
     ++generated_total_;
     RequestOutput out = s->AcceptToken(
         result->ids[i], i < result->logprobs.size()

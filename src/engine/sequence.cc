@@ -56,13 +56,11 @@ RequestOutput Sequence::AcceptToken(int32_t id,
           grammar_matcher->CanEnd() && !grammar_matcher->CanContinue();
     }
   }
-  if (out.finished) {
-    // (the grammar error above)
-  } else if (reason != TokenStopReason::kNone || grammar_done) {
+  if (!out.finished && (reason != TokenStopReason::kNone || grammar_done)) {
     out.finished = true;
     out.finish.kind = FinishReason::Kind::kStop;
     if (!grammar_done) out.finish.matched_token = id;
-  } else if (generated() >= max_new_tokens) {
+  } else if (!out.finished && generated() >= max_new_tokens) {
     out.finished = true;
     out.finish.kind = FinishReason::Kind::kLength;
     out.finish.length = generated();
@@ -102,6 +100,20 @@ void Sequence::ApplyGrammarMask(std::span<float> logits) const {
   }
   // Ids beyond the tokenizer's vocabulary (padded embedding rows).
   for (size_t t = n; t < logits.size(); ++t) logits[t] = kMasked;
+}
+
+RequestOutput Sequence::EmbeddingOutput() {
+  const auto now = SteadyClock::now();
+  ttft_s = std::chrono::duration<double>(now - arrival).count();
+  last_token = now;
+  RequestOutput out;
+  out.finished = true;
+  out.finish.kind = FinishReason::Kind::kStop;
+  if (pooler) out.embedding = pooler->Finish();
+  out.prompt_tokens = prompt_len();
+  out.cached_tokens = cached_tokens;
+  finished = true;
+  return out;
 }
 
 RequestOutput Sequence::AbortOutput(AbortCause cause, const std::string& why) {

@@ -31,6 +31,7 @@
 #include "engine/stop_tokens.h"
 #include "grammar/earley_matcher.h"
 #include "grammar/token_mask.h"
+#include "model/pooling_config.h"
 #include "model/sampler.h"
 #include "tokenizer/incremental_detokenizer.h"
 
@@ -55,6 +56,9 @@ struct Sequence {
   RequestOutput AcceptToken(int32_t id, std::optional<TokenLogprobs> logprobs);
   // The final output of a sequence that ends without a new token.
   RequestOutput AbortOutput(AbortCause cause, const std::string& why);
+  // Embedding engines: the final output once the prompt is computed (the
+  // pooled vector, no tokens).
+  RequestOutput EmbeddingOutput();
 
   bool prefilling() const {
     return kv_len < static_cast<int64_t>(tokens.size()) - (generated() > 0);
@@ -115,6 +119,8 @@ struct Sequence {
   std::vector<int32_t> grammar_stop_ids;
   std::vector<uint8_t> grammar_mask;
   bool grammar_dead_end = false;
+  // Embedding engines: the prompt's hidden states pooled as they arrive.
+  std::optional<model::HiddenPooler> pooler;
 
   SteadyClock::time_point arrival;
   std::optional<SteadyClock::time_point> first_admit;

@@ -60,6 +60,10 @@ struct StepResult {
   std::vector<int32_t> ids;
   // One per row; set for sampled rows whose request asked for logprobs.
   std::vector<std::optional<TokenLogprobs>> logprobs;
+  // Embedding engines (nothing sampled, ids unused): per row, the final
+  // hidden rows its sequence's pooler needs (model::PoolingRows), [k, H]
+  // row-major; empty when it needs none from this row.
+  std::vector<std::vector<float>> hidden;
 };
 
 }  // namespace tessera::engine
