@@ -12,7 +12,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
-  libcpp-httplib-dev libboost-dev libpcre2-dev libutf8proc-dev
+  libcpp-httplib-dev libssl-dev libboost-dev libpcre2-dev libutf8proc-dev
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libgloo-dev iproute2
   libxxhash-dev libhiredis-dev redis-server

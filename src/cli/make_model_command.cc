@@ -29,6 +29,7 @@ Command AddMakeModelCommand(CLI::App& root) {
     uint64_t seed = 0;
     std::string dtype = "bf16";
     bool force = false;
+    bool embedding = false;
     uint64_t shard_mib = 0;
   };
   auto args = std::make_shared<Args>();
@@ -59,6 +60,11 @@ Command AddMakeModelCommand(CLI::App& root) {
       ->add_option("--dtype", args->dtype, "weight dtype: bf16, f16 or f32")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}))
       ->capture_default_str();
+  command.app->add_flag(
+      "--embedding", args->embedding,
+      "an embedding model as sentence-transformers exports one (Qwen3-"
+      "Embedding's layout: no lm_head, last-token pooling, normalized); "
+      "serve it with --is-embedding");
   command.app->add_flag("--force", args->force,
                         "write into an existing non-empty directory "
                         "(overwrites the model files there)");
@@ -77,6 +83,7 @@ Command AddMakeModelCommand(CLI::App& root) {
     options.seed = args->seed;
     options.dtype = *ParseDType(args->dtype);
     options.force = args->force;
+    options.embedding = args->embedding;
     options.max_shard_bytes = args->shard_mib << 20;
     auto progress = std::make_shared<ProgressReporter>(
         "writing weights", ProgressReporter::ModeForStderr());
@@ -93,8 +100,11 @@ Command AddMakeModelCommand(CLI::App& root) {
     // Read back what was written: a make-model that writes a checkpoint
     // Tessera cannot load is a bug worth failing on loudly.
     auto checkpoint = model::Checkpoint::Open(options.out_dir);
-    Status valid =
-        checkpoint.ok() ? (*checkpoint)->Validate() : checkpoint.status();
+    Status valid = !checkpoint.ok() ? checkpoint.status()
+                   : args->embedding
+                       ? (*checkpoint)->Validate(model::ExpectedEmbeddingWeights(
+                             (*checkpoint)->config()))
+                       : (*checkpoint)->Validate();
     if (!valid.ok()) {
       fmt::print(stderr, "error: the written checkpoint does not load: {}\n",
                  valid.message());

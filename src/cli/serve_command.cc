@@ -62,6 +62,7 @@
 #include "model/checkpoint.h"
 #include "model/make_model.h"
 #include "model/model_runner.h"
+#include "model/pooling_config.h"
 #include "parsers/reasoning_parser.h"
 #include "parsers/tool_call_parser.h"
 #include "server/cors.h"
@@ -92,6 +93,7 @@ struct ServeOptions {
   int64_t max_queued_requests = 0;
   std::string schedule_policy = "lpm";
   bool disable_radix_cache = false;
+  bool is_embedding = false;
   int64_t max_inflight_launches = 2;
   bool disable_overlap_schedule = false;
   bool disable_graph = false;
@@ -318,6 +320,17 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   // --max-running-requests (no batch is larger).
   ro.graph_max_batch =
       o.disable_graph ? 0 : std::min(o.graph_max_bs, o.max_running_requests);
+  std::optional<model::PoolingConfig> pooling;
+  if (o.is_embedding) {
+    auto p = model::LoadPoolingConfig(o.model_path);
+    if (!p.ok()) return ReportError(p.status(), kExitBadInput);
+    pooling = *p;
+    ro.embedding_only = true;
+    ro.graph_max_batch = 0;  // no decode steps
+    TSR_LOG_INFO("embedding model: {} pooling{}",
+                 model::PoolingModeName(pooling->mode),
+                 pooling->normalize ? ", normalized" : "");
+  }
   const auto load_start = std::chrono::steady_clock::now();
   if (tp_size > 1) {
     ro.device = TpDevice(o.tp, 0);
@@ -367,6 +380,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   eo.log_interval_s = o.log_interval;
   eo.eos_ids = EosIds(*m.checkpoint, m.prompts->tokenizer());
   eo.disagg_mode = o.disagg.Mode();
+  eo.pooling = pooling;
   if (eo.disagg_mode != engine::DisaggMode::kNull) {
     const std::string fingerprint = fmt::format(
         "{} layers={} hidden={} vocab={} weights={}B dtype={} quant={}",
@@ -463,7 +477,12 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
                        {"disaggregation_bootstrap_port", m.disagg.bootstrap_port},
                        {"architecture", model::ArchitectureClassName(
                                             config.architecture)},
-                       {"demo_model", demo}};
+                       {"demo_model", demo},
+                       {"is_embedding", o.is_embedding}};
+  if (pooling) {
+    o.server.info["pooling"] = model::PoolingModeName(pooling->mode);
+    o.server.info["normalize"] = pooling->normalize;
+  }
   // Changes when anything that can change outputs does (OpenAI's meaning).
   o.server.system_fingerprint = fmt::format(
       "fp_{:010x}",
@@ -695,6 +714,10 @@ Command AddServeCommand(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--disable-radix-cache", o->disable_radix_cache,
                 "turn the prefix cache off");
+  app->add_flag("--is-embedding", o->is_embedding,
+                "serve an embedding model: POST /v1/embeddings, pooled as the "
+                "model's modules.json says (default: last token, normalized); "
+                "the generation routes answer 400");
   AddHiCacheFlags(app, &o->hicache);
   AddDisaggFlags(app, &o->disagg);
   app->add_option("--max-inflight-launches", o->max_inflight_launches,

@@ -86,6 +86,7 @@ void Checkpoint::AddBaseModelPrefix() {
                     where);
   }
   index_ = std::move(renamed);
+  base_model_names_ = true;
   TSR_LOG_DEBUG("{}: tensor names without the \"model.\" prefix (a base "
                 "model export); read as model.*",
                 dir_);
@@ -219,9 +220,14 @@ Status Checkpoint::Validate(std::span<const WeightSpec> expected) const {
   }
   return InvalidArgumentError(fmt::format(
       "{}: the weights do not match {} as config.json describes it ({} "
-      "problem{}); is config.json from the same checkpoint?\n  {}",
+      "problem{}); is config.json from the same checkpoint?\n  {}{}",
       dir_, ArchitectureClassName(config_.architecture), total,
-      total == 1 ? "" : "s", fmt::join(problems, "\n  ")));
+      total == 1 ? "" : "s", fmt::join(problems, "\n  "),
+      base_model_names_ && index_.count(kLmHeadName) == 0
+          ? "\n  (a base-model export without an output head, e.g. a "
+            "sentence-transformers embedding model: serve it with "
+            "--is-embedding)"
+          : ""));
 }
 
 std::optional<TensorRef> Checkpoint::Find(std::string_view name) const {

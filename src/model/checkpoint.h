@@ -130,6 +130,7 @@ class Checkpoint {
   void AddBaseModelPrefix();
 
   std::string dir_;
+  bool base_model_names_ = false;  // AddBaseModelPrefix renamed the tensors
   ModelConfig config_;
   GenerationConfig generation_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

@@ -214,14 +214,64 @@ StatusOr<MakeModelResult> MakeModel(const MakeModelOptions& options) {
   TSR_RETURN_IF_ERROR(write_text(kGenerationConfigFileName,
                                  GenerationConfigToJson(MakeGenerationConfig(
                                      config, tokenizer.endoftext_id))));
+  if (options.embedding) {
+    // The pooled token ends every input, as Qwen3-Embedding's tokenizer
+    // appends it.
+    nlohmann::ordered_json tj =
+        nlohmann::ordered_json::parse(tokenizer.tokenizer_json);
+    tj["post_processor"] = {
+        {"type", "TemplateProcessing"},
+        {"single",
+         {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}}}},
+        {"pair",
+         {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "B"}, {"type_id", 1}}}},
+          {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 1}}}}}},
+        {"special_tokens",
+         {{"<|endoftext|>",
+           {{"id", "<|endoftext|>"},
+            {"ids", {tokenizer.endoftext_id}},
+            {"tokens", {"<|endoftext|>"}}}}}}};
+    tokenizer.tokenizer_json = tj.dump(2) + "\n";
+    TSR_RETURN_IF_ERROR(write_text(
+        "modules.json",
+        R"([
+  {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+]
+)"));
+    std::error_code ec;
+    fs::create_directories(dir / "1_Pooling", ec);
+    TSR_RETURN_IF_ERROR(write_text(
+        "1_Pooling/config.json",
+        fmt::format(R"({{
+  "word_embedding_dimension": {},
+  "pooling_mode_cls_token": false,
+  "pooling_mode_mean_tokens": false,
+  "pooling_mode_max_tokens": false,
+  "pooling_mode_mean_sqrt_len_tokens": false,
+  "pooling_mode_weightedmean_tokens": false,
+  "pooling_mode_lasttoken": true,
+  "include_prompt": true
+}}
+)",
+                    config.hidden_size)));
+  }
   TSR_RETURN_IF_ERROR(write_text("tokenizer.json", tokenizer.tokenizer_json));
   TSR_RETURN_IF_ERROR(
       write_text("tokenizer_config.json", tokenizer.tokenizer_config_json));
 
   // Tensors to write: every required one (a tied lm_head is left out).
   std::vector<TensorDecl> decls;
-  for (WeightSpec& spec : ExpectedWeights(config)) {
+  for (WeightSpec& spec : options.embedding ? ExpectedEmbeddingWeights(config)
+                                             : ExpectedWeights(config)) {
     if (spec.optional) continue;
+    // A base-model export: no "model." prefix (checkpoint.h reads both).
+    if (options.embedding && spec.name.rfind("model.", 0) == 0) {
+      spec.name = spec.name.substr(6);
+    }
     decls.push_back(
         {std::move(spec.name), options.dtype, std::move(spec.shape)});
   }

@@ -59,6 +59,12 @@ struct MakeModelOptions {
   // 0: one model.safetensors; otherwise start a new shard before a tensor
   // that would take the current one past this many bytes.
   uint64_t max_shard_bytes = 0;
+  // An embedding model laid out as Qwen3-Embedding's sentence-transformers
+  // export: base-model tensor names (no "model." prefix) and no lm_head,
+  // modules.json with 1_Pooling (last token) and 2_Normalize, and a
+  // tokenizer whose post-processor appends <|endoftext|> (the pooled token).
+  // Served with --is-embedding.
+  bool embedding = false;
   // Called as weight bytes are written: (bytes done, bytes total).
   std::function<void(uint64_t, uint64_t)> progress;
 };

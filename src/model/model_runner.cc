@@ -142,11 +142,7 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
                        ArchitectureForConfig(config));
   if (options.embedding_only) {
     // The output head is not used: a base-model export has none.
-    std::vector<WeightSpec> expected = ExpectedWeights(config);
-    for (WeightSpec& spec : expected) {
-      if (spec.name == kLmHeadName) spec.optional = true;
-    }
-    TSR_RETURN_IF_ERROR(checkpoint.Validate(expected));
+    TSR_RETURN_IF_ERROR(checkpoint.Validate(ExpectedEmbeddingWeights(config)));
   } else {
     TSR_RETURN_IF_ERROR(checkpoint.Validate());
   }

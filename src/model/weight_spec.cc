@@ -46,6 +46,14 @@ std::vector<WeightSpec> ExpectedWeights(const ModelConfig& c) {
   return specs;
 }
 
+std::vector<WeightSpec> ExpectedEmbeddingWeights(const ModelConfig& config) {
+  std::vector<WeightSpec> specs = ExpectedWeights(config);
+  for (WeightSpec& spec : specs) {
+    if (spec.name == kLmHeadName) spec.optional = true;
+  }
+  return specs;
+}
+
 bool IsIgnoredCheckpointTensor(std::string_view name) {
   constexpr std::string_view kSuffix = ".self_attn.rotary_emb.inv_freq";
   return name.size() >= kSuffix.size() &&

@@ -54,6 +54,11 @@ struct WeightSpec {
 // (embeddings, layer 0..L-1, final norm, lm_head).
 std::vector<WeightSpec> ExpectedWeights(const ModelConfig& config);
 
+// ExpectedWeights for an embedding model (--is-embedding): lm_head.weight
+// optional whatever tie_word_embeddings says (it is never read; a
+// base-model export has none).
+std::vector<WeightSpec> ExpectedEmbeddingWeights(const ModelConfig& config);
+
 // Tensors some exporters write that no forward pass reads (e.g. Llama's
 // per-layer "self_attn.rotary_emb.inv_freq" buffers); validation skips them.
 bool IsIgnoredCheckpointTensor(std::string_view name);

@@ -30,6 +30,22 @@ MaybeApiError ServingContext::CheckModel(
   return ModelNotFound(*model);
 }
 
+MaybeApiError ServingContext::CheckServesGeneration() const {
+  if (!engine->options().pooling) return std::nullopt;
+  return BadRequest(
+      "this server serves an embedding model (--is-embedding): use POST "
+      "/v1/embeddings, or start a server without --is-embedding to generate "
+      "text");
+}
+
+MaybeApiError ServingContext::CheckServesEmbeddings() const {
+  if (engine->options().pooling) return std::nullopt;
+  return BadRequest(
+      "this server generates text; /v1/embeddings needs an embedding model "
+      "served with --is-embedding (e.g. tessera serve --model-path "
+      "Qwen/Qwen3-Embedding-0.6B --is-embedding)");
+}
+
 MaybeApiError ServingContext::CheckPromptBytes(size_t bytes,
                                                const std::string& param) const {
   const size_t context = static_cast<size_t>(engine->context_length());

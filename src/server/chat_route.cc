@@ -155,6 +155,7 @@ MaybeApiError ForceToolCall(const ServingContext& ctx, ChatRequest* r) {
 
 void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
                            HttpResponse& res) {
+  if (auto e = ctx.CheckServesGeneration()) return SendError(res, *e);
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   auto p = std::make_shared<PreparedChat>();

@@ -25,6 +25,7 @@ struct PreparedCompletion {
 
 void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
                        HttpResponse& res) {
+  if (auto e = ctx.CheckServesGeneration()) return SendError(res, *e);
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   auto p = std::make_shared<PreparedCompletion>();

@@ -32,6 +32,7 @@ void Apply(GenerateResult& result, const engine::RequestOutput& o) {
 
 void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
                     HttpResponse& res) {
+  if (auto e = ctx.CheckServesGeneration()) return SendError(res, *e);
   Json body;
   if (!ParseJsonBody(req, res, &body)) return;
   auto s = std::make_shared<GenerateState>();

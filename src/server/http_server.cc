@@ -57,6 +57,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/completions", HandleCompletions, kMaxPromptBodyBytes},
     {"POST", "/v1/chat/completions", HandleChatCompletions,
      kMaxPromptBodyBytes},
+    {"POST", "/v1/embeddings", HandleEmbeddings, kMaxPromptBodyBytes},
     {"GET", "/", HandleChatPage, 0},
     {"GET", "/v1/models", HandleModels, 0},
     {"GET", "/v1/models/", HandleModel, 0},

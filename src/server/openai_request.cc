@@ -435,15 +435,19 @@ bool IsTokenArray(const Json& v) {
   return true;
 }
 
-MaybeApiError ParsePrompts(const Json& body, const ProtocolLimits& limits,
-                           std::vector<CompletionPrompt>* out) {
-  if (!HasValue(body, "prompt")) {
+}  // namespace
+
+MaybeApiError ParsePromptList(const Json& body, const std::string& field,
+                              const ProtocolLimits& limits,
+                              std::vector<CompletionPrompt>* out) {
+  if (!HasValue(body, field.c_str())) {
     return BadRequest(
-        "'prompt' is required: a string, an array of token ids, "
-        "or a list of either",
-        "prompt");
+        fmt::format("'{}' is required: a string, an array of token ids, "
+                    "or a list of either",
+                    field),
+        field);
   }
-  const Json& p = body["prompt"];
+  const Json& p = body[field];
   auto add_tokens = [&](const Json& ids,
                         const std::string& param) -> MaybeApiError {
     CompletionPrompt prompt;
@@ -452,7 +456,7 @@ MaybeApiError ParsePrompts(const Json& body, const ProtocolLimits& limits,
     if (prompt.token_ids.empty()) {
       return BadRequest(
           fmt::format("'{}' must not be an empty token array", param),
-          "prompt");
+          field);
     }
     out->push_back(std::move(prompt));
     return std::nullopt;
@@ -462,17 +466,18 @@ MaybeApiError ParsePrompts(const Json& body, const ProtocolLimits& limits,
     return std::nullopt;
   }
   if (!p.is_array()) {
-    return WrongType("prompt",
+    return WrongType(field,
                      "a string, an array of token ids, or a list of either", p);
   }
   if (p.empty()) {
-    return BadRequest("'prompt' must not be an empty array", "prompt");
+    return BadRequest(fmt::format("'{}' must not be an empty array", field),
+                      field);
   }
-  if (IsTokenArray(p)) return add_tokens(p, "prompt");
-  TSR_RETURN_IF_API_ERROR(CheckPromptCount(p.size(), limits, "prompt"));
+  if (IsTokenArray(p)) return add_tokens(p, field);
+  TSR_RETURN_IF_API_ERROR(CheckPromptCount(p.size(), limits, field));
   for (size_t i = 0; i < p.size(); ++i) {
     const Json& e = p[i];
-    const std::string param = fmt::format("prompt[{}]", i);
+    const std::string param = fmt::format("{}[{}]", field, i);
     if (e.is_string()) {
       out->push_back(CompletionPrompt{false, e.get<std::string>(), {}});
     } else if (e.is_array()) {
@@ -481,13 +486,11 @@ MaybeApiError ParsePrompts(const Json& body, const ProtocolLimits& limits,
       return BadRequest(
           fmt::format("'{}' must be a string or an array of token ids, not {}",
                       param, JsonTypeName(e)),
-          "prompt");
+          field);
     }
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 MaybeApiError CheckPromptCount(size_t count, const ProtocolLimits& limits,
                                const std::string& param) {
@@ -511,7 +514,7 @@ MaybeApiError ParseCompletionRequest(const Json& body,
   TSR_RETURN_IF_API_ERROR(RejectUnsupported(body, /*chat=*/false));
   CompletionRequest r;
   TSR_RETURN_IF_API_ERROR(ReadString(body, "model", &r.model));
-  TSR_RETURN_IF_API_ERROR(ParsePrompts(body, limits, &r.prompts));
+  TSR_RETURN_IF_API_ERROR(ParsePromptList(body, "prompt", limits, &r.prompts));
   TSR_RETURN_IF_API_ERROR(
       ParseSamplingOptions(body, limits, false, &r.sampling));
   TSR_RETURN_IF_API_ERROR(ParseStreamFields(body, &r.stream, &r.include_usage));

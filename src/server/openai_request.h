@@ -158,6 +158,13 @@ struct ChatRequest {
 MaybeApiError CheckPromptCount(size_t count, const ProtocolLimits& limits,
                                const std::string& param);
 
+// body[field] as prompts: a string, an array of token ids, or a list of
+// either (at most limits.max_prompts); /v1/completions' "prompt" and
+// /v1/embeddings' "input".
+MaybeApiError ParsePromptList(const Json& body, const std::string& field,
+                              const ProtocolLimits& limits,
+                              std::vector<CompletionPrompt>* out);
+
 // Parses a /v1/completions body.
 MaybeApiError ParseCompletionRequest(const Json& body,
                                      const ProtocolLimits& limits,

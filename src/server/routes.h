@@ -1,8 +1,8 @@
 // The HTTP routes of `tessera serve`, one handler per endpoint, all taking
 // the shared ServingContext. Registered by HttpServer (http_server.h).
 //
-// OpenAI:  POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
-//          GET /v1/models/{id}
+// OpenAI:  POST /v1/completions, POST /v1/chat/completions,
+//          POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}
 // Browser: GET / (the chat page)
 // Native:  POST /generate, POST /tokenize, POST /detokenize, GET /health,
 //          GET /health_generate, GET /server_info, POST|GET /flush_cache,
@@ -24,6 +24,9 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
                            HttpResponse& res);
 void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
                     HttpResponse& res);
+// POST /v1/embeddings (embedding servers, --is-embedding).
+void HandleEmbeddings(ServingContext& ctx, const HttpRequest& req,
+                      HttpResponse& res);
 
 void HandleModels(ServingContext& ctx, const HttpRequest& req,
                   HttpResponse& res);

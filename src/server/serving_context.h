@@ -84,6 +84,11 @@ struct ServingContext {
   // Tokenizer::max_input_bytes_per_token): checked before tokenizing, so a
   // 50 MB prompt costs nothing.
   MaybeApiError CheckPromptBytes(size_t bytes, const std::string& param) const;
+  // An embedding server (--is-embedding) serves /v1/embeddings and no
+  // generation route; a generation server the reverse. A 400 saying which
+  // server to start when the route does not match this one.
+  MaybeApiError CheckServesGeneration() const;
+  MaybeApiError CheckServesEmbeddings() const;
 };
 
 }  // namespace tessera::server

@@ -113,7 +113,9 @@ std::vector<double> InvFreq(const ModelConfig& c) {
 
 StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Load(
     const model::Checkpoint& checkpoint) {
-  TSR_RETURN_IF_ERROR(checkpoint.Validate());
+  // An embedding export has no lm_head: only ForwardHidden runs on it.
+  TSR_RETURN_IF_ERROR(checkpoint.Validate(
+      model::ExpectedEmbeddingWeights(checkpoint.config())));
   std::unique_ptr<ReferenceModel> m(new ReferenceModel());
   m->config_ = checkpoint.config();
   for (const model::TensorRef& t : checkpoint.tensors()) {
