@@ -10,7 +10,7 @@
 // [--max-inflight-launches 2 | --disable-overlap-schedule]
 // [--graph-max-bs 160 | --disable-graph] (SGLang's --cuda-graph-max-bs and
 // --disable-cuda-graph are accepted as aliases)
-// [--reasoning-parser qwen3] [--tool-call-parser qwen]
+// [--reasoning-parser qwen3] [--tool-call-parser qwen] [--is-embedding]
 // [--dtype auto|float32|bfloat16] [--cpu-threads N] [--log-interval S]
 // [--shutdown-grace S] [--platform NAME | --device-plugin PATH]`
 //
