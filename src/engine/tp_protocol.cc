@@ -112,7 +112,7 @@ model::Batch TpStep::batch() const {
   b.all_logits = all_logits;
   b.device_tokens = device_tokens;
   for (const Sequence& s : sequences) {
-    b.sequences.push_back({s.tokens, s.cached_len, s.pages});
+    b.sequences.push_back({s.tokens, s.cached_len, s.pages, s.all_rows});
   }
   return b;
 }
@@ -124,6 +124,7 @@ Status SendTpStep(int fd, const model::Batch& batch, int64_t sampled_rows) {
   w.I64(batch.all_logits ? 1 : 0);
   for (const model::SequenceInput& s : batch.sequences) {
     w.I64(s.cached_len);
+    w.I64(s.all_rows ? 1 : 0);
     w.I32s(s.tokens);
     w.I32s(s.pages);
   }
@@ -176,7 +177,10 @@ StatusOr<TpMessage> ReceiveTpMessage(int fd) {
   m.step.all_logits = all != 0;
   for (int64_t i = 0; ok && i < n; ++i) {
     TpStep::Sequence s;
-    ok = r.I64(&s.cached_len) && r.I32s(&s.tokens) && r.I32s(&s.pages);
+    int64_t all_rows = 0;
+    ok = r.I64(&s.cached_len) && r.I64(&all_rows) && r.I32s(&s.tokens) &&
+         r.I32s(&s.pages);
+    s.all_rows = all_rows != 0;
     m.step.sequences.push_back(std::move(s));
   }
   ok = ok && r.I64(&nd) && nd >= 0;

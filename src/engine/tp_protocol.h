@@ -49,6 +49,7 @@ struct TpStep {
     std::vector<int32_t> tokens;
     std::vector<int32_t> pages;
     int64_t cached_len = 0;
+    bool all_rows = false;
   };
   std::vector<Sequence> sequences;
   std::vector<model::DeviceToken> device_tokens;

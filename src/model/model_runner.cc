@@ -307,7 +307,12 @@ Status ModelRunner::ValidateBatch(const Batch& batch, StepShape& shape) const {
   if (shape.tokens > std::numeric_limits<int32_t>::max()) {
     return InvalidArgumentError("a batch holds more than 2^31 tokens");
   }
-  shape.rows = batch.all_logits ? shape.tokens : shape.sequences;
+  shape.rows = 0;
+  for (const SequenceInput& s : batch.sequences) {
+    shape.rows += batch.all_logits || s.all_rows
+                      ? static_cast<int64_t>(s.tokens.size())
+                      : 1;
+  }
   return OkStatus();
 }
 
@@ -342,14 +347,9 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
     TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.gate_up, t * 2 * inter * es, "mlp"));
     TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.act, t * inter * es, "mlp"));
   }
-  TSR_RETURN_IF_ERROR(
-      Reserve(device_, stream_.get(), synced, w.rows_h, shape.sequences * h * es, "last rows"));
-  if (embedding_only_) {
-    // ForwardHidden's rows: every token's with all_logits.
-    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.rows_h,
-                                std::max(shape.rows, shape.sequences) * h * es,
-                                "last rows"));
-  }
+  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.rows_h,
+                              std::max(shape.rows, shape.sequences) * h * es,
+                              "last rows"));
   const uint64_t v = embedding_only_ ? 0 : static_cast<uint64_t>(config_.vocab_size);
   TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.logits, shape.rows * v * es, "logits"));
   if (tp_.vocab_split) {
@@ -364,7 +364,8 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
     TSR_RETURN_IF_ERROR(
         Reserve(device_, stream_.get(), synced, w.logits_f32, shape.rows * v * 4, "logits"));
   }
-  const uint64_t meta_ints = 3 * shape.tokens + 3 * shape.sequences + 1 +
+  const uint64_t meta_ints = 3 * shape.tokens + 2 * shape.sequences + 1 +
+                             std::max(shape.rows, shape.sequences) +
                              shape.sequences * shape.max_pages;
   TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.meta, meta_ints * 4, "metadata"));
   if (synced) DestroyGraphs();
@@ -372,7 +373,9 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
 }
 
 // Metadata layout (I32, back to back): ids [T], positions [T], slots [T],
-// seq_lens [B], query_start [B + 1], last_rows [B], block_table [B, P].
+// seq_lens [B], query_start [B + 1], last_rows [R] (the token rows the
+// logits come from: each sequence's last, or all of an all_rows sequence's),
+// block_table [B, P].
 Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
   const int64_t t = shape.tokens, b = shape.sequences, p = shape.max_pages;
   const int k = next_meta_;
@@ -387,15 +390,17 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
                                                 stream_->device()));
   }
   std::vector<int32_t>& host_meta = host_meta_[k];
-  host_meta.assign(static_cast<size_t>(3 * t + 3 * b + 1 + b * p), 0);
+  const int64_t r = std::max(shape.rows, b);
+  host_meta.assign(static_cast<size_t>(3 * t + 2 * b + 1 + r + b * p), 0);
   int32_t* ids = host_meta.data();
   int32_t* positions = ids + t;
   int32_t* slots = positions + t;
   int32_t* seq_lens = slots + t;
   int32_t* query_start = seq_lens + b;
   int32_t* last_rows = query_start + b + 1;
-  int32_t* block_table = last_rows + b;
+  int32_t* block_table = last_rows + r;
   int64_t row = 0;
+  int64_t out_row = 0;
   for (int64_t s = 0; s < b; ++s) {
     const SequenceInput& seq = batch.sequences[s];
     const int64_t n = static_cast<int64_t>(seq.tokens.size());
@@ -407,7 +412,11 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
       slots[row] = kv_pool_->SlotOf(seq.pages, pos);
     }
     seq_lens[s] = static_cast<int32_t>(seq.cached_len + n);
-    last_rows[s] = static_cast<int32_t>(row - 1);
+    if (seq.all_rows && !batch.all_logits) {
+      for (int64_t j = n; j > 0; --j) last_rows[out_row++] = static_cast<int32_t>(row - j);
+    } else {
+      last_rows[out_row++] = static_cast<int32_t>(row - 1);
+    }
     for (size_t k = 0; k < seq.pages.size(); ++k) {
       block_table[s * p + static_cast<int64_t>(k)] = seq.pages[k];
     }
@@ -420,7 +429,7 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
   w.seq_lens = 12 * t;
   w.query_start = w.seq_lens + 4 * b;
   w.last_rows = w.query_start + 4 * (b + 1);
-  w.block_table = w.last_rows + 4 * b;
+  w.block_table = w.last_rows + 4 * r;
   TSR_RETURN_IF_ERROR(stream_->CopyHostToDevice(
       *w.meta, 0, host_meta.data(), host_meta.size() * sizeof(int32_t)));
   return meta_copied_[k]->Record(*stream_);
@@ -906,9 +915,9 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueHidden(const StepShape& shape,
   // sequence gathered with the embedding op (a row gather).
   tsr_tensor rows = normed;
   if (!all_rows) {
-    rows = w.rows_h->View(x, {shape.sequences, h});
+    rows = w.rows_h->View(x, {shape.rows, h});
     tsr_tensor in[] = {
-        w.meta->View(TSR_DTYPE_I32, {shape.sequences}, w.last_rows), normed};
+        w.meta->View(TSR_DTYPE_I32, {shape.rows}, w.last_rows), normed};
     tsr_tensor out[] = {rows};
     TSR_RETURN_IF_ERROR(Launch(TSR_OP_EMBEDDING, in, out, nullptr, 0, -1,
                                "gather last rows"));

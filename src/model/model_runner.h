@@ -114,6 +114,9 @@ struct SequenceInput {
   std::span<const int32_t> tokens;  // new tokens (>= 1)
   int64_t cached_len = 0;           // tokens already in the KV cache
   std::span<const int32_t> pages;   // covers cached_len + tokens.size()
+  // One logits row per new token of this sequence (prompt logprobs), where
+  // Batch::all_logits is false; otherwise its last token's row only.
+  bool all_rows = false;
 };
 
 // A new token whose id is still on the device (sampled by an earlier step
@@ -128,7 +131,8 @@ struct DeviceToken {
 
 struct Batch {
   std::vector<SequenceInput> sequences;
-  // false: one logits row per sequence (its last new token).
+  // false: one logits row per sequence (its last new token), or per new
+  // token for a sequence with all_rows; sequences in order.
   // true: one row per new token, sequences in order.
   bool all_logits = false;
   // Overlap scheduling: ids of this step that the previous step sampled

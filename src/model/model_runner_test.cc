@@ -155,6 +155,37 @@ TEST_P(RunnerVsReferenceTest, ChunkedPrefillMatchesOneShot) {
   for (int64_t r = 0; r < 5; ++r) ExpectClose(b, r, want[6 + r], "chunk 2");
 }
 
+// A sequence with all_rows brings one logits row per new token (prompt
+// logprobs) while the others bring their last: rows in sequence order.
+TEST_P(RunnerVsReferenceTest, AllRowsForOneSequenceOfTheBatch) {
+  const std::vector<int32_t> pa = PromptIds(5, vocab(), 7);
+  const std::vector<int32_t> pb = PromptIds(6, vocab(), 8);
+  const std::vector<int32_t> pc = PromptIds(3, vocab(), 9);
+  ReferenceModel::Cache ca = reference_->NewCache();
+  ReferenceModel::Cache cb = reference_->NewCache();
+  ReferenceModel::Cache cc = reference_->NewCache();
+  auto wa = reference_->Forward(ca, pa);
+  auto wb = reference_->Forward(cb, pb);
+  auto wc = reference_->Forward(cc, pc);
+  std::vector<int32_t> pages_a, pages_b, pages_c;
+  kv::KvPool& pool = runner_->kv_pool();
+  ASSERT_TRUE(pool.EnsureCapacity(pages_a, 5).ok());
+  ASSERT_TRUE(pool.EnsureCapacity(pages_b, 6).ok());
+  ASSERT_TRUE(pool.EnsureCapacity(pages_c, 3).ok());
+  Batch batch;
+  batch.sequences.push_back({pa, 0, pages_a});
+  batch.sequences.push_back({pb, 0, pages_b, /*all_rows=*/true});
+  batch.sequences.push_back({pc, 0, pages_c});
+  auto got = runner_->Forward(batch);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->rows, 1 + 6 + 1);
+  ExpectClose(*got, 0, wa[4], "a last");
+  for (int64_t r = 0; r < 6; ++r) {
+    ExpectClose(*got, 1 + r, wb[r], "b row " + std::to_string(r));
+  }
+  ExpectClose(*got, 7, wc[2], "c last");
+}
+
 // An embedding runner (no lm_head) returns the final hidden states: every
 // token's, or each sequence's last, in a batch of a fresh prompt and a chunk
 // over a cached prefix.
