@@ -203,8 +203,16 @@ StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
   }
   const int64_t ctx = options_.context_length;
   const int64_t pool = runner_.kv_pool().num_slots();
-  if (request.max_new_tokens && *request.max_new_tokens < 1) {
-    return InvalidArgumentError("max_tokens must be at least 1");
+  // 0: score the prompt only (its logprobs), as OpenAI's echo allows.
+  const int64_t min_new = request.prompt_logprobs >= 0 ? 0 : 1;
+  if (request.max_new_tokens && *request.max_new_tokens < min_new) {
+    return InvalidArgumentError(
+        min_new == 0 ? "max_tokens must not be negative"
+                     : "max_tokens must be at least 1");
+  }
+  if (request.prompt_logprobs >= 0 && request.bootstrap) {
+    return InvalidArgumentError(
+        "prompt logprobs are not supported with PD disaggregation");
   }
   if (prompt_len + request.max_new_tokens.value_or(1) > ctx) {
     return InvalidArgumentError(fmt::format(

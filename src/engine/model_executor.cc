@@ -1,5 +1,7 @@
 #include "engine/model_executor.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -68,6 +70,7 @@ StatusOr<StepResult> ModelExecutor::Collect() {
   TSR_RETURN_IF_ERROR(ids_copied_[f.staging]->Synchronize());
   const std::vector<int32_t>& ids = host_ids_[f.staging];
   StepResult result;
+  result.prompt_logprobs = std::move(f.prompt_logprobs);
   result.ids.assign(ids.begin(), ids.begin() + f.rows);
   result.logprobs.resize(static_cast<size_t>(f.rows));
   for (size_t i = 0; i < f.top_logprobs.size(); ++i) {
@@ -83,6 +86,43 @@ StatusOr<StepResult> ModelExecutor::Collect() {
 std::optional<uint64_t> ModelExecutor::DeviceBusyNs() {
   auto busy = runner_.device().plugin().StreamBusyNs(runner_.stream().handle());
   return busy.ok() ? *busy : std::nullopt;
+}
+
+StatusOr<model::Logits> ModelExecutor::ScorePrompts(
+    const ScheduledBatch& batch, const model::Batch& input,
+    model::Logits logits,
+    std::vector<std::vector<TokenLogprobs>>* prompt_logprobs) {
+  prompt_logprobs->assign(batch.rows.size(), {});
+  model::Logits last;
+  last.rows = static_cast<int64_t>(batch.rows.size());
+  last.vocab = logits.vocab;
+  last.data.resize(static_cast<size_t>(last.rows * last.vocab));
+  int64_t row = 0;  // the first logits row of batch row i
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const BatchRow& r = batch.rows[i];
+    const int64_t rows = input.sequences[i].all_rows ? r.n : 1;
+    if (input.sequences[i].all_rows) {
+      // Row j predicts the token at position kv_start + j + 1.
+      const Sequence& s = *r.seq;
+      for (int64_t j = 0; j < r.n; ++j) {
+        const int64_t next = r.kv_start + j + 1;
+        if (next >= s.prompt_len()) break;
+        (*prompt_logprobs)[i].push_back(ComputeLogprobs(
+            logits.Row(row + j), s.request.prompt_ids[next],
+            s.request.prompt_logprobs));
+      }
+    }
+    const std::span<const float> src = logits.Row(row + rows - 1);
+    std::copy(src.begin(), src.end(),
+              last.data.begin() + static_cast<int64_t>(i) * last.vocab);
+    row += rows;
+  }
+  if (row != logits.rows) {
+    return InternalError(fmt::format(
+        "the step brought {} logits rows, its batch asked for {}", logits.rows,
+        row));
+  }
+  return last;
 }
 
 StatusOr<StepResult> ModelExecutor::EmbedStep(const ScheduledBatch& batch) {
@@ -140,9 +180,10 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     } else {
       tokens = std::span<const int32_t>(s.tokens).subspan(r.kv_start, r.n);
     }
-    input.sequences.push_back({tokens, r.kv_start, s.kv.pages});
+    const bool scored = r.prefill && s.request.prompt_logprobs >= 0;
+    input.sequences.push_back({tokens, r.kv_start, s.kv.pages, scored});
     token += r.n;
-    host |= r.sample && s.needs_host_logits();
+    host |= (r.sample && s.needs_host_logits()) || scored;
   }
   if (!input.device_tokens.empty()) {
     input.token_source = last_ids_.buffer;
@@ -172,6 +213,11 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
       }
     };
     TSR_ASSIGN_OR_RETURN(f.host_logits, runner_.Forward(input, masks));
+    if (f.host_logits.rows != static_cast<int64_t>(batch.rows.size())) {
+      TSR_ASSIGN_OR_RETURN(f.host_logits,
+                           ScorePrompts(batch, input, std::move(f.host_logits),
+                                        &f.prompt_logprobs));
+    }
     f.top_logprobs.assign(batch.rows.size(), -1);
     for (size_t i = 0; i < batch.rows.size(); ++i) {
       const BatchRow& r = batch.rows[i];

@@ -12,6 +12,11 @@
 // (Batch::device_tokens); Collect computes logprobs from the adjusted rows
 // (what the sampler saw).
 //
+// Prompt logprobs (EngineRequest::prompt_logprobs): the scored prefill
+// rows bring a logits row per token (SequenceInput::all_rows); their
+// logprobs are computed on the host, then each sequence's last row alone
+// goes on to the logit processors and the sampler.
+//
 // Embedding engines (a PoolingConfig): the step runs the model up to the
 // final norm (ModelRunner::ForwardHidden, synchronous) and each row gets
 // the hidden rows its sequence's pooler needs; nothing is sampled.
@@ -56,11 +61,20 @@ class ModelExecutor : public Executor {
     // top-K of the logprobs asked for (-1: none); Collect computes them.
     model::Logits host_logits;
     std::vector<int32_t> top_logprobs;
+    // Prompt logprobs of the step's scored prefill rows (StepResult's).
+    std::vector<std::vector<TokenLogprobs>> prompt_logprobs;
     // Embedding steps: the result, complete at launch.
     std::optional<StepResult> embedded;
   };
   // Enqueues the step and the copy of its sampled ids; fills `f`.
   Status LaunchStep(const ScheduledBatch& batch, InFlight& f);
+  // Prompt logprobs of the scored rows from `logits` (the rows
+  // input.sequences asked for), and the logits of each row's last token
+  // [rows, V] for the sampler.
+  StatusOr<model::Logits> ScorePrompts(
+      const ScheduledBatch& batch, const model::Batch& input,
+      model::Logits logits,
+      std::vector<std::vector<TokenLogprobs>>* prompt_logprobs);
   // An embedding step: the forward pass and the rows each pooler needs.
   StatusOr<StepResult> EmbedStep(const ScheduledBatch& batch);
 

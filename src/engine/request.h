@@ -61,6 +61,12 @@ struct EngineRequest {
   // Log-probabilities of sampled tokens: -1 none; K >= 0 also the K most
   // likely alternatives per position.
   int32_t top_logprobs = -1;
+  // Log-probabilities of the prompt's tokens (each given the ones before
+  // it; OpenAI's echo + logprobs, SGLang's input_token_logprobs): -1 none;
+  // K >= 0 with the K most likely alternatives. The prompt is then computed
+  // whole (no cached prefix: its logits are needed), and max_new_tokens may
+  // be 0 (score the prompt only).
+  int32_t prompt_logprobs = -1;
   bool skip_special_tokens = true;
   // A matched stop string stays at the end of the text (SGLang's
   // no_stop_trim); by default it is cut.
@@ -86,6 +92,9 @@ struct RequestOutput {
   std::vector<int32_t> token_ids;
   std::string text;
   std::vector<TokenLogprobs> logprobs;  // one per token when requested
+  // With EngineRequest::prompt_logprobs, on the first output: prompt
+  // tokens 1 .. L-1 (token 0 has nothing before it).
+  std::vector<TokenLogprobs> prompt_logprobs;
   bool finished = false;
   FinishReason finish;  // valid when finished
   int64_t prompt_tokens = 0;

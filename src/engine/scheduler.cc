@@ -23,6 +23,15 @@ constexpr size_t kLpmMaxQueue = 128;
 // step waits one step and then reuses that prompt's KV from the cache
 // (SGLang's in-batch prefix caching check uses the same idea).
 constexpr int64_t kInBatchShareTokens = 32;
+// Prompt logprobs bring a logits row per prompt token to the host: their
+// prompts are computed in chunks of at most this many tokens, so a step's
+// logits stay [decode rows + 512, V].
+constexpr int64_t kPromptLogprobChunk = 512;
+
+// A request that scores its prompt: computed whole, in capped chunks.
+bool ScoresPrompt(const Sequence& s) {
+  return s.request.prompt_logprobs >= 0;
+}
 
 int64_t CommonPrefix(const std::vector<int32_t>& a,
                      const std::vector<int32_t>& b) {
@@ -134,6 +143,8 @@ void Scheduler::AbortAll(AbortCause cause, const std::string& why) {
 }
 
 void Scheduler::Retract(Sequence* seq) {
+  // A prompt being scored is scored again from its start when it resumes.
+  if (seq->generated() == 0) seq->prompt_logprobs.clear();
   Status released = kv_.Release(
       std::span<const int32_t>(seq->tokens).first(seq->kv_len), seq->kv);
   if (!released.ok()) {
@@ -221,7 +232,8 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
   };
   if (chunked_ != nullptr) {
     Sequence* s = chunked_;
-    const int64_t n = std::min(PrefillTarget(*s) - s->kv_len, budget);
+    int64_t n = std::min(PrefillTarget(*s) - s->kv_len, budget);
+    if (ScoresPrompt(*s)) n = std::min(n, kPromptLogprobChunk);
     if (n > 0 && kv_.Reserve(s->kv, s->kv_len + n).ok()) {
       add_row(s, n);
       budget -= n;
@@ -244,7 +256,7 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
       continue;
     }
     const auto& t = s->tokens;
-    if (!cache_.disabled() &&
+    if (!cache_.disabled() && !ScoresPrompt(*s) &&
         (!admitted.empty() || !prefills_in_flight_.empty())) {
       const int64_t cached = cache_.PrefixLength(
           std::span<const int32_t>(t).first(t.size() - 1));
@@ -266,7 +278,8 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
     }
     // Host tier: a prefix held on the host comes back first; the request
     // waits for that load while the others run.
-    if (kv_.StartLoad(std::span<const int32_t>(t).first(t.size() - 1))) {
+    if (!ScoresPrompt(*s) &&
+        kv_.StartLoad(std::span<const int32_t>(t).first(t.size() - 1))) {
       ++it;
       continue;
     }
@@ -276,12 +289,17 @@ void Scheduler::SchedulePrefill(int64_t budget, ScheduledBatch& batch) {
       it = waiting_.erase(it);
       continue;
     }
-    const int64_t matched = kv_.MatchAndLock(
-        std::span<const int32_t>(t).first(t.size() - 1), s->kv);
+    // A scored prompt needs the logits of every position: no cached prefix.
+    const int64_t matched =
+        ScoresPrompt(*s) ? 0
+                         : kv_.MatchAndLock(
+                               std::span<const int32_t>(t).first(t.size() - 1),
+                               s->kv);
     s->kv_len = matched;
     const int64_t target = PrefillTarget(*s);
     const int64_t remaining = target - matched;
-    const int64_t n = std::min(remaining, budget);
+    int64_t n = std::min(remaining, budget);
+    if (ScoresPrompt(*s)) n = std::min(n, kPromptLogprobChunk);
     // Admit only when the whole remaining prompt and its first decode slot
     // fit now; chunked prompts keep their room across steps.
     if (!kv_.CanReserve(s->kv, target + 1) ||
@@ -416,9 +434,18 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
     if (s->pooler && i < result->hidden.size() && !result->hidden[i].empty()) {
       s->pooler->Add(result->hidden[i]);
     }
+    if (i < result->prompt_logprobs.size()) {
+      for (TokenLogprobs& lp : result->prompt_logprobs[i]) {
+        s->prompt_logprobs.push_back(std::move(lp));
+      }
+    }
     if (!row.sample) continue;
     if (s->pooler) {
       Finish(s, s->EmbeddingOutput());
+      continue;
+    }
+    if (s->max_new_tokens == 0) {
+      Finish(s, s->PromptOnlyOutput());
       continue;
     }
     ++generated_total_;

@@ -37,6 +37,7 @@ RequestOutput Sequence::AcceptToken(int32_t id,
   RequestOutput out;
   out.token_ids.push_back(id);
   if (logprobs) out.logprobs.push_back(std::move(*logprobs));
+  if (generated() == 1) out.prompt_logprobs = std::move(prompt_logprobs);
 
   std::string piece = detokenizer.Add(id);
   const TokenStopReason reason = stop_tokens.Check(id);
@@ -110,6 +111,21 @@ RequestOutput Sequence::EmbeddingOutput() {
   out.finished = true;
   out.finish.kind = FinishReason::Kind::kStop;
   if (pooler) out.embedding = pooler->Finish();
+  out.prompt_tokens = prompt_len();
+  out.cached_tokens = cached_tokens;
+  finished = true;
+  return out;
+}
+
+RequestOutput Sequence::PromptOnlyOutput() {
+  const auto now = SteadyClock::now();
+  ttft_s = std::chrono::duration<double>(now - arrival).count();
+  last_token = now;
+  RequestOutput out;
+  out.finished = true;
+  out.finish.kind = FinishReason::Kind::kLength;
+  out.finish.length = 0;
+  out.prompt_logprobs = std::move(prompt_logprobs);
   out.prompt_tokens = prompt_len();
   out.cached_tokens = cached_tokens;
   finished = true;

@@ -59,6 +59,9 @@ struct Sequence {
   // Embedding engines: the final output once the prompt is computed (the
   // pooled vector, no tokens).
   RequestOutput EmbeddingOutput();
+  // max_new_tokens 0 (prompt logprobs only): the final output once the
+  // prompt is computed (finish "length", no tokens).
+  RequestOutput PromptOnlyOutput();
 
   bool prefilling() const {
     return kv_len < static_cast<int64_t>(tokens.size()) - (generated() > 0);
@@ -70,7 +73,7 @@ struct Sequence {
   // Rows that need host logits: logit processors, logprobs or a grammar.
   bool needs_host_logits() const {
     return processor.active() || request.top_logprobs >= 0 ||
-           grammar_matcher != nullptr;
+           grammar_matcher != nullptr || request.prompt_logprobs >= 0;
   }
   // Structured output, in two halves so the first can run while the
   // device computes the step: ComputeGrammarMask finds the tokens the
@@ -121,6 +124,9 @@ struct Sequence {
   bool grammar_dead_end = false;
   // Embedding engines: the prompt's hidden states pooled as they arrive.
   std::optional<model::HiddenPooler> pooler;
+  // prompt_logprobs: gathered chunk by chunk, handed out with the first
+  // output.
+  std::vector<TokenLogprobs> prompt_logprobs;
 
   SteadyClock::time_point arrival;
   std::optional<SteadyClock::time_point> first_admit;

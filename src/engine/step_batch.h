@@ -64,6 +64,10 @@ struct StepResult {
   // hidden rows its sequence's pooler needs (model::PoolingRows), [k, H]
   // row-major; empty when it needs none from this row.
   std::vector<std::vector<float>> hidden;
+  // Per row; for prefill rows of requests with prompt_logprobs: the
+  // logprobs of the prompt tokens at positions kv_start + 1 .. kv_start + n
+  // that lie inside the prompt.
+  std::vector<std::vector<TokenLogprobs>> prompt_logprobs;
 };
 
 }  // namespace tessera::engine
