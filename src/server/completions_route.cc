@@ -1,5 +1,8 @@
 // POST /v1/completions: prompts (text, token ids, or a list of either) with
-// n choices each, echo, logprobs, streaming with include_usage.
+// n choices each, echo, logprobs, streaming with include_usage. echo with
+// logprobs scores the prompt too (its tokens' logprobs lead the choice's,
+// the first one null, as OpenAI's legacy API and lm-evaluation-harness
+// expect); max_tokens 0 with echo returns the prompt alone.
 #include <fmt/format.h>
 
 #include <ctime>
@@ -59,13 +62,21 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
   p->meta.model = ctx.options.served_model_name;
   p->meta.system_fingerprint = ctx.options.system_fingerprint;
   const int32_t top = r.logprobs ? *r.logprobs : -1;
+  // Prompt logprobs: echo with logprobs (and echo with max_tokens 0, which
+  // the engine runs as a scored prompt).
+  const bool prompt_only = r.sampling.max_tokens && *r.sampling.max_tokens == 0;
+  const int32_t prompt_top =
+      r.echo && (r.logprobs || prompt_only) ? std::max(top, 0) : -1;
   std::vector<std::vector<engine::EngineRequest>> groups;
   for (size_t i = 0; i < p->prompt_ids.size(); ++i) {
     groups.push_back(BuildEngineRequests(
         r.sampling, p->prompt_ids[i], top,
         p->prompt_ids.size() == 1 ? p->meta.id
-                                  : fmt::format("{}-p{}", p->meta.id, i)));
+                                  : fmt::format("{}-p{}", p->meta.id, i),
+        prompt_top));
   }
+  // Whether the answer shows the prompt's logprobs.
+  const bool echo_logprobs = r.echo && r.logprobs.has_value();
   auto streams = std::make_shared<StreamSet>();
   if (auto e = SubmitAll(*ctx.engine, groups, streams.get())) {
     return SendError(res, *e);
@@ -83,14 +94,19 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
     c->choices.resize(streams->size());
     c->lps.resize(streams->size());
     c->last.resize(streams->size());
-    auto on_event = [c, &ctx](StreamSet::Event& ev) {
+    auto on_event = [c, &ctx, p, prompt_of, echo_logprobs](StreamSet::Event& ev) {
+      if (echo_logprobs && !ev.output.prompt_logprobs.empty()) {
+        c->lps[ev.index] = PromptTokenLogprobs(
+            p->prompt_ids[prompt_of(ev.index)], ev.output.prompt_logprobs,
+            ctx.tokenizer());
+      }
       c->choices[ev.index].text += ev.output.text;
       for (const auto& lp : ev.output.logprobs) {
         c->lps[ev.index].push_back(ToTokenLogprob(lp, ctx.tokenizer()));
       }
       if (ev.output.finished) c->last[ev.index] = std::move(ev.output);
     };
-    auto on_done = [c, p, n, prompt_of](HttpResponse& out) {
+    auto on_done = [c, p, n, prompt_of, echo_logprobs](HttpResponse& out) {
       const CompletionRequest& r = p->request;
       Usage usage;
       for (size_t i = 0; i < c->choices.size(); ++i) {
@@ -105,8 +121,9 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
         choice.finish_reason = OpenAiFinishReason(o.finish);
         choice.matched_stop = MatchedStopJson(o.finish);
         if (r.logprobs) {
+          // With echo the prompt's tokens lead the list: offsets from 0.
           choice.logprobs = CompletionLogprobsJson(
-              c->lps[i], r.echo ? CountUtf8Chars(prompt_text) : 0);
+              c->lps[i], r.echo && !echo_logprobs ? CountUtf8Chars(prompt_text) : 0);
         }
         usage.completion_tokens += o.completion_tokens;
         if (i % n == 0) {
@@ -122,13 +139,16 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
 
   struct StreamState {
     std::vector<int64_t> offsets;  // text_offset per choice
+    std::vector<bool> echoed;      // echo_logprobs: the prompt chunk is out
     Usage usage;
   };
   auto st = std::make_shared<StreamState>();
   st->offsets.assign(streams->size(), 0);
+  st->echoed.assign(streams->size(), false);
   SseHandlers h;
-  h.on_start = [p, st, prompt_of](SseWriter& out) {
-    if (!p->request.echo) return;
+  h.on_start = [p, st, prompt_of, echo_logprobs](SseWriter& out) {
+    // With logprobs the echo waits for the prompt's scores (first output).
+    if (!p->request.echo || echo_logprobs) return;
     for (size_t i = 0; i < st->offsets.size(); ++i) {
       CompletionChoice c;
       c.index = static_cast<int32_t>(i);
@@ -137,8 +157,22 @@ void HandleCompletions(ServingContext& ctx, const HttpRequest& req,
       out.Write(SseEvent(CompletionChunkJson(p->meta, c)));
     }
   };
-  h.on_event = [p, st, n, &ctx](SseWriter& out, StreamSet::Event& ev) {
+  h.on_event = [p, st, n, &ctx, prompt_of, echo_logprobs](
+                   SseWriter& out, StreamSet::Event& ev) {
     const engine::RequestOutput& o = ev.output;
+    if (echo_logprobs && !st->echoed[ev.index]) {
+      st->echoed[ev.index] = true;
+      CompletionChoice e;
+      e.index = static_cast<int32_t>(ev.index);
+      e.text = p->prompt_texts[prompt_of(ev.index)];
+      const std::vector<TokenLogprob> lps = PromptTokenLogprobs(
+          p->prompt_ids[prompt_of(ev.index)], o.prompt_logprobs, ctx.tokenizer());
+      e.logprobs = CompletionLogprobsJson(lps, 0);
+      int64_t chars = 0;
+      for (const TokenLogprob& t : lps) chars += CountUtf8Chars(t.token);
+      st->offsets[ev.index] = chars;
+      out.Write(SseEvent(CompletionChunkJson(p->meta, e)));
+    }
     CompletionChoice c;
     c.index = static_cast<int32_t>(ev.index);
     c.text = o.text;

@@ -12,7 +12,8 @@ namespace tessera::server {
 
 std::vector<engine::EngineRequest> BuildEngineRequests(
     const SamplingOptions& s, const std::vector<int32_t>& prompt_ids,
-    int32_t top_logprobs, const std::string& rid_prefix) {
+    int32_t top_logprobs, const std::string& rid_prefix,
+    int32_t prompt_logprobs) {
   std::vector<engine::EngineRequest> out;
   for (int32_t i = 0; i < s.n; ++i) {
     engine::EngineRequest r;
@@ -38,6 +39,7 @@ std::vector<engine::EngineRequest> BuildEngineRequests(
     r.ignore_eos = s.ignore_eos;
     r.max_new_tokens = s.max_tokens;
     r.top_logprobs = top_logprobs;
+    r.prompt_logprobs = prompt_logprobs;
     if (s.bootstrap) {
       r.bootstrap = engine::BootstrapInfo{s.bootstrap->host, s.bootstrap->port,
                                           s.bootstrap->room};
@@ -81,6 +83,22 @@ TokenLogprob ToTokenLogprob(const engine::TokenLogprobs& lp,
   for (const auto& [id, logprob] : lp.top) {
     out.top.emplace_back(text(id), logprob);
     out.top_bytes.push_back(RawTokenBytes(tokenizer, id, out.top.back().first));
+  }
+  return out;
+}
+
+std::vector<TokenLogprob> PromptTokenLogprobs(
+    const std::vector<int32_t>& prompt_ids,
+    const std::vector<engine::TokenLogprobs>& scored,
+    const Tokenizer& tokenizer) {
+  std::vector<TokenLogprob> out;
+  if (prompt_ids.empty()) return out;
+  engine::TokenLogprobs first;
+  first.id = prompt_ids[0];
+  out.push_back(ToTokenLogprob(first, tokenizer));
+  out.back().has_logprob = false;
+  for (const engine::TokenLogprobs& lp : scored) {
+    out.push_back(ToTokenLogprob(lp, tokenizer));
   }
   return out;
 }

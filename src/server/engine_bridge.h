@@ -23,10 +23,19 @@
 namespace tessera::server {
 
 // `n` EngineRequests for one prompt; rids are `rid_prefix`-<i>.
-// `top_logprobs`: -1 none, else how many alternatives per token.
+// `top_logprobs`: -1 none, else how many alternatives per token;
+// `prompt_logprobs` the same for the prompt's tokens.
 std::vector<engine::EngineRequest> BuildEngineRequests(
     const SamplingOptions& sampling, const std::vector<int32_t>& prompt_ids,
-    int32_t top_logprobs, const std::string& rid_prefix);
+    int32_t top_logprobs, const std::string& rid_prefix,
+    int32_t prompt_logprobs = -1);
+
+// A prompt's logprobs as the API shows them: its first token (no logprob)
+// then engine::RequestOutput::prompt_logprobs (tokens 1 ..).
+std::vector<TokenLogprob> PromptTokenLogprobs(
+    const std::vector<int32_t>& prompt_ids,
+    const std::vector<engine::TokenLogprobs>& scored,
+    const Tokenizer& tokenizer);
 
 // Engine logprobs with their tokens' texts (special tokens kept).
 TokenLogprob ToTokenLogprob(const engine::TokenLogprobs& lp,

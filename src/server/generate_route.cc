@@ -16,7 +16,57 @@ namespace {
 struct GenerateState {
   GenerateRequest request;
   std::vector<GenerateResult> results;  // one per choice
+  std::vector<std::vector<int32_t>> prompt_ids;  // per choice
 };
+
+// SGLang's logprob entry: [logprob | null, id, text | null].
+Json LogprobEntry(std::optional<float> logprob, int32_t id, bool with_text,
+                  const Tokenizer& tokenizer) {
+  return Json::array(
+      {logprob ? Json(*logprob) : Json(nullptr), id,
+       with_text ? Json(tokenizer.Decode(std::span<const int32_t>(&id, 1), false))
+                 : Json(nullptr)});
+}
+
+Json TopEntries(const engine::TokenLogprobs& lp, bool with_text,
+                const Tokenizer& tokenizer) {
+  Json out = Json::array();
+  for (const auto& [id, logprob] : lp.top) {
+    out.push_back(LogprobEntry(logprob, id, with_text, tokenizer));
+  }
+  return out;
+}
+
+// The logprobs of one output, appended as SGLang's meta_info lists.
+void ApplyLogprobs(const GenerateRequest& r, const std::vector<int32_t>& prompt,
+                   const engine::RequestOutput& o, const Tokenizer& tokenizer,
+                   GenerateResult& g) {
+  if (!r.return_logprob) return;
+  g.has_logprobs = true;
+  g.has_top_logprobs = r.top_logprobs_num > 0;
+  const bool text = r.return_text_in_logprobs;
+  if (r.logprob_start_len >= 0 && !o.prompt_logprobs.empty()) {
+    // Position p's entry is prompt_logprobs[p - 1]; position 0 has none.
+    for (int64_t p = r.logprob_start_len;
+         p < static_cast<int64_t>(prompt.size()); ++p) {
+      if (p == 0) {
+        g.input_token_logprobs.push_back(
+            LogprobEntry(std::nullopt, prompt[0], text, tokenizer));
+        g.input_top_logprobs.push_back(nullptr);
+        continue;
+      }
+      const engine::TokenLogprobs& lp = o.prompt_logprobs[p - 1];
+      g.input_token_logprobs.push_back(
+          LogprobEntry(lp.logprob, lp.id, text, tokenizer));
+      g.input_top_logprobs.push_back(TopEntries(lp, text, tokenizer));
+    }
+  }
+  for (const engine::TokenLogprobs& lp : o.logprobs) {
+    g.output_token_logprobs.push_back(
+        LogprobEntry(lp.logprob, lp.id, text, tokenizer));
+    g.output_top_logprobs.push_back(TopEntries(lp, text, tokenizer));
+  }
+}
 
 void Apply(GenerateResult& result, const engine::RequestOutput& o) {
   result.text += o.text;
@@ -58,9 +108,16 @@ void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
     std::vector<int32_t> ids = prompt.is_token_ids
                                    ? prompt.token_ids
                                    : ctx.tokenizer().Encode(prompt.text, true);
+    // Prompt logprobs are scored from position 0 (a cached prefix has no
+    // logits) and shown from logprob_start_len.
     groups.push_back(BuildEngineRequests(
-        r.sampling, ids, -1,
-        r.prompts.size() == 1 ? base : fmt::format("{}-{}", base, i)));
+        r.sampling, ids, r.return_logprob ? r.top_logprobs_num : -1,
+        r.prompts.size() == 1 ? base : fmt::format("{}-{}", base, i),
+        r.return_logprob && r.logprob_start_len >= 0 &&
+                r.logprob_start_len < static_cast<int64_t>(ids.size())
+            ? r.top_logprobs_num
+            : -1));
+    for (int32_t c = 0; c < r.sampling.n; ++c) s->prompt_ids.push_back(ids);
   }
   auto streams = std::make_shared<StreamSet>();
   if (auto e = SubmitAll(*ctx.engine, groups, streams.get())) {
@@ -76,7 +133,9 @@ void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
   const bool list = r.batched || s->results.size() > 1;
 
   if (!r.stream) {
-    auto on_event = [s](StreamSet::Event& ev) {
+    auto on_event = [s, &ctx](StreamSet::Event& ev) {
+      ApplyLogprobs(s->request, s->prompt_ids[ev.index], ev.output,
+                    ctx.tokenizer(), s->results[ev.index]);
       Apply(s->results[ev.index], ev.output);
     };
     auto on_done = [s, list](HttpResponse& res) {
@@ -89,8 +148,10 @@ void HandleGenerate(ServingContext& ctx, const HttpRequest& req,
                          std::move(on_done));
   }
   SseHandlers h;
-  h.on_event = [s, list](SseWriter& out, StreamSet::Event& ev) {
+  h.on_event = [s, list, &ctx](SseWriter& out, StreamSet::Event& ev) {
     GenerateResult& g = s->results[ev.index];
+    ApplyLogprobs(s->request, s->prompt_ids[ev.index], ev.output,
+                  ctx.tokenizer(), g);
     Apply(g, ev.output);
     Json j = GenerateResultJson(g);
     if (list) j["index"] = ev.index;

@@ -109,12 +109,33 @@ MaybeApiError ParseGenerateRequest(const Json& body,
                           "input_embeds"}) {
     if (HasValue(body, key)) return UnsupportedParameter(key);
   }
-  for (const char* key : {"return_logprob", "return_hidden_states"}) {
+  {
     bool v = false;
-    TSR_RETURN_IF_API_ERROR(ReadBool(body, key, &v));
-    if (v) return UnsupportedParameter(key);
+    TSR_RETURN_IF_API_ERROR(ReadBool(body, "return_hidden_states", &v));
+    if (v) return UnsupportedParameter("return_hidden_states");
   }
   GenerateRequest r;
+  TSR_RETURN_IF_API_ERROR(ReadBool(body, "return_logprob", &r.return_logprob));
+  TSR_RETURN_IF_API_ERROR(ReadBool(body, "return_text_in_logprobs",
+                                   &r.return_text_in_logprobs));
+  {
+    std::optional<int64_t> start, top;
+    TSR_RETURN_IF_API_ERROR(ReadInteger(body, "logprob_start_len", &start));
+    TSR_RETURN_IF_API_ERROR(ReadInteger(body, "top_logprobs_num", &top));
+    if (start && *start < -1) {
+      return BadRequest("'logprob_start_len' must be -1 (output logprobs "
+                        "only) or a prompt position >= 0",
+                        "logprob_start_len");
+    }
+    if (top && (*top < 0 || *top > limits.max_top_logprobs)) {
+      return BadRequest(fmt::format("'top_logprobs_num' must be between 0 "
+                                    "and {}",
+                                    limits.max_top_logprobs),
+                        "top_logprobs_num");
+    }
+    r.logprob_start_len = start.value_or(-1);
+    r.top_logprobs_num = static_cast<int32_t>(top.value_or(0));
+  }
   const bool has_text = HasValue(body, "text");
   const bool has_ids = HasValue(body, "input_ids");
   if (has_text == has_ids) {
@@ -166,6 +187,13 @@ MaybeApiError ParseGenerateRequest(const Json& body,
     }
   }
   TSR_RETURN_IF_API_ERROR(ParseSamplingParams(body, limits, &r.sampling));
+  if (r.sampling.max_tokens && *r.sampling.max_tokens == 0 &&
+      !(r.return_logprob && r.logprob_start_len >= 0)) {
+    return BadRequest(
+        "'sampling_params.max_new_tokens' must be at least 1 (0 only scores "
+        "the prompt: with return_logprob and logprob_start_len >= 0)",
+        "sampling_params.max_new_tokens");
+  }
   TSR_RETURN_IF_API_ERROR(ParseBootstrapFields(body, &r.sampling.bootstrap));
   if (r.sampling.bootstrap && (r.prompts.size() > 1 || r.sampling.n > 1)) {
     return BadRequest(
@@ -181,7 +209,6 @@ MaybeApiError ParseGenerateRequest(const Json& body,
       {"text", "input_ids", "sampling_params", "stream", "rid",
        "return_logprob", "return_hidden_states", "bootstrap_host",
        "bootstrap_port", "bootstrap_room",
-       // Details of return_logprob (refused when true): no effect without it.
        "logprob_start_len", "top_logprobs_num", "return_text_in_logprobs"},
       "/generate"));
   *out = std::move(r);
@@ -245,6 +272,14 @@ Json GenerateResultJson(const GenerateResult& result) {
                {"finish_reason", result.finish_reason
                                      ? FinishReasonJson(*result.finish_reason)
                                      : Json(nullptr)}};
+  if (result.has_logprobs) {
+    meta["input_token_logprobs"] = result.input_token_logprobs;
+    meta["output_token_logprobs"] = result.output_token_logprobs;
+    if (result.has_top_logprobs) {
+      meta["input_top_logprobs"] = result.input_top_logprobs;
+      meta["output_top_logprobs"] = result.output_top_logprobs;
+    }
+  }
   return Json{{"text", result.text},
               {"output_ids", result.output_ids},
               {"meta_info", std::move(meta)}};

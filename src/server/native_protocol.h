@@ -14,8 +14,16 @@
 //   (a list of those when the input was a list). Unknown keys inside
 //   sampling_params are 400 (a misspelt knob must not be silently dropped);
 //   unknown top-level keys are ignored and logged at debug; image_data,
-//   audio_data, lora_path, return_logprob: true and return_hidden_states:
-//   true are 400 "not supported yet".
+//   audio_data, lora_path and return_hidden_states: true are 400 "not
+//   supported yet".
+//   Logprobs as SGLang: "return_logprob": true adds meta_info
+//   "output_token_logprobs" [[logprob, id, text|null], ...] and, with
+//   "logprob_start_len" >= 0, "input_token_logprobs" for the prompt tokens
+//   from that position (the prompt's first token: logprob null); with
+//   "top_logprobs_num" k > 0 also "output_top_logprobs" /
+//   "input_top_logprobs" (per position, k [logprob, id, text|null]);
+//   "return_text_in_logprobs" fills the texts. max_new_tokens 0 (score the
+//   prompt only) needs return_logprob with logprob_start_len >= 0.
 //
 // POST /tokenize and /detokenize take the same bodies as `tessera tokenize` /
 // `tessera detokenize`, parsed by the same code (ParseTokenizeRequest in
@@ -43,6 +51,10 @@ struct GenerateRequest {
   SamplingOptions sampling;
   bool stream = false;
   std::optional<std::string> rid;
+  bool return_logprob = false;
+  int64_t logprob_start_len = -1;  // -1: output logprobs only
+  int32_t top_logprobs_num = 0;
+  bool return_text_in_logprobs = false;
 };
 
 MaybeApiError ParseGenerateRequest(const Json& body,
@@ -72,6 +84,14 @@ struct GenerateResult {
   int64_t cached_tokens = 0;
   // nullopt while streaming (not finished): "finish_reason": null.
   std::optional<FinishReason> finish_reason;
+  // return_logprob: entries as SGLang writes them (see above); `top_*`
+  // only with top_logprobs_num > 0.
+  bool has_logprobs = false;
+  Json input_token_logprobs = Json::array();
+  Json output_token_logprobs = Json::array();
+  Json input_top_logprobs = Json::array();
+  Json output_top_logprobs = Json::array();
+  bool has_top_logprobs = false;
 };
 Json GenerateResultJson(const GenerateResult& result);
 

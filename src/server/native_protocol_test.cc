@@ -123,10 +123,32 @@ TEST(GenerateRequestTest, Errors) {
                                       {}, &r),
                  "sampling_params", "an object");
   MaybeApiError e = ParseGenerateRequest(
-      Parse(R"({"text": "a", "return_logprob": true})"), {}, &r);
+      Parse(R"({"text": "a", "return_hidden_states": true})"), {}, &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, "unsupported_parameter");
-  EXPECT_EQ(e->param, "return_logprob");
+  EXPECT_EQ(e->param, "return_hidden_states");
+  ExpectBadParam(ParseGenerateRequest(
+                     Parse(R"({"text": "a", "return_logprob": true,
+                               "logprob_start_len": -2})"),
+                     {}, &r),
+                 "logprob_start_len", "-1");
+  ExpectBadParam(ParseGenerateRequest(
+                     Parse(R"({"text": "a", "top_logprobs_num": 50})"), {}, &r),
+                 "top_logprobs_num", "between 0");
+  // max_new_tokens 0 scores the prompt: only with its logprobs asked for.
+  ExpectBadParam(ParseGenerateRequest(
+                     Parse(R"({"text": "a", "sampling_params": {"max_new_tokens": 0}})"),
+                     {}, &r),
+                 "sampling_params.max_new_tokens", "logprob_start_len");
+  ASSERT_FALSE(ParseGenerateRequest(
+      Parse(R"({"text": "a", "sampling_params": {"max_new_tokens": 0},
+                "return_logprob": true, "logprob_start_len": 0,
+                "top_logprobs_num": 2, "return_text_in_logprobs": true})"),
+      {}, &r));
+  EXPECT_TRUE(r.return_logprob);
+  EXPECT_EQ(r.logprob_start_len, 0);
+  EXPECT_EQ(r.top_logprobs_num, 2);
+  EXPECT_TRUE(r.return_text_in_logprobs);
   e = ParseGenerateRequest(Parse(R"({"text": "a", "image_data": "x"})"), {},
                            &r);
   ASSERT_TRUE(e);

@@ -127,7 +127,8 @@ MaybeApiError ValidateSamplingOptions(const SamplingOptions& s,
                                       const std::string& max_tokens_name) {
   auto name = [&](const char* field) { return prefix + field; };
   auto num = [](double v) { return fmt::format("{}", v); };
-  if (s.max_tokens && *s.max_tokens < 1) {
+  // 0 only scores the prompt: the routes that allow it say so themselves.
+  if (s.max_tokens && *s.max_tokens < 0) {
     return OutOfRange(prefix + max_tokens_name, "at least 1",
                       std::to_string(*s.max_tokens));
   }
@@ -532,6 +533,12 @@ MaybeApiError ParseCompletionRequest(const Json& body,
         fmt::format("between 0 and {}", limits.max_top_logprobs)));
     r.logprobs = static_cast<int32_t>(*k);
   }
+  if (r.sampling.max_tokens && *r.sampling.max_tokens == 0 && !r.echo) {
+    return OutOfRange("max_tokens",
+                      "at least 1 (0 only with echo: the prompt alone, scored "
+                      "with logprobs)",
+                      "0");
+  }
   if (r.sampling.bootstrap && r.prompts.size() > 1) {
     return BadRequest("a list of prompts is not supported with PD "
                       "disaggregation (one bootstrap_room per request)",
@@ -821,6 +828,12 @@ MaybeApiError ParseChatRequest(const Json& body, const ProtocolLimits& limits,
   TSR_RETURN_IF_API_ERROR(ParseTools(body, &r.tools, &r.tool_choice));
   TSR_RETURN_IF_API_ERROR(
       ParseSamplingOptions(body, limits, true, &r.sampling));
+  if (r.sampling.max_tokens && *r.sampling.max_tokens < 1) {
+    return OutOfRange(HasValue(body, "max_completion_tokens")
+                          ? "max_completion_tokens"
+                          : "max_tokens",
+                      "at least 1", std::to_string(*r.sampling.max_tokens));
+  }
   TSR_RETURN_IF_API_ERROR(ParseStreamFields(body, &r.stream, &r.include_usage));
   if (HasValue(body, "logprobs") && !body["logprobs"].is_boolean()) {
     return WrongType("logprobs", "true or false", body["logprobs"]);

@@ -77,10 +77,15 @@ Json CompletionLogprobsJson(const std::vector<TokenLogprob>& tokens,
   int64_t offset = first_offset;
   for (const TokenLogprob& t : tokens) {
     text.push_back(t.token);
-    lps.push_back(t.logprob);
-    Json top = Json::object();
-    for (const auto& [tok, lp] : t.top) top[tok] = lp;
-    tops.push_back(std::move(top));
+    if (!t.has_logprob) {
+      lps.push_back(nullptr);
+      tops.push_back(nullptr);
+    } else {
+      lps.push_back(t.logprob);
+      Json top = Json::object();
+      for (const auto& [tok, lp] : t.top) top[tok] = lp;
+      tops.push_back(std::move(top));
+    }
     offsets.push_back(offset);
     offset += CountUtf8Chars(t.token);
   }

@@ -42,6 +42,9 @@ struct TokenLogprob {
   // character); empty: the bytes of `token`. Same for each `top` entry.
   std::string bytes;
   std::vector<std::string> top_bytes;  // empty or one per `top` entry
+  // false: no logprob (a prompt's first token has nothing before it); the
+  // completions form writes null for it and its top_logprobs.
+  bool has_logprob = true;
 };
 // Chat form: {"content": [{"token", "logprob", "bytes", "top_logprobs":
 // [{"token", "logprob", "bytes"}]}]}; bytes are the UTF-8 bytes as ints.

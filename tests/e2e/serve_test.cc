@@ -479,6 +479,73 @@ TEST(ServeTest, NativeEndpoints) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Prompt logprobs as lm-evaluation-harness asks for them (echo, logprobs,
+// max_tokens 0) on a real model: scoring "prompt + greedy continuation"
+// gives the continuation the logprobs decoding gave it (prefill and decode
+// are different code paths), /generate's input_token_logprobs agree, and a
+// cached prefix does not cut the scores short.
+TEST(ServeTest, EchoLogprobsScoreThePromptLikeDecodingDid) {
+  TSR_REQUIRE_SHARED_FIXTURE(model, "models/stories260k");
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", model, "--log-interval", "0"});
+  auto gen = server.Post("/v1/completions", R"({"prompt": "Once upon a time",
+      "max_tokens": 6, "temperature": 0, "logprobs": 0})");
+  ASSERT_EQ(gen.status, 200) << gen.body;
+  const Json g = Json::parse(gen.body)["choices"][0];
+  const std::string full = "Once upon a time" + g["text"].get<std::string>();
+  const Json decoded = g["logprobs"]["token_logprobs"];
+  ASSERT_EQ(decoded.size(), 6u);
+
+  auto scored = server.Post("/v1/completions",
+                            Json{{"prompt", full}, {"max_tokens", 0},
+                                 {"echo", true}, {"logprobs", 1}}.dump());
+  ASSERT_EQ(scored.status, 200) << scored.body;
+  const Json c = Json::parse(scored.body)["choices"][0];
+  EXPECT_EQ(c["text"], full);
+  EXPECT_EQ(c["finish_reason"], "length");
+  const Json lps = c["logprobs"]["token_logprobs"];
+  const Json tokens = c["logprobs"]["tokens"];
+  ASSERT_EQ(lps.size(), tokens.size());
+  ASSERT_GE(lps.size(), 7u);
+  EXPECT_TRUE(lps[0].is_null());  // the first token has nothing before it
+  EXPECT_TRUE(c["logprobs"]["top_logprobs"][0].is_null());
+  for (size_t k = 0; k < 6; ++k) {
+    const size_t pos = lps.size() - 6 + k;
+    EXPECT_NEAR(lps[pos].get<double>(), decoded[k].get<double>(), 2e-3)
+        << "continuation token " << k << " (" << tokens[pos] << ")";
+    // Greedy: each continuation token was the most likely one.
+    const Json& top = c["logprobs"]["top_logprobs"][pos];
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_EQ(top.begin().key(), tokens[pos].get<std::string>());
+  }
+  // Again, now that the prompt is in the radix cache: the same scores.
+  auto again = server.Post("/v1/completions",
+                           Json{{"prompt", full}, {"max_tokens", 0},
+                                {"echo", true}, {"logprobs", 1}}.dump());
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(Json::parse(again.body)["choices"][0]["logprobs"]["token_logprobs"], lps);
+  // SGLang's spelling of the same scores.
+  auto native = server.Post("/generate", Json{{"text", full},
+      {"sampling_params", {{"max_new_tokens", 0}}}, {"return_logprob", true},
+      {"logprob_start_len", 0}}.dump());
+  ASSERT_EQ(native.status, 200) << native.body;
+  const Json in = Json::parse(native.body)["meta_info"]["input_token_logprobs"];
+  ASSERT_EQ(in.size(), lps.size());
+  EXPECT_TRUE(in[0][0].is_null());
+  for (size_t p = 1; p < in.size(); ++p) {
+    EXPECT_DOUBLE_EQ(in[p][0].get<double>(), lps[p].get<double>()) << p;
+  }
+  // max_tokens 0 without echo says what it needs.
+  ExpectOpenAiError(server.Post("/v1/completions",
+                                R"({"prompt": "a", "max_tokens": 0})"),
+                    400, "max_tokens");
+  ExpectOpenAiError(server.Post("/v1/chat/completions",
+                                R"({"messages": [{"role": "user", "content": "a"}],
+                                    "max_tokens": 0})"),
+                    400, "max_tokens");
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(ServeTest, SigtermLetsRunningRequestsFinishAndExitsZero) {
   ServerProcess server;
   START_SERVER(server, {"--log-interval", "0", "--shutdown-grace", "60"});
