@@ -1,5 +1,6 @@
 // libFuzzer harness: a client's HTTP request body, as every JSON route
-// parses it — bounded JSON, then the OpenAI chat and completions parsers,
+// parses it — bounded JSON, then the OpenAI chat, completions and
+// embeddings parsers,
 // /generate's, /tokenize's and /detokenize's, and the conversion the chat
 // template gets (jinja::Value::FromJson), which recursed without bound once.
 #include <cstddef>
@@ -8,6 +9,7 @@
 
 #include "base/bounded_json.h"
 #include "prompt/prompt_tools.h"
+#include "server/embeddings_protocol.h"
 #include "server/http_util.h"
 #include "server/native_protocol.h"
 #include "server/openai_request.h"
@@ -23,6 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)server::ParseChatRequest(*parsed, limits, &chat);
   server::CompletionRequest completion;
   (void)server::ParseCompletionRequest(*parsed, limits, &completion);
+  server::EmbeddingRequest embedding;
+  (void)server::ParseEmbeddingRequest(*parsed, limits, &embedding);
   server::GenerateRequest generate;
   (void)server::ParseGenerateRequest(*parsed, limits, &generate);
   (void)prompt::ParseTokenizeRequest(*parsed);

@@ -154,6 +154,14 @@ void GrammarMatcher::Rollback(size_t n) {
     spare_.push_back(std::move(sets_.back()));
     sets_.pop_back();
   }
+  // Answers computed above the new position may rest on bytes that are
+  // gone (a mask walk only rolls back to where they were computed).
+  if (!dependent_answers_.empty() &&
+      dependent_answers_.back().second.position > position()) {
+    std::erase_if(dependent_answers_, [this](const auto& entry) {
+      return entry.second.position > position();
+    });
+  }
 }
 
 std::string GrammarMatcher::StateKey() const {
@@ -170,6 +178,45 @@ std::string GrammarMatcher::StateKey() const {
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return std::string(reinterpret_cast<const char*>(keys.data()),
                      keys.size() * sizeof(uint64_t));
+}
+
+std::string GrammarMatcher::ExactStateKey() const {
+  const size_t k = position();
+  std::vector<std::pair<uint64_t, uint64_t>> keys;
+  keys.reserve(sets_.back().items.size());
+  for (const Item& item : sets_.back().items) {
+    const uint64_t origin = static_cast<size_t>(item.origin) == k
+                                ? ~uint64_t{0}
+                                : static_cast<uint64_t>(item.origin);
+    keys.emplace_back((static_cast<uint64_t>(item.rule) << 40) ^
+                          (static_cast<uint64_t>(item.alt) << 22) ^
+                          (static_cast<uint64_t>(item.dot) << 1),
+                      origin);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return std::string(reinterpret_cast<const char*>(keys.data()),
+                     keys.size() * sizeof(keys[0]));
+}
+
+const GrammarMatcher::DependentAnswers* GrammarMatcher::FindDependent(
+    const std::string& exact_key) const {
+  for (const auto& [key, answers] : dependent_answers_) {
+    if (key == exact_key) return &answers;
+  }
+  return nullptr;
+}
+
+void GrammarMatcher::RememberDependent(std::string exact_key,
+                                       DependentAnswers answers) {
+  // A few recent states are what repeats (the characters of one string);
+  // a handful of entries bounds the memory of a long output.
+  constexpr size_t kMaxRemembered = 8;
+  if (dependent_answers_.size() >= kMaxRemembered) {
+    dependent_answers_.erase(dependent_answers_.begin());
+  }
+  answers.position = position();
+  dependent_answers_.emplace_back(std::move(exact_key), std::move(answers));
 }
 
 bool GrammarMatcher::CanEnd() const {

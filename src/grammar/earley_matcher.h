@@ -61,6 +61,21 @@ class GrammarMatcher {
   bool RefusalDependsOnContext() const;
   // The current item set with origins reduced to "here" or "earlier".
   std::string StateKey() const;
+  // The current item set with earlier origins kept as positions. Bytes
+  // below the current position never change (decoding only appends), so
+  // two positions of one matcher with equal ExactStateKey answer alike for
+  // every byte string: what completions read below is the same history.
+  std::string ExactStateKey() const;
+
+  // Token masks' per-matcher memory (token_mask.h): the context-dependent
+  // ids allowed at an ExactStateKey seen before (e.g. every character of
+  // one JSON string value has the same key). Bounded; cleared when full.
+  struct DependentAnswers {
+    std::vector<int32_t> allowed;
+    size_t position = 0;  // where it was computed (a Rollback below drops it)
+  };
+  const DependentAnswers* FindDependent(const std::string& exact_key) const;
+  void RememberDependent(std::string exact_key, DependentAnswers answers);
 
  private:
   struct Item {
@@ -100,6 +115,7 @@ class GrammarMatcher {
   std::vector<ItemSet> sets_;
   std::vector<ItemSet> spare_;
   size_t floor_ = 0;
+  std::vector<std::pair<std::string, DependentAnswers>> dependent_answers_;
 };
 
 }  // namespace tessera::grammar

@@ -146,7 +146,19 @@ int64_t ComputeTokenMask(GrammarMatcher& matcher, const TokenVocabulary& vocab,
         out[base + static_cast<size_t>(__builtin_ctzll(b))] = 1;
       }
     }
-    Walk(matcher, vocab, entry->dependent, allowed, nullptr);
+    // The context-dependent ids: remembered by this matcher for this exact
+    // state (same history below), else walked and remembered.
+    const std::string exact = matcher.ExactStateKey();
+    if (const auto* known = matcher.FindDependent(exact)) {
+      for (int32_t id : known->allowed) (*allowed)[static_cast<size_t>(id)] = 1;
+    } else {
+      Walk(matcher, vocab, entry->dependent, allowed, nullptr);
+      GrammarMatcher::DependentAnswers answers;
+      for (int32_t id : entry->dependent) {
+        if ((*allowed)[static_cast<size_t>(id)]) answers.allowed.push_back(id);
+      }
+      matcher.RememberDependent(exact, std::move(answers));
+    }
   } else {
     auto fresh = std::make_shared<MaskCacheEntry>();
     matcher.SetFloor();

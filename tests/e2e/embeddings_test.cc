@@ -196,6 +196,13 @@ TEST_F(EmbeddingsTest, WrongRoutesAndBadFieldsAreClear400s) {
   auto wide = server_->Post("/v1/embeddings", R"({"input": "a", "dimensions": 100000})");
   EXPECT_EQ(wide.status, 400);
   EXPECT_NE(wide.body.find("dimensions"), std::string::npos) << wide.body;
+  // Hostile nesting is refused at parse time and the server lives on.
+  const std::string deep = R"({"input": )" + std::string(100000, '[') +
+                           std::string(100000, ']') + "}";
+  auto nested = server_->Post("/v1/embeddings", deep);
+  EXPECT_EQ(nested.status, 400);
+  EXPECT_NE(nested.body.find("nested deeper than 512"), std::string::npos)
+      << nested.body.substr(0, 300);
   auto empty = server_->Post("/v1/embeddings", R"({"input": ""})");
   EXPECT_EQ(empty.status, 200) << empty.body;  // <|endoftext|> alone
   EXPECT_EQ(server_->Get("/health_generate").status, 200);
