@@ -660,6 +660,13 @@ TEST(RequestRunnerTest, RequestBodyAsksForExactStreamedOutput) {
   EXPECT_EQ(body["ignore_eos"], true);
   EXPECT_EQ(body["stream"], true);
   EXPECT_EQ(body["stream_options"]["include_usage"], true);
+  // --extra-request-body adds members and overrides ours.
+  const nlohmann::ordered_json extra = {
+      {"response_format", {{"type", "json_object"}}}, {"temperature", 0.7}};
+  const nlohmann::ordered_json merged = CompletionRequestJson("tiny", r, extra);
+  EXPECT_EQ(merged["response_format"]["type"], "json_object");
+  EXPECT_EQ(merged["temperature"], 0.7);
+  EXPECT_EQ(merged["max_tokens"], 9);
 }
 
 TEST(ServerProbeTest, ChoosesTheModel) {

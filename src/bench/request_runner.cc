@@ -113,8 +113,9 @@ void Send(const Endpoint& endpoint, const std::string& body,
 
 }  // namespace
 
-nlohmann::ordered_json CompletionRequestJson(const std::string& model,
-                                             const BenchRequest& request) {
+nlohmann::ordered_json CompletionRequestJson(
+    const std::string& model, const BenchRequest& request,
+    const nlohmann::ordered_json& extra) {
   nlohmann::ordered_json body = nlohmann::ordered_json::object();
   body["model"] = model;
   body["prompt"] = request.prompt_ids;
@@ -123,15 +124,17 @@ nlohmann::ordered_json CompletionRequestJson(const std::string& model,
   body["ignore_eos"] = true;
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
+  for (const auto& [key, value] : extra.items()) body[key] = value;
   return body;
 }
 
 RequestResult RunRequest(const Endpoint& endpoint, const std::string& model,
-                         const BenchRequest& request) {
+                         const BenchRequest& request,
+                         const nlohmann::ordered_json& extra) {
   CompletionStream stream(int64_t(request.prompt_ids.size()),
                           request.output_len);
   try {
-    Send(endpoint, CompletionRequestJson(model, request).dump(), stream);
+    Send(endpoint, CompletionRequestJson(model, request, extra).dump(), stream);
   } catch (const std::exception& e) {  // std::bad_alloc and the like
     stream.Fail(fmt::format("the request could not be sent: {}", e.what()));
     stream.OnEnd(0.0, true);

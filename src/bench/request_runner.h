@@ -22,16 +22,20 @@
 
 namespace tessera::bench {
 
-// The request body above.
-nlohmann::ordered_json CompletionRequestJson(const std::string& model,
-                                             const BenchRequest& request);
+// The request body above, with `extra`'s members added (replacing any of
+// the same name: SGLang's --extra-request-body).
+nlohmann::ordered_json CompletionRequestJson(
+    const std::string& model, const BenchRequest& request,
+    const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
 
 // Sends `request` and measures it. Never throws; every failure (no
 // connection, an HTTP error status with the server's message, an error
 // event, a truncated stream) is a RequestResult with success = false and
 // a message naming it.
-RequestResult RunRequest(const Endpoint& endpoint, const std::string& model,
-                         const BenchRequest& request);
+RequestResult RunRequest(
+    const Endpoint& endpoint, const std::string& model,
+    const BenchRequest& request,
+    const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
 
 }  // namespace tessera::bench
 

@@ -152,7 +152,8 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
     const BenchRequest warmup = MakeWarmupRequest(
         requests.front(), vocab_size,
         config.seed ^ kWarmupSeedMix ^ uint64_t(i));
-    const RequestResult r = RunRequest(endpoint, model.id, warmup);
+    const RequestResult r =
+        RunRequest(endpoint, model.id, warmup, config.extra_request_body);
     if (!r.success) {
       return AbortedError(fmt::format(
           "the warm-up request to {} failed, so the benchmark did not "
@@ -174,7 +175,7 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
     if (done == total) progress->End();
   };
   const SendFn send = [&](const BenchRequest& request) {
-    return RunRequest(endpoint, model.id, request);
+    return RunRequest(endpoint, model.id, request, config.extra_request_body);
   };
   const bool multi_turn = config.dataset_name == kDatasetMultiTurn;
   const std::map<std::string, double> hits_before =
@@ -206,6 +207,9 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
                                : Json(nullptr);
   out["seed"] = config.seed;
   out["warmup_requests"] = config.warmup_requests;
+  if (!config.extra_request_body.empty()) {
+    out["extra_request_body"] = config.extra_request_body;
+  }
   out["vocab_size"] = vocab_size;
   const Json summary = SummaryJson(report.summary);
   for (const auto& item : summary.items()) out[item.key()] = item.value();

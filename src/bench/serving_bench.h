@@ -53,6 +53,9 @@ struct ServingBenchConfig {
   uint64_t seed = 0;
   int64_t warmup_requests = 1;  // >= 0
   int64_t vocab_size = 0;       // 0: the server's /server_info vocab_size
+  // Members added to every request body (SGLang's --extra-request-body),
+  // e.g. {"response_format": {...}} to measure structured output.
+  nlohmann::ordered_json extra_request_body = nlohmann::ordered_json::object();
   // "requests: 42% (42 / 100)" on stderr (base/progress.h).
   ProgressReporter::Mode progress = ProgressReporter::Mode::kOff;
 };

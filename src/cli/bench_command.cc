@@ -102,6 +102,7 @@ struct BenchOptions {
   std::string host = "127.0.0.1";
   int port = 30000;
   std::string request_rate = "inf";
+  std::string extra_request_body;
   CLI::Option* base_url_opt = nullptr;
   CLI::Option* max_concurrency_opt = nullptr;
   CLI::Option* range_ratio_opt = nullptr;
@@ -399,6 +400,18 @@ int RunServingBenchCommand(BenchOptions& o) {
   if (!rate.ok()) return ReportError(rate.status(), kExitBadInput);
   config.request_rate = *rate;
   config.seed = o.seed;
+  if (!o.extra_request_body.empty()) {
+    auto extra = nlohmann::ordered_json::parse(o.extra_request_body, nullptr,
+                                               false);
+    if (extra.is_discarded() || !extra.is_object()) {
+      return ReportError(
+          InvalidArgumentError(
+              "--extra-request-body must be a JSON object, e.g. "
+              "'{\"response_format\": {\"type\": \"json_object\"}}'"),
+          kExitBadInput);
+    }
+    config.extra_request_body = std::move(extra);
+  }
   if (o.smoke) {
     for (const auto& d : o.smoke_defaults) {
       if (d.option->count() == 0) *d.value = d.smoke;
@@ -572,6 +585,10 @@ Command AddBenchCommand(CLI::App& root) {
           ->check(CLI::Range(1, 65535))
           ->capture_default_str());
   o->base_url_opt->excludes(host_opt)->excludes(port_opt);
+  serving_option(app->add_option(
+      "--extra-request-body", o->extra_request_body,
+      "a JSON object whose members are added to every request (SGLang's "
+      "flag), e.g. '{\"response_format\": {\"type\": \"json_object\"}}'"));
   serving_option(app->add_option(
       "--model", s.model,
       "model name to request (default: the first the server lists)"));
