@@ -59,7 +59,10 @@ void GrammarMatcher::Close(size_t k) {
     if (static_cast<size_t>(item.dot) == seq.size()) {
       // Completion: advance whatever waited for item.rule at its origin.
       const size_t origin = static_cast<size_t>(item.origin);
-      const bool below = origin < floor_;
+      const bool below =
+          origin < floor_ &&
+          !std::binary_search(floor_completed_.begin(), floor_completed_.end(),
+                              std::make_pair(item.rule, item.origin));
       for (size_t j = 0; j < sets_[origin].items.size(); ++j) {
         const Item waiting = sets_[origin].items[j];
         const Sequence& ws = SequenceOf(waiting);
@@ -164,20 +167,77 @@ void GrammarMatcher::Rollback(size_t n) {
   }
 }
 
+void GrammarMatcher::SetFloor() {
+  floor_ = position();
+  floor_completed_.clear();
+  for (const Item& item : sets_.back().items) {
+    if (static_cast<size_t>(item.dot) == SequenceOf(item).size() &&
+        static_cast<size_t>(item.origin) < floor_) {
+      floor_completed_.emplace_back(item.rule, item.origin);
+    }
+  }
+  std::sort(floor_completed_.begin(), floor_completed_.end());
+  floor_completed_.erase(
+      std::unique(floor_completed_.begin(), floor_completed_.end()),
+      floor_completed_.end());
+}
+
 std::string GrammarMatcher::StateKey() const {
   const size_t k = position();
-  std::vector<uint64_t> keys;
-  keys.reserve(sets_.back().items.size());
-  for (const Item& item : sets_.back().items) {
-    keys.push_back((static_cast<uint64_t>(item.rule) << 40) ^
-                   (static_cast<uint64_t>(item.alt) << 22) ^
-                   (static_cast<uint64_t>(item.dot) << 1) ^
-                   (static_cast<size_t>(item.origin) == k ? 1u : 0u));
+  const ItemSet& set = sets_.back();
+  // Earlier origins, ranked (two states match when their items share
+  // origins the same way, whatever the positions).
+  std::vector<int32_t> origins;
+  for (const Item& item : set.items) {
+    if (static_cast<size_t>(item.origin) != k) origins.push_back(item.origin);
   }
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  return std::string(reinterpret_cast<const char*>(keys.data()),
-                     keys.size() * sizeof(uint64_t));
+  std::sort(origins.begin(), origins.end());
+  origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
+  auto label = [&](int32_t origin) -> uint64_t {
+    if (static_cast<size_t>(origin) == k) return 0;
+    auto it = std::lower_bound(origins.begin(), origins.end(), origin);
+    // (a read item's origin outside the set's: its own large label)
+    return it != origins.end() && *it == origin
+               ? 1 + static_cast<uint64_t>(it - origins.begin())
+               : 0xFFFFFull;
+  };
+  auto encode = [&](const Item& item) {
+    return (static_cast<uint64_t>(item.rule) << 44) ^
+           (static_cast<uint64_t>(item.alt) << 30) ^
+           (static_cast<uint64_t>(item.dot) << 20) ^ label(item.origin);
+  };
+  std::vector<uint64_t> pending;
+  std::vector<std::pair<int32_t, int32_t>> completed;
+  for (const Item& item : set.items) {
+    if (static_cast<size_t>(item.dot) < SequenceOf(item).size()) {
+      pending.push_back(encode(item));
+    } else if (static_cast<size_t>(item.origin) < k) {
+      completed.emplace_back(item.rule, item.origin);
+    }
+  }
+  std::sort(pending.begin(), pending.end());
+  pending.erase(std::unique(pending.begin(), pending.end()), pending.end());
+  std::sort(completed.begin(), completed.end());
+  completed.erase(std::unique(completed.begin(), completed.end()),
+                  completed.end());
+  std::vector<uint64_t> key = std::move(pending);
+  for (const auto& [rule, origin] : completed) {
+    // What a completion of `rule` from `origin` reads there.
+    key.push_back(~uint64_t{0});
+    key.push_back((static_cast<uint64_t>(rule) << 20) ^ label(origin));
+    std::vector<uint64_t> read;
+    for (const Item& waiting : sets_[static_cast<size_t>(origin)].items) {
+      const Sequence& ws = SequenceOf(waiting);
+      if (static_cast<size_t>(waiting.dot) < ws.size() &&
+          ws[static_cast<size_t>(waiting.dot)].rule == rule) {
+        read.push_back(encode(waiting));
+      }
+    }
+    std::sort(read.begin(), read.end());
+    key.insert(key.end(), read.begin(), read.end());
+  }
+  return std::string(reinterpret_cast<const char*>(key.data()),
+                     key.size() * sizeof(uint64_t));
 }
 
 std::string GrammarMatcher::ExactStateKey() const {
@@ -185,6 +245,7 @@ std::string GrammarMatcher::ExactStateKey() const {
   std::vector<std::pair<uint64_t, uint64_t>> keys;
   keys.reserve(sets_.back().items.size());
   for (const Item& item : sets_.back().items) {
+    if (static_cast<size_t>(item.dot) == SequenceOf(item).size()) continue;
     const uint64_t origin = static_cast<size_t>(item.origin) == k
                                 ? ~uint64_t{0}
                                 : static_cast<uint64_t>(item.origin);

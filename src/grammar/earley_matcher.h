@@ -52,16 +52,30 @@ class GrammarMatcher {
   // A byte scanned only by tainted items makes the position depend on the
   // context (DependsOnContext); a byte refused where tainted items could
   // scan might be taken in another context (RefusalDependsOnContext).
+  // A completion above the floor of a rule N with origin o below it is not
+  // tainting when the floor set itself completed N from o: it reads the
+  // same items of set o the floor's closure read (a left-recursive
+  // repetition, e.g. the characters of a JSON string, completes its rule
+  // from the repetition's start at every position), and StateKey records
+  // what those reads give.
   // Untainted items derive from the item set at the floor alone, so two
   // states with equal StateKey answer alike for every token whose walk
   // depends on neither. ClearFloor ends the tracking.
-  void SetFloor() { floor_ = position(); }
-  void ClearFloor() { floor_ = 0; }
+  void SetFloor();
+  void ClearFloor() {
+    floor_ = 0;
+    floor_completed_.clear();
+  }
   bool DependsOnContext() const { return sets_.back().below_floor; }
   bool RefusalDependsOnContext() const;
-  // The current item set with origins reduced to "here" or "earlier".
+  // The current item set's items that still expect something, with
+  // origins reduced to "here" or the rank of their position among the
+  // set's earlier origins, and for each rule the set completed from an
+  // earlier origin, what that completion read there (the same reduction).
   std::string StateKey() const;
-  // The current item set with earlier origins kept as positions. Bytes
+  // The current item set's items that still expect something, with
+  // earlier origins kept as positions (completed items are never read
+  // again: later completions read the items that wait for a rule). Bytes
   // below the current position never change (decoding only appends), so
   // two positions of one matcher with equal ExactStateKey answer alike for
   // every byte string: what completions read below is the same history.
@@ -115,6 +129,8 @@ class GrammarMatcher {
   std::vector<ItemSet> sets_;
   std::vector<ItemSet> spare_;
   size_t floor_ = 0;
+  // (rule, origin) pairs the floor set completed from below it (sorted).
+  std::vector<std::pair<int32_t, int32_t>> floor_completed_;
   std::vector<std::pair<std::string, DependentAnswers>> dependent_answers_;
 };
 

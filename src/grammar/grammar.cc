@@ -140,11 +140,14 @@ int32_t Grammar::FindRule(const std::string& name) const {
 }
 
 int32_t Grammar::AddStar(const Sequence& item) {
-  // R ::= item R | ""  (right recursion: Earley handles it in linear space
-  // per item)
+  // R ::= R item | ""  (left recursion: Earley keeps one item
+  // "R -> R . item" with the repetition's start as its origin, so each
+  // position's item set stays the same size however long the repetition
+  // runs, and every position inside it has the same state. Right recursion
+  // would add a completed item per earlier repetition at every position.)
   const int32_t r = AddRule(fmt::format("star_{}", rules.size()));
-  Sequence more = item;
-  more.push_back(RuleSymbol(r));
+  Sequence more = {RuleSymbol(r)};
+  more.insert(more.end(), item.begin(), item.end());
   AddAlternative(r, std::move(more));
   AddAlternative(r, {});
   return r;

@@ -316,11 +316,17 @@ TEST(TokenMaskTest, CachedMasksEqualBruteForceAlongRandomWalks) {
           "required": ["a"]})",
       R"({"type": "array", "items": {"anyOf": [{"type": "number"},
           {"type": "string"}, {"type": "null"}]}, "maxItems": 4})",
+      // Free strings and nesting: left-recursive repetitions whose
+      // completions read below the floor (StateKey's recorded reads).
+      R"({"type": "object", "properties": {"s": {"type": "string"},
+          "o": {"type": "object", "properties": {"t": {"type": "string"},
+          "l": {"type": "array", "items": {"type": "string"}}}}},
+          "required": ["s", "o"]})",
   };
   for (const std::string& schema : schemas) {
     auto g = FromSchema(schema);
     ASSERT_TRUE(g);
-    for (int walk = 0; walk < 12; ++walk) {
+    for (int walk = 0; walk < 16; ++walk) {
       GrammarMatcher m(g);
       std::vector<uint8_t> cached, brute;
       for (int step = 0; step < 40; ++step) {
