@@ -267,6 +267,11 @@ StatusOr<std::unique_ptr<Sequence>> Engine::Prepare(EngineRequest request) {
     seq->grammar_matcher =
         std::make_unique<grammar::GrammarMatcher>(seq->request.grammar);
     seq->grammar_stop_ids = seq->stop_tokens.ActiveIds();
+    if (seq->request.grammar_after_reasoning) {
+      seq->grammar_phase = seq->request.grammar_after_reasoning->opens
+                               ? Sequence::GrammarPhase::kMayReason
+                               : Sequence::GrammarPhase::kReasoning;
+    }
   }
   seq->stream = std::make_shared<RequestStream>(seq->request.rid);
   return seq;

@@ -74,6 +74,18 @@ struct EngineRequest {
   // Structured output: the output must be a sentence of this grammar
   // (grammar/grammar.h); null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
+  // A reasoning model (--reasoning-parser): the grammar constrains the
+  // answer, not the thinking. With `opens`, the first token may be `start`
+  // (the model opens its reasoning block) instead of following the
+  // grammar; without, the output starts inside the block (the template
+  // opened it). Inside the block nothing is constrained; the grammar starts
+  // after `end`.
+  struct ReasoningTokens {
+    int32_t start = 0;
+    int32_t end = 0;
+    bool opens = true;
+  };
+  std::optional<ReasoningTokens> grammar_after_reasoning;
   std::optional<BootstrapInfo> bootstrap;  // PD disaggregation only
 };
 

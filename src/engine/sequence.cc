@@ -42,7 +42,19 @@ RequestOutput Sequence::AcceptToken(int32_t id,
   std::string piece = detokenizer.Add(id);
   const TokenStopReason reason = stop_tokens.Check(id);
   bool grammar_done = false;
-  if (grammar_matcher != nullptr && reason == TokenStopReason::kNone) {
+  // A reasoning block: unconstrained until it closes.
+  bool grammar_applies = grammar_phase == GrammarPhase::kActive;
+  if (grammar_matcher != nullptr && request.grammar_after_reasoning) {
+    const auto& r = *request.grammar_after_reasoning;
+    if (grammar_phase == GrammarPhase::kMayReason) {
+      grammar_phase = id == r.start ? GrammarPhase::kReasoning : GrammarPhase::kActive;
+      grammar_applies = grammar_phase == GrammarPhase::kActive;
+    } else if (grammar_phase == GrammarPhase::kReasoning && id == r.end) {
+      grammar_phase = GrammarPhase::kActive;  // from the next token on
+    }
+  }
+  if (grammar_matcher != nullptr && grammar_applies &&
+      reason == TokenStopReason::kNone) {
     if (grammar_dead_end ||
         !grammar_matcher->AcceptString(grammar_vocab->bytes(id))) {
       out.finished = true;
@@ -86,21 +98,34 @@ RequestOutput Sequence::AcceptToken(int32_t id,
 }
 
 void Sequence::ComputeGrammarMask() {
-  if (grammar_matcher == nullptr) return;
+  if (grammar_matcher == nullptr || grammar_phase == GrammarPhase::kReasoning) {
+    return;
+  }
   const int64_t allowed = grammar::ComputeTokenMask(
       *grammar_matcher, *grammar_vocab, grammar_stop_ids, &grammar_mask);
   grammar_dead_end = allowed == 0;
 }
 
 void Sequence::ApplyGrammarMask(std::span<float> logits) const {
-  if (grammar_matcher == nullptr || grammar_dead_end) return;
+  if (grammar_matcher == nullptr || grammar_dead_end ||
+      grammar_phase == GrammarPhase::kReasoning) {
+    return;
+  }
   const size_t n = std::min(logits.size(), grammar_mask.size());
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  // The first token may open the reasoning block instead.
+  std::optional<std::pair<size_t, float>> keep;
+  if (grammar_phase == GrammarPhase::kMayReason) {
+    const size_t start =
+        static_cast<size_t>(request.grammar_after_reasoning->start);
+    if (start < logits.size()) keep.emplace(start, logits[start]);
+  }
   for (size_t t = 0; t < n; ++t) {
     if (!grammar_mask[t]) logits[t] = kMasked;
   }
   // Ids beyond the tokenizer's vocabulary (padded embedding rows).
   for (size_t t = n; t < logits.size(); ++t) logits[t] = kMasked;
+  if (keep) logits[keep->first] = keep->second;
 }
 
 RequestOutput Sequence::EmbeddingOutput() {

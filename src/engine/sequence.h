@@ -122,6 +122,11 @@ struct Sequence {
   std::vector<int32_t> grammar_stop_ids;
   std::vector<uint8_t> grammar_mask;
   bool grammar_dead_end = false;
+  // With request.grammar_after_reasoning: kMayReason (first token: the
+  // grammar or the block's start), kReasoning (unconstrained until the
+  // block's end), then kActive.
+  enum class GrammarPhase { kActive, kMayReason, kReasoning };
+  GrammarPhase grammar_phase = GrammarPhase::kActive;
   // Embedding engines: the prompt's hidden states pooled as they arrive.
   std::optional<model::HiddenPooler> pooler;
   // prompt_logprobs: gathered chunk by chunk, handed out with the first

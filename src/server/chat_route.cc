@@ -4,6 +4,7 @@
 // request) <tool_call> blocks become tool_calls, streamed as deltas.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <ctime>
 
 #include "parsers/reasoning_parser.h"
@@ -196,10 +197,28 @@ void HandleChatCompletions(ServingContext& ctx, const HttpRequest& req,
   p->meta.model = ctx.options.served_model_name;
   p->meta.system_fingerprint = ctx.options.system_fingerprint;
   const int32_t top = r.logprobs ? r.top_logprobs : -1;
+  std::vector<engine::EngineRequest> requests =
+      BuildEngineRequests(r.sampling, ids, top, p->meta.id);
+  if (r.sampling.grammar != nullptr && !ctx.options.reasoning_parser.empty()) {
+    // Structured output constrains the answer of a reasoning model, not
+    // its thinking (SGLang does the same with a reasoning parser).
+    const auto start = ctx.tokenizer().TokenToId("<think>");
+    const auto end = ctx.tokenizer().TokenToId("</think>");
+    if (start && end) {
+      // A template that opens the block (the prompt ends inside it).
+      std::string_view tail(*rendered);
+      while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) {
+        tail.remove_suffix(1);
+      }
+      const bool opened = tail.ends_with("<think>");
+      for (engine::EngineRequest& er : requests) {
+        er.grammar_after_reasoning =
+            engine::EngineRequest::ReasoningTokens{*start, *end, !opened};
+      }
+    }
+  }
   auto streams = std::make_shared<StreamSet>();
-  if (auto e = SubmitAll(
-          *ctx.engine, {BuildEngineRequests(r.sampling, ids, top, p->meta.id)},
-          streams.get())) {
+  if (auto e = SubmitAll(*ctx.engine, {std::move(requests)}, streams.get())) {
     return SendError(res, *e);
   }
   std::vector<ChoiceParsers> parsers;

@@ -792,6 +792,43 @@ TEST(ServeTest, ToolCallsFromARealModelAreParsedStreamedAndNot) {
   std::filesystem::remove_all(dir);
 }
 
+// Structured output on a reasoning model: the schema constrains the answer
+// after </think>, not the thinking (the scripted model thinks first; were
+// the grammar applied from the first token, <think> would be masked away).
+TEST(ServeTest, StructuredOutputOfAReasoningModelStartsAfterItsThinking) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() /
+       ("tessera_think_json_model_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  Status made = testing::MakeScriptedChatModel(
+      dir, {"<think>", "\nA city, as JSON.\n", "</think>", R"({"city": "Paris"})"});
+  ASSERT_TRUE(made.ok()) << made.ToString();
+  ServerProcess server;
+  START_SERVER(server, {"--model-path", dir, "--log-interval", "0",
+                        "--reasoning-parser", "qwen3"});
+  const Json body = {
+      {"messages", {{{"role", "user"}, {"content", "Where?"}}}},
+      {"max_tokens", 16},
+      {"temperature", 0},
+      {"response_format",
+       {{"type", "json_schema"},
+        {"json_schema",
+         {{"name", "place"},
+          {"schema",
+           {{"type", "object"},
+            {"properties", {{"city", {{"type", "string"}}}}},
+            {"required", {"city"}}}}}}}}};
+  auto res = server.Post("/v1/chat/completions", body.dump());
+  ASSERT_EQ(res.status, 200) << res.body;
+  const Json choice = Json::parse(res.body)["choices"][0];
+  EXPECT_EQ(choice["message"]["reasoning_content"], "\nA city, as JSON.\n");
+  EXPECT_EQ(choice["message"]["content"], R"({"city": "Paris"})");
+  EXPECT_EQ(choice["finish_reason"], "stop");
+  EXPECT_EQ(server.Stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ServeTest, ReasoningFromARealModelGoesToReasoningContent) {
   const std::string dir =
       (std::filesystem::temp_directory_path() /
