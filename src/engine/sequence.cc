@@ -128,32 +128,29 @@ void Sequence::ApplyGrammarMask(std::span<float> logits) const {
   if (keep) logits[keep->first] = keep->second;
 }
 
-RequestOutput Sequence::EmbeddingOutput() {
+RequestOutput Sequence::EndAfterPrompt(FinishReason::Kind kind) {
   const auto now = SteadyClock::now();
   ttft_s = std::chrono::duration<double>(now - arrival).count();
   last_token = now;
   RequestOutput out;
   out.finished = true;
-  out.finish.kind = FinishReason::Kind::kStop;
-  if (pooler) out.embedding = pooler->Finish();
+  out.finish.kind = kind;
   out.prompt_tokens = prompt_len();
   out.cached_tokens = cached_tokens;
   finished = true;
   return out;
 }
 
+RequestOutput Sequence::EmbeddingOutput() {
+  RequestOutput out = EndAfterPrompt(FinishReason::Kind::kStop);
+  if (pooler) out.embedding = pooler->Finish();
+  return out;
+}
+
 RequestOutput Sequence::PromptOnlyOutput() {
-  const auto now = SteadyClock::now();
-  ttft_s = std::chrono::duration<double>(now - arrival).count();
-  last_token = now;
-  RequestOutput out;
-  out.finished = true;
-  out.finish.kind = FinishReason::Kind::kLength;
+  RequestOutput out = EndAfterPrompt(FinishReason::Kind::kLength);
   out.finish.length = 0;
   out.prompt_logprobs = std::move(prompt_logprobs);
-  out.prompt_tokens = prompt_len();
-  out.cached_tokens = cached_tokens;
-  finished = true;
   return out;
 }
 

@@ -62,6 +62,8 @@ struct Sequence {
   // max_new_tokens 0 (prompt logprobs only): the final output once the
   // prompt is computed (finish "length", no tokens).
   RequestOutput PromptOnlyOutput();
+  // The final output of a sequence that ends once its prompt is computed.
+  RequestOutput EndAfterPrompt(FinishReason::Kind kind);
 
   bool prefilling() const {
     return kv_len < static_cast<int64_t>(tokens.size()) - (generated() > 0);
