@@ -166,6 +166,7 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
   model::Batch input;
   input.sequences.reserve(batch.rows.size());
   bool host = false;
+  bool any_scored = false;  // a row brings a logits row per token
   int64_t token = 0;
   for (const BatchRow& r : batch.rows) {
     const Sequence& s = *r.seq;
@@ -184,6 +185,7 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     input.sequences.push_back({tokens, r.kv_start, s.kv.pages, scored});
     token += r.n;
     host |= (r.sample && s.needs_host_logits()) || scored;
+    any_scored |= scored;
   }
   if (!input.device_tokens.empty()) {
     input.token_source = last_ids_.buffer;
@@ -213,7 +215,7 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
       }
     };
     TSR_ASSIGN_OR_RETURN(f.host_logits, runner_.Forward(input, masks));
-    if (f.host_logits.rows != static_cast<int64_t>(batch.rows.size())) {
+    if (any_scored) {
       TSR_ASSIGN_OR_RETURN(f.host_logits,
                            ScorePrompts(batch, input, std::move(f.host_logits),
                                         &f.prompt_logprobs));

@@ -84,6 +84,27 @@ TEST_F(PromptLogprobsTest, ScoresEveryPromptTokenAcrossChunksAndCache) {
   EXPECT_EQ(Collect(**other).ids.size(), 4u);
 }
 
+// A scored prompt admitted behind another in the same step gets what is
+// left of the token budget — here a one-token first chunk — and still
+// scores every position.
+TEST_F(PromptLogprobsTest, AOneTokenChunkIsScoredToo) {
+  EngineOptions options;
+  options.chunked_prefill_size = 8;
+  Start(options);
+  const std::vector<int32_t> scored_prompt = Prompt(12, 7);
+  const std::vector<double> want = Want(scored_prompt);
+  EngineRequest scored = Greedy(scored_prompt, 1);
+  scored.prompt_logprobs = 0;
+  auto first = engine_->Submit(Greedy(Prompt(7, 8), 2));
+  auto second = engine_->Submit(std::move(scored));
+  ASSERT_TRUE(first.ok() && second.ok());
+  Collect(**first);
+  testing::Collected c = Collect(**second);
+  // Collect keeps the last output; the scores came with the first (and
+  // only, for one token) output.
+  ExpectScores(c.last, scored_prompt, want, 0);
+}
+
 TEST_F(PromptLogprobsTest, MaxNewTokensZeroScoresOnly) {
   Start();
   const std::vector<int32_t> prompt = Prompt(12, 5);
