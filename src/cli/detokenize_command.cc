@@ -2,8 +2,9 @@
 // text with only the tokenizer files of DIR.
 //
 // The request is the server's /detokenize body
-// {"tokens": [...], "skip_special_tokens": true} (see cli/generate_prompt.h),
-// inline, as @file or @- (stdin); stdout gets one line {"prompt": "..."}.
+// {"tokens": [...], "skip_special_tokens": true} (prompt/prompt_tools.h),
+// inline, as @file or @- (stdin); stdout gets one line {"text": "..."}, the
+// server's answer.
 // An id outside the tokenizer's vocabulary is an error, not skipped.
 //
 // Exit codes: 0 done; 2 bad input (malformed or mistyped request, an id
@@ -40,10 +41,10 @@ int RunDetokenize(const DetokenizeOptions& options) {
   if (Status ids = (*tools)->CheckTokenIds(request->tokens); !ids.ok()) {
     return ReportError(ids, kExitBadInput);
   }
-  Json out = Json::object();
-  out["prompt"] = (*tools)->tokenizer().Decode(request->tokens,
-                                               request->skip_special_tokens);
-  fmt::print("{}\n", DumpJson(out));
+  // POST /detokenize's answer.
+  fmt::print("{}\n", DumpJson(prompt::DetokenizeResponseJson(
+                         (*tools)->tokenizer().Decode(
+                             request->tokens, request->skip_special_tokens))));
   std::fflush(stdout);
   return kExitOk;
 }

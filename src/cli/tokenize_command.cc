@@ -3,7 +3,8 @@
 // with only the tokenizer files of DIR (no config.json or weights needed).
 //
 // The request is the server's /tokenize body (see cli/generate_prompt.h),
-// inline or as @file; stdout gets one line {"tokens": [...], "prompt": "..."}
+// inline or as @file; stdout gets one line {"tokens": [...], "count": N,
+// "prompt": "..."} (POST /tokenize's answer)
 // where "prompt" is the text tokenized (the rendered chat for "messages").
 // With --requests-jsonl FILE, each line of FILE is one request and stdout
 // gets one result line per request, in order; a line that fails stops the
@@ -38,10 +39,7 @@ struct TokenizeOptions {
 StatusOr<std::string> TokenizeOne(prompt::PromptTools& tools, const Json& body) {
   TSR_ASSIGN_OR_RETURN(prompt::TokenizeRequest request, prompt::ParseTokenizeRequest(body));
   TSR_ASSIGN_OR_RETURN(prompt::PreparedPrompt prompt, tools.Prepare(request));
-  Json out = Json::object();
-  out["tokens"] = prompt.ids;
-  out["prompt"] = prompt.text;
-  return DumpJson(out);
+  return DumpJson(prompt::TokenizeResponseJson(prompt.ids, prompt.text));
 }
 
 int RunTokenize(const TokenizeOptions& options) {

@@ -131,6 +131,16 @@ StatusOr<TokenizeRequest> ParseTokenizeRequest(const Json& body) {
   return request;
 }
 
+Json TokenizeResponseJson(const std::vector<int32_t>& tokens,
+                          const std::string& prompt_text) {
+  return Json{
+      {"tokens", tokens}, {"count", tokens.size()}, {"prompt", prompt_text}};
+}
+
+Json DetokenizeResponseJson(const std::string& text) {
+  return Json{{"text", text}};
+}
+
 StatusOr<DetokenizeRequest> ParseDetokenizeRequest(const Json& body) {
   if (!body.is_object()) {
     return InvalidArgumentError(

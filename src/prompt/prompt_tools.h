@@ -60,6 +60,14 @@ struct DetokenizeRequest {
 StatusOr<DetokenizeRequest> ParseDetokenizeRequest(
     const nlohmann::ordered_json& body);
 
+// The answers, the same from POST /tokenize and /detokenize as from
+// `tessera tokenize` and `tessera detokenize` (one JSON line each):
+//   {"tokens": [...], "count": N, "prompt": "<the text tokenized>"}
+//   {"text": "..."}
+nlohmann::ordered_json TokenizeResponseJson(const std::vector<int32_t>& tokens,
+                                            const std::string& prompt_text);
+nlohmann::ordered_json DetokenizeResponseJson(const std::string& text);
+
 // A prompt ready for the model: its text (the rendered chat for messages)
 // and its token ids.
 struct PreparedPrompt {

@@ -123,7 +123,7 @@ void HandleTokenize(ServingContext& ctx, const HttpRequest& req,
   if (!parsed.ok()) return SendError(res, ApiErrorFromStatus(parsed.status()));
   StatusOr<prompt::PreparedPrompt> prompt = ctx.prompts->Prepare(*parsed);
   if (!prompt.ok()) return SendError(res, ApiErrorFromStatus(prompt.status()));
-  SendJson(res, TokenizeResponseJson(prompt->ids, prompt->text));
+  SendJson(res, prompt::TokenizeResponseJson(prompt->ids, prompt->text));
 }
 
 void HandleDetokenize(ServingContext& ctx, const HttpRequest& req,
@@ -135,7 +135,7 @@ void HandleDetokenize(ServingContext& ctx, const HttpRequest& req,
   if (Status ok = ctx.prompts->CheckTokenIds(parsed->tokens); !ok.ok()) {
     return SendError(res, ApiErrorFromStatus(ok));
   }
-  SendJson(res, DetokenizeResponseJson(ctx.tokenizer().Decode(
+  SendJson(res, prompt::DetokenizeResponseJson(ctx.tokenizer().Decode(
                     parsed->tokens, parsed->skip_special_tokens)));
 }
 

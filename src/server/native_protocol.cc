@@ -285,14 +285,4 @@ Json GenerateResultJson(const GenerateResult& result) {
               {"meta_info", std::move(meta)}};
 }
 
-Json TokenizeResponseJson(const std::vector<int32_t>& tokens,
-                          const std::string& prompt_text) {
-  return Json{
-      {"tokens", tokens}, {"count", tokens.size()}, {"prompt", prompt_text}};
-}
-
-Json DetokenizeResponseJson(const std::string& text) {
-  return Json{{"text", text}};
-}
-
 }  // namespace tessera::server

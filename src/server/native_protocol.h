@@ -95,11 +95,6 @@ struct GenerateResult {
 };
 Json GenerateResultJson(const GenerateResult& result);
 
-Json TokenizeResponseJson(const std::vector<int32_t>& tokens,
-                          const std::string& prompt_text);
-
-Json DetokenizeResponseJson(const std::string& text);
-
 }  // namespace tessera::server
 
 #endif  // TESSERA_SERVER_NATIVE_PROTOCOL_H_

@@ -112,7 +112,9 @@ TEST(CliTokenizeTest, EveryGoldenEncodeCaseIsExact) {
       EXPECT_EQ(lines[i]["tokens"], cases[i]["ids"])
           << "case " << i << ": " << cases[i]["text"];
       EXPECT_EQ(lines[i]["prompt"], cases[i]["text"]) << "case " << i;
-      EXPECT_EQ(lines[i].size(), 2u) << lines[i].dump();
+      // POST /tokenize's shape: tokens, count, prompt.
+      EXPECT_EQ(lines[i]["count"], cases[i]["ids"].size());
+      EXPECT_EQ(lines[i].size(), 3u) << lines[i].dump();
     }
   }
 }
@@ -221,13 +223,13 @@ TEST(CliDetokenizeTest, RoundTripsGoldenIds) {
     const Result r = Tessera("detokenize --model-path " + ShellQuote(dir) +
                              " --request " + ShellQuote(request.dump()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(Json::parse(r.out), (Json{{"prompt", cases[i]["text"]}}));
+    EXPECT_EQ(Json::parse(r.out), (Json{{"text", cases[i]["text"]}}));
   }
   const Result skipped =
       Tessera("detokenize --model-path " + ShellQuote(dir) + " --request " +
               ShellQuote(Json{{"tokens", cases[11]["ids"]}}.dump()));
   ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
-  EXPECT_EQ(Json::parse(skipped.out)["prompt"], "user\nhi\nassistant\n");
+  EXPECT_EQ(Json::parse(skipped.out)["text"], "user\nhi\nassistant\n");
 }
 
 TEST(CliDetokenizeTest, TokenizeThenDetokenizeIsTheIdentity) {
@@ -240,7 +242,7 @@ TEST(CliDetokenizeTest, TokenizeThenDetokenizeIsTheIdentity) {
       Tessera("detokenize --model-path " + ShellQuote(dir) + " --request " +
               ShellQuote(Json{{"tokens", ids}}.dump()));
   ASSERT_EQ(detok.exit_code, 0) << detok.err;
-  EXPECT_EQ(Json::parse(detok.out)["prompt"], text);
+  EXPECT_EQ(Json::parse(detok.out)["text"], text);
 }
 
 TEST(CliTokenizeTest, BadRequestsAreOneLineErrorsWithExit2) {
