@@ -62,7 +62,7 @@ std::string Detokenize(const std::string& model, const Json& ids) {
       Tessera("detokenize --model-path " + ShellQuote(model) + " --request " +
               ShellQuote(Json{{"tokens", ids}}.dump()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  return Json::parse(r.out)["prompt"].get<std::string>();
+  return Json::parse(r.out)["text"].get<std::string>();
 }
 
 constexpr int32_t kStoriesEos = 2;

@@ -170,7 +170,7 @@ TEST(CliTokenizeTest, SingleRequestInlineAndFromFile) {
   ASSERT_EQ(inline_prompt.exit_code, 0) << inline_prompt.err;
   EXPECT_EQ(
       Json::parse(inline_prompt.out),
-      (Json{{"tokens", {9707, 11, 1879, 0}}, {"prompt", "Hello, world!"}}));
+      (Json{{"tokens", {9707, 11, 1879, 0}}, {"count", 4}, {"prompt", "Hello, world!"}}));
 }
 
 TEST(CliTokenizeTest, PromptAddsSpecialTokensByDefaultMessagesDoNot) {
@@ -199,6 +199,7 @@ TEST(CliTokenizeTest, PromptAddsSpecialTokensByDefaultMessagesDoNot) {
       Tessera(Tokenize(dir, chat, " --chat-template " + ShellQuote(tmpl)));
   ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
   EXPECT_EQ(Json::parse(rendered.out), (Json{{"tokens", {403, 407, 261, 378}},
+                                             {"count", 4},
                                              {"prompt", "Once upon a time"}}));
   const Result bos = Tessera(Tokenize(
       dir,
@@ -207,7 +208,7 @@ TEST(CliTokenizeTest, PromptAddsSpecialTokensByDefaultMessagesDoNot) {
       " --chat-template " + ShellQuote(tmpl)));
   ASSERT_EQ(bos.exit_code, 0) << bos.err;
   EXPECT_EQ(Json::parse(bos.out),
-            (Json{{"tokens", {1, 403, 407, 261}}, {"prompt", "Once upon a"}}));
+            (Json{{"tokens", {1, 403, 407, 261}}, {"count", 4}, {"prompt", "Once upon a"}}));
 }
 
 TEST(CliDetokenizeTest, RoundTripsGoldenIds) {
