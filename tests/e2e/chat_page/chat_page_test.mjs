@@ -80,6 +80,22 @@ await check("a message streams an answer into the page", async () => {
 });
 
 await check("Stop ends a long answer and the page keeps working", async () => {
+  // The demo model has random weights: at temperature 1 it samples EOS
+  // within a few hundred tokens, often before the click lands (the answer
+  // then ends "done"). The test adds ignore_eos to the page's request so
+  // the answer runs until Stop.
+  await page.setRequestInterception(true);
+  const add_ignore_eos = (request) => {
+    if (request.method() === "POST" &&
+        request.url().endsWith("/v1/chat/completions")) {
+      const body = JSON.parse(request.postData());
+      body.ignore_eos = true;
+      request.continue({postData: JSON.stringify(body)});
+    } else {
+      request.continue();
+    }
+  };
+  page.on("request", add_ignore_eos);
   await page.$eval("#max_tokens", (e) => { e.value = "1900"; });
   await page.$eval("#temperature", (e) => { e.value = "1"; });
   await page.type("#input", "Tell me a very long story");
@@ -107,6 +123,8 @@ await check("Stop ends a long answer and the page keeps working", async () => {
   assert.ok(send_enabled, "Send stays disabled after Stop");
   const status = await page.$eval("#status", (e) => e.textContent);
   assert.match(status, /stopped/);
+  page.off("request", add_ignore_eos);
+  await page.setRequestInterception(false);
 });
 
 await check("no script errors on the page", async () => {
