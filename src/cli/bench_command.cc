@@ -88,7 +88,7 @@ struct BenchOptions {
   bool no_bandwidth = false;
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int cpu_threads = 0;
-  std::string quantization = "none";
+  std::string quantization = "auto";
   std::string kv_cache_dtype = "auto";
   TpFlags tp;
   runtime::RuntimeFlags flags;
@@ -278,7 +278,7 @@ int RunOneBatchBench(BenchOptions o) {
   runner_options.max_batch_tokens = max_batch * o.input_len;
   runner_options.show_progress = progress;
   runner_options.graph_max_batch = o.disable_graph ? 0 : 160;
-  ApplyQuantizationFlag(o.quantization, &runner_options);
+  ApplyQuantizationFlag(o.quantization, **checkpoint, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   if (progress) fmt::print(stderr, "loading {}...\n", o.model_path);
   std::unique_ptr<TpGroup> tp;  // outlives the runner

@@ -80,7 +80,7 @@ struct GenerateOptions {
   int32_t top_logprobs = -1;
   int64_t chunked_prefill_size = 2048;
   bool json = false;
-  std::string quantization = "none";
+  std::string quantization = "auto";
   std::string kv_cache_dtype = "auto";
   runtime::RuntimeFlags flags;
   TpFlags tp;
@@ -257,7 +257,7 @@ int RunGenerate(const GenerateOptions& o) {
   if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   model::ModelRunnerOptions runner_options;
   runner_options.kv_capacity_tokens = prompt_len + max_new_tokens;
-  ApplyQuantizationFlag(o.quantization, &runner_options);
+  ApplyQuantizationFlag(o.quantization, **checkpoint, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   runner_options.max_batch_tokens =
       o.chunked_prefill_size > 0 ? std::min(prompt_len, o.chunked_prefill_size)

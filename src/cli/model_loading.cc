@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/logging.h"
 #include "cli/cli_io.h"
 #include "prompt/prompt_tools.h"
 
@@ -31,19 +35,46 @@ int ModelFailureCode(const Status& status) {
 CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value) {
   return app
       ->add_option("--quantization", *value,
-                   "weight quantization: none; int8 (decoder linear weights "
-                   "as int8, a scale per 32 inputs); int8-per-channel (a "
-                   "scale per output row)")
-      ->check(CLI::IsMember({"none", "int8", "int8-per-channel"}))
+                   "weight quantization: auto (int8 for a GGUF with "
+                   "quantized weights, else none); none; int8 (decoder "
+                   "linear weights as int8, a scale per 32 inputs); "
+                   "int8-per-channel (a scale per output row)")
+      ->check(CLI::IsMember({"auto", "none", "int8", "int8-per-channel"}))
       ->capture_default_str();
 }
 
 void ApplyQuantizationFlag(const std::string& value,
+                           const model::Checkpoint& checkpoint,
                            model::ModelRunnerOptions* options) {
-  options->quantization = value == "none" ? model::WeightQuantization::kNone
-                                          : model::WeightQuantization::kInt8;
+  const std::vector<std::string> quantized = checkpoint.QuantizedLinearTypes();
+  std::string resolved = value;
+  if (value == "auto") resolved = quantized.empty() ? "none" : "int8";
+  options->quantization = resolved == "none" ? model::WeightQuantization::kNone
+                                             : model::WeightQuantization::kInt8;
   options->int8_group_size =
-      value == "int8-per-channel" ? 0 : model::kDefaultInt8GroupSize;
+      resolved == "int8-per-channel" ? 0 : model::kDefaultInt8GroupSize;
+  if (quantized.empty()) return;
+  const std::string types = fmt::format("{}", fmt::join(quantized, ", "));
+  if (resolved == "none") {
+    TSR_LOG_WARN(
+        "{}: decoder weights stored as {} are widened to the activation "
+        "dtype at load (--quantization none): about 2 bytes per weight "
+        "instead of under 1",
+        checkpoint.dir(), types);
+  } else if (quantized == std::vector<std::string>{"q8_0"} &&
+             options->int8_group_size == model::kDefaultInt8GroupSize) {
+    TSR_LOG_INFO("{}: q8_0 decoder weights load as int8 with a scale per 32 "
+                 "(the same numbers)",
+                 checkpoint.dir());
+  } else {
+    TSR_LOG_WARN(
+        "{}: decoder weights stored as {} are converted at load to int8 "
+        "with a scale per {} (Tessera has no native kernel for them yet): "
+        "about 1.1 bytes per weight, a rounding step on top of the file's",
+        checkpoint.dir(), types,
+        options->int8_group_size == 0 ? std::string("output row")
+                                      : std::to_string(options->int8_group_size));
+  }
 }
 
 CLI::Option* AddKvCacheDtypeOption(CLI::App* app, std::string* value) {

@@ -25,14 +25,20 @@ std::vector<int32_t> EosIds(const model::Checkpoint& checkpoint,
 // (kExitBadInput), anything else a runtime failure (kExitRuntimeFailure).
 int ModelFailureCode(const Status& status);
 
-// Adds `--quantization none|int8|int8-per-channel` to `app`, bound to
-// `value` ("none" by default): int8 makes the decoder layers' linear
+// Adds `--quantization auto|none|int8|int8-per-channel` to `app`, bound to
+// `value` ("auto" by default): int8 makes the decoder layers' linear
 // weights int8 with a scale per 32 inputs at load (model/weights.h);
-// int8-per-channel uses one scale per output row.
+// int8-per-channel uses one scale per output row; none keeps the
+// checkpoint's float weights (widening a quantized GGUF's to the
+// activation dtype); auto is int8 for a GGUF whose linear weights are
+// block-quantized (Q8_0 maps onto int8 exactly, 4-/5-/6-bit types are
+// re-quantized to it) and none otherwise.
 CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value);
 // Sets options->quantization and int8_group_size from a validated
-// --quantization value.
+// --quantization value, resolving auto against `checkpoint` (and logging
+// the conversion a quantized GGUF goes through).
 void ApplyQuantizationFlag(const std::string& value,
+                           const model::Checkpoint& checkpoint,
                            model::ModelRunnerOptions* options);
 
 // Adds `--kv-cache-dtype auto|bf16|f32` (SGLang's and vLLM's flag;

@@ -99,7 +99,7 @@ struct ServeOptions {
   bool disable_graph = false;
   int64_t graph_max_bs = 160;
   std::string dtype = "auto";
-  std::string quantization = "none";
+  std::string quantization = "auto";
   std::string kv_cache_dtype = "auto";
   int cpu_threads = 0;
   double log_interval = 5.0;
@@ -143,6 +143,7 @@ StatusOr<std::string> EnsureDemoModel() {
 uint64_t WeightFileBytes(const std::string& dir) {
   uint64_t total = 0;
   std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) return fs::file_size(dir, ec);  // GGUF
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() == ".safetensors") total += e.file_size(ec);
   }
@@ -155,7 +156,9 @@ uint64_t WeightFileBytes(const std::string& dir) {
 std::string ModelIdentityText(const ServeOptions& o,
                               const model::Checkpoint& checkpoint) {
   std::string config;
-  if (std::ifstream in(fs::path(checkpoint.dir()) / "config.json"); in) {
+  if (checkpoint.is_gguf()) {
+    config = model::ModelConfigToJson(checkpoint.config());
+  } else if (std::ifstream in(fs::path(checkpoint.dir()) / "config.json"); in) {
     config.assign(std::istreambuf_iterator<char>(in),
                   std::istreambuf_iterator<char>());
   }
@@ -282,7 +285,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   ro.page_size = o.page_size;
   if (o.dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
   if (o.dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
-  ApplyQuantizationFlag(o.quantization, &ro);
+  ApplyQuantizationFlag(o.quantization, *m.checkpoint, &ro);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &ro);
   const int64_t context =
       o.context_length > 0 ? o.context_length : config.max_position_embeddings;

@@ -270,11 +270,12 @@ std::vector<std::string> TpRunnerSpec::ToArgs() const {
   return out;
 }
 
-model::ModelRunnerOptions TpRunnerSpec::RunnerOptions() const {
+model::ModelRunnerOptions TpRunnerSpec::RunnerOptions(
+    const model::Checkpoint& checkpoint) const {
   model::ModelRunnerOptions ro;
   if (dtype == "float32") ro.activation_dtype = TSR_DTYPE_F32;
   if (dtype == "bfloat16") ro.activation_dtype = TSR_DTYPE_BF16;
-  ApplyQuantizationFlag(quantization, &ro);
+  ApplyQuantizationFlag(quantization, checkpoint, &ro);
   ApplyKvCacheDtypeFlag(kv_cache_dtype, &ro);
   ro.page_size = page_size;
   ro.kv_capacity_tokens = kv_tokens;
@@ -465,7 +466,7 @@ int RunTpWorkerCommand(TpWorkerOptions& o) {
   if (!comm.ok()) return fail(comm.status(), kExitRuntimeFailure);
   auto checkpoint = model::Checkpoint::Open(o.spec.model_path);
   if (!checkpoint.ok()) return fail(checkpoint.status(), kExitBadInput);
-  model::ModelRunnerOptions ro = o.spec.RunnerOptions();
+  model::ModelRunnerOptions ro = o.spec.RunnerOptions(**checkpoint);
   ro.device = o.device;
   ro.comm = comm->get();
   ro.pages_allocated_elsewhere = true;  // rank 0's scheduler owns them

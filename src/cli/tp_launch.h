@@ -69,7 +69,7 @@ struct TpRunnerSpec {
   std::string model_path;
   std::string dtype = "auto";           // --dtype
   std::string kv_cache_dtype = "auto";  // --kv-cache-dtype
-  std::string quantization = "none";    // --quantization
+  std::string quantization = "auto";    // --quantization
   int32_t page_size = 16;
   int64_t kv_tokens = 0;  // the KV pool's token capacity (explicit)
   int64_t max_batch_tokens = 256;
@@ -78,7 +78,7 @@ struct TpRunnerSpec {
 
   std::vector<std::string> ToArgs() const;
   // The runner options the spec describes (device and comm left unset).
-  model::ModelRunnerOptions RunnerOptions() const;
+  model::ModelRunnerOptions RunnerOptions(const model::Checkpoint& checkpoint) const;
 };
 
 class TpGroup {

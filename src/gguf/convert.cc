@@ -157,45 +157,6 @@ void SetModelMetadata(const ModelConfig& c, std::string_view arch,
 
 }  // namespace
 
-std::optional<std::string> GgufTensorName(std::string_view hf) {
-  if (hf == model::kEmbedTokensName) return "token_embd.weight";
-  if (hf == model::kFinalNormName) return "output_norm.weight";
-  if (hf == model::kLmHeadName) return "output.weight";
-  constexpr std::string_view kLayers = "model.layers.";
-  if (hf.substr(0, kLayers.size()) != kLayers) return std::nullopt;
-  std::string_view rest = hf.substr(kLayers.size());
-  const size_t dot = rest.find('.');
-  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
-  std::string_view layer = rest.substr(0, dot);
-  if (!std::all_of(layer.begin(), layer.end(),
-                   [](char ch) { return ch >= '0' && ch <= '9'; })) {
-    return std::nullopt;
-  }
-  rest = rest.substr(dot + 1);
-  const size_t last = rest.rfind('.');
-  if (last == std::string_view::npos) return std::nullopt;
-  std::string_view module = rest.substr(0, last);
-  std::string_view param = rest.substr(last + 1);
-  static constexpr std::pair<std::string_view, std::string_view> kModules[] = {
-      {"input_layernorm", "attn_norm"},
-      {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},
-      {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"},
-      {"self_attn.q_norm", "attn_q_norm"},
-      {"self_attn.k_norm", "attn_k_norm"},
-      {"post_attention_layernorm", "ffn_norm"},
-      {"mlp.gate_proj", "ffn_gate"},
-      {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"},
-  };
-  if (param != "weight" && param != "bias") return std::nullopt;
-  for (const auto& [from, to] : kModules) {
-    if (module == from) return fmt::format("blk.{}.{}.{}", layer, to, param);
-  }
-  return std::nullopt;
-}
-
 int64_t InterleavedRopeSourceRow(int64_t row, int64_t head_dim) {
   const int64_t head = row / head_dim;
   const int64_t k = row % head_dim;
@@ -209,6 +170,12 @@ StatusOr<ConvertResult> ConvertCheckpointToGguf(
     const GgufWriter::Progress& progress) {
   TSR_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint,
                        Checkpoint::Open(model_dir));
+  if (checkpoint->is_gguf()) {
+    return InvalidArgumentError(fmt::format(
+        "{} is already a GGUF file; convert-gguf reads Hugging Face "
+        "checkpoint folders",
+        model_dir));
+  }
   TSR_RETURN_IF_ERROR(checkpoint->Validate());
   const ModelConfig& c = checkpoint->config();
   TSR_RETURN_IF_ERROR(CheckSupported(c, model_dir));

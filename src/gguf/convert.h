@@ -54,6 +54,7 @@
 #include "gguf/gguf_format.h"
 #include "gguf/gguf_vocab.h"
 #include "gguf/gguf_writer.h"
+#include "gguf/tensor_names.h"
 
 namespace tessera::gguf {
 
@@ -71,10 +72,6 @@ struct ConvertResult {
 StatusOr<ConvertResult> ConvertCheckpointToGguf(
     const std::string& model_dir, const std::string& out_path, TensorType type,
     const GgufWriter::Progress& progress = {});
-
-// The GGUF name of a Hugging Face tensor name; nullopt for names without
-// one (e.g. rotary_emb.inv_freq buffers).
-std::optional<std::string> GgufTensorName(std::string_view hf_name);
 
 // For the interleaved rotary layout: the HF row that GGUF row `row` of a
 // q/k projection with heads of `head_dim` rows takes (see file comment).

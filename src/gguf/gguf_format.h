@@ -1,5 +1,6 @@
 // GGUF v3: the constants of the file format llama.cpp (ggml) reads, and the
-// sizes of the tensor types Tessera writes.
+// sizes of the tensor types Tessera writes (F32, F16, BF16, Q8_0) and reads
+// (those and Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; block_decode.h).
 //
 // File layout (all integers little-endian):
 //   u32 magic "GGUF" | u32 version (3) | u64 tensor count | u64 kv count
@@ -14,7 +15,8 @@
 // a row-major [rows, cols] matrix has dims {cols, rows}.
 //
 // Block-quantized types pack the innermost dimension in blocks: Q8_0 is 32
-// elements as {f16 scale d, int8 q[32]} (34 bytes), element = d * q.
+// elements as {f16 scale d, int8 q[32]} (34 bytes), element = d * q; the
+// other layouts are spelled out in block_decode.h.
 //
 // Pure constants and functions, thread-safe.
 #ifndef TESSERA_GGUF_GGUF_FORMAT_H_
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace tessera::gguf {
@@ -51,11 +54,18 @@ enum class ValueType : uint32_t {
   kFloat64 = 12,
 };
 
-// ggml_type values of the tensor types written here.
+// ggml_type values of the tensor types written or read here.
 enum class TensorType : uint32_t {
   kF32 = 0,
   kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
   kBF16 = 30,
 };
 
@@ -79,15 +89,31 @@ enum class TokenType : int32_t {
 
 inline constexpr int64_t kQ8_0BlockElements = 32;
 inline constexpr size_t kQ8_0BlockBytes = 34;  // f16 d + int8 q[32]
+// Elements per K-quant super-block (ggml's QK_K).
+inline constexpr int64_t kSuperBlockElements = 256;
 
-// "f32", "f16", "bf16", "q8_0".
+// The split regexes of the byte-level pre-tokenizers llama.cpp names
+// "qwen2" and "llama-bpe" (as their tokenizer.json files spell them).
+inline constexpr std::string_view kQwen2PreRegex =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+inline constexpr std::string_view kLlama3PreRegex =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+
+// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", ...
 std::string_view TensorTypeName(TensorType type);
-// Inverse of TensorTypeName; nullopt for anything else.
+// Inverse of TensorTypeName for the types the writer encodes (f32, f16,
+// bf16, q8_0); nullopt for anything else.
 std::optional<TensorType> ParseTensorType(std::string_view name);
+// The TensorType of a raw ggml_type value when it is one listed above.
+std::optional<TensorType> ReadableTensorType(uint32_t ggml_type);
+// ggml's name of any ggml_type value ("Q4_K", "IQ2_XXS", ...), for error
+// messages; "type N" for a value ggml does not define either.
+std::string GgmlTypeName(uint32_t ggml_type);
 // The file type whose 2-D tensors are `type`.
 FileType FileTypeFor(TensorType type);
 
-// Elements per block (1 for F32/F16/BF16, 32 for Q8_0).
+// Elements per block (1 for F32/F16/BF16, 32 for Q4_0..Q8_0, 256 for the
+// K-quants).
 int64_t BlockElements(TensorType type);
 // Bytes per block.
 size_t BlockBytes(TensorType type);

@@ -18,11 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kQwen2Regex =
-    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-constexpr std::string_view kLlama3Regex =
-    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-
 StatusOr<json> ReadJson(const std::string& path) {
   TSR_RETURN_IF_ERROR(CheckRegularFile(path, kMaxTextFileBytes, "the file"));
   std::ifstream in(path, std::ios::binary);
@@ -124,8 +119,8 @@ std::string ByteLevelPreName(const json& pre_tokenizer,
       byte_level_regex = true;
     }
   });
-  if (regexes.size() == 1 && regexes[0] == kQwen2Regex) return "qwen2";
-  if (regexes.size() == 1 && regexes[0] == kLlama3Regex) return "llama-bpe";
+  if (regexes.size() == 1 && regexes[0] == kQwen2PreRegex) return "qwen2";
+  if (regexes.size() == 1 && regexes[0] == kLlama3PreRegex) return "llama-bpe";
   if (regexes.empty() && byte_level_regex) return "gpt-2";
   notes.push_back(
       "the pre-tokenizer matches none llama.cpp knows by name (qwen2, "

@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "base/bounded_json.h"
 #include "base/logging.h"
+#include "gguf/block_decode.h"
+#include "gguf/gguf_reader.h"
 
 namespace tessera::model {
 namespace {
@@ -24,10 +28,119 @@ bool IsPlainFileName(const std::string& name) {
          name != "..";
 }
 
+float LoadFloat(const std::byte* src, DType dtype, int64_t i) {
+  switch (dtype) {
+    case TSR_DTYPE_F32: {
+      float v;
+      std::memcpy(&v, src + 4 * i, 4);
+      return v;
+    }
+    case TSR_DTYPE_BF16: {
+      uint16_t b;
+      std::memcpy(&b, src + 2 * i, 2);
+      return Bf16ToFloat(b);
+    }
+    default: {
+      uint16_t b;
+      std::memcpy(&b, src + 2 * i, 2);
+      return F16ToFloat(b);
+    }
+  }
+}
+
+// The stored row holding row `row` of a q/k projection whose heads of
+// `head_dim` rows GGUF keeps in the interleaved rotary order: Hugging Face
+// row h*D + j*D/2 + i is GGUF row h*D + 2i + j (the inverse of
+// gguf::InterleavedRopeSourceRow).
+int64_t InterleavedStoredRow(int64_t row, int64_t head_dim) {
+  const int64_t head = row / head_dim;
+  const int64_t k = row % head_dim;
+  const int64_t half = head_dim / 2;
+  return head * head_dim + 2 * (k % half) + k / half;
+}
+
 }  // namespace
+
+void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
+                          DType dst_dtype, int64_t count) {
+  if (src_dtype == dst_dtype) {
+    std::memcpy(dst, src, static_cast<size_t>(count) * DTypeSize(src_dtype));
+    return;
+  }
+  switch (dst_dtype) {
+    case TSR_DTYPE_F32: {
+      auto* out = static_cast<float*>(dst);
+      for (int64_t i = 0; i < count; ++i) out[i] = LoadFloat(src, src_dtype, i);
+      break;
+    }
+    case TSR_DTYPE_BF16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < count; ++i) {
+        out[i] = FloatToBf16(LoadFloat(src, src_dtype, i));
+      }
+      break;
+    }
+    default: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < count; ++i) {
+        out[i] = FloatToF16(LoadFloat(src, src_dtype, i));
+      }
+      break;
+    }
+  }
+}
+
+std::string TensorRef::StorageName() const {
+  if (t_->gguf_type) return std::string(gguf::TensorTypeName(*t_->gguf_type));
+  std::string name(DTypeName(t_->dtype));
+  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+void TensorRef::ReadRows(int64_t row0, int64_t rows, int64_t col0,
+                         int64_t cols, DType dst, void* out) const {
+  const Shape& shape = t_->shape;
+  const int64_t width = shape.size() >= 2 ? NumElements(shape) / shape[0] : 1;
+  const size_t dst_size = DTypeSize(dst);
+  auto stored_row = [&](int64_t r) {
+    return t_->interleaved_head_dim > 0
+               ? InterleavedStoredRow(r, t_->interleaved_head_dim)
+               : r;
+  };
+  if (!t_->gguf_type) {
+    const size_t src_size = DTypeSize(t_->dtype);
+    if (cols == width && t_->interleaved_head_dim == 0) {  // one run
+      ConvertFloatElements(t_->data + size_t(row0 * width) * src_size,
+                           t_->dtype, out, dst, rows * cols);
+      return;
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      ConvertFloatElements(
+          t_->data + size_t(stored_row(row0 + i) * width + col0) * src_size,
+          t_->dtype, static_cast<char*>(out) + size_t(i * cols) * dst_size,
+          dst, cols);
+    }
+    return;
+  }
+  // Block-quantized: decode whole stored rows (blocks run along them).
+  const gguf::TensorType type = *t_->gguf_type;
+  const uint64_t row_bytes = *gguf::RowBytes(type, width);
+  std::vector<float> row(static_cast<size_t>(width));
+  for (int64_t i = 0; i < rows; ++i) {
+    gguf::DecodeRow(type, t_->data + stored_row(row0 + i) * row_bytes, width,
+                    row.data());
+    ConvertFloatElements(reinterpret_cast<const std::byte*>(row.data() + col0),
+                         TSR_DTYPE_F32,
+                         static_cast<char*>(out) + size_t(i * cols) * dst_size,
+                         dst, cols);
+  }
+}
+
+Checkpoint::~Checkpoint() = default;
 
 StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   std::error_code ec;
+  if (gguf::IsGgufFile(dir)) return OpenGguf(dir);
   if (!fs::is_directory(dir, ec)) {
     if (!fs::exists(dir, ec)) {
       return NotFoundError(fmt::format(
@@ -36,7 +149,9 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
           dir));
     }
     return InvalidArgumentError(fmt::format(
-        "{}: not a directory; pass the folder holding config.json", dir));
+        "{}: neither a directory nor a GGUF file; pass the folder holding "
+        "config.json or a .gguf file",
+        dir));
   }
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
   ckpt->dir_ = dir;
@@ -81,9 +196,11 @@ void Checkpoint::AddBaseModelPrefix() {
     if (std::string_view(name).substr(0, kPrefix.size()) == kPrefix) return;
   }
   decltype(index_) renamed;
-  for (auto& [name, where] : index_) {
-    renamed.emplace(name == kLmHeadName ? name : std::string(kPrefix) + name,
-                    where);
+  for (auto& [name, tensor] : index_) {
+    std::string new_name =
+        name == kLmHeadName ? name : std::string(kPrefix) + name;
+    tensor.name = new_name;
+    renamed.emplace(std::move(new_name), std::move(tensor));
   }
   index_ = std::move(renamed);
   base_model_names_ = true;
@@ -93,15 +210,20 @@ void Checkpoint::AddBaseModelPrefix() {
 }
 
 Status Checkpoint::AddFile(std::unique_ptr<SafetensorsFile> file) {
-  const size_t file_index = files_.size();
   for (const TensorInfo& t : file->tensors()) {
-    auto [it, inserted] =
-        index_.emplace(t.name, std::make_pair(file_index, &t));
+    CheckpointTensor tensor;
+    tensor.name = t.name;
+    tensor.dtype = t.dtype;
+    tensor.shape = t.shape;
+    tensor.size_bytes = t.size_bytes;
+    tensor.data = file->Data(t);
+    tensor.path = &file->path();
+    auto [it, inserted] = index_.emplace(t.name, std::move(tensor));
     if (!inserted) {
       return InvalidArgumentError(fmt::format(
           "{}: tensor \"{}\" is in both {} and {}; a checkpoint holds each "
           "tensor once",
-          dir_, t.name, files_[it->second.first]->path(), file->path()));
+          dir_, t.name, *it->second.path, file->path()));
     }
   }
   files_.push_back(std::move(file));
@@ -195,21 +317,21 @@ Status Checkpoint::Validate(std::span<const WeightSpec> expected) const {
       }
       continue;
     }
-    const TensorInfo& info = *it->second.second;
+    const CheckpointTensor& info = it->second;
     if (info.shape != spec.shape) {
       problems.push_back(
           fmt::format("shape mismatch for {} in {}: expected {}, found {}",
-                      spec.name, files_[it->second.first]->path(),
-                      FormatShape(spec.shape), FormatShape(info.shape)));
+                      spec.name, *info.path, FormatShape(spec.shape),
+                      FormatShape(info.shape)));
     }
   }
-  for (const auto& [name, where] : index_) {
+  for (const auto& [name, tensor] : index_) {
     if (expected_names.count(name) != 0 || IsIgnoredCheckpointTensor(name)) {
       continue;
     }
     problems.push_back(fmt::format("unexpected tensor {} (shape {}) in {}",
-                                   name, FormatShape(where.second->shape),
-                                   files_[where.first]->path()));
+                                   name, FormatShape(tensor.shape),
+                                   *tensor.path));
   }
   if (problems.empty()) return OkStatus();
   const size_t total = problems.size();
@@ -219,9 +341,10 @@ Status Checkpoint::Validate(std::span<const WeightSpec> expected) const {
         fmt::format("... and {} more", total - kMaxReportedProblems));
   }
   return InvalidArgumentError(fmt::format(
-      "{}: the weights do not match {} as config.json describes it ({} "
+      "{}: the weights do not match {} as {} describes it ({} "
       "problem{}); is config.json from the same checkpoint?\n  {}{}",
-      dir_, ArchitectureClassName(config_.architecture), total,
+      dir_, ArchitectureClassName(config_.architecture),
+      is_gguf() ? "the GGUF metadata" : "config.json", total,
       total == 1 ? "" : "s", fmt::join(problems, "\n  "),
       base_model_names_ && index_.count(kLmHeadName) == 0
           ? "\n  (a base-model export without an output head, e.g. a "
@@ -233,8 +356,7 @@ Status Checkpoint::Validate(std::span<const WeightSpec> expected) const {
 std::optional<TensorRef> Checkpoint::Find(std::string_view name) const {
   auto it = index_.find(name);
   if (it == index_.end()) return std::nullopt;
-  return TensorRef(&it->first, it->second.second,
-                   files_[it->second.first].get());
+  return TensorRef(&it->second);
 }
 
 StatusOr<TensorRef> Checkpoint::Get(std::string_view name) const {
@@ -249,21 +371,20 @@ StatusOr<TensorRef> Checkpoint::Get(std::string_view name) const {
 std::vector<TensorRef> Checkpoint::tensors() const {
   std::vector<TensorRef> out;
   out.reserve(index_.size());
-  for (const auto& [name, where] : index_) {
-    out.emplace_back(&name, where.second, files_[where.first].get());
-  }
+  for (const auto& [name, tensor] : index_) out.emplace_back(&tensor);
   return out;
 }
 
 std::vector<std::string> Checkpoint::files() const {
   std::vector<std::string> out;
+  if (gguf_) out.push_back(gguf_->path());
   for (const auto& f : files_) out.push_back(f->path());
   return out;
 }
 
 uint64_t Checkpoint::total_tensor_bytes() const {
   uint64_t total = 0;
-  for (const auto& [name, where] : index_) total += where.second->size_bytes;
+  for (const auto& [name, tensor] : index_) total += tensor.size_bytes;
   return total;
 }
 

@@ -47,6 +47,12 @@
 #include "model/model_config.h"
 #include "model/safetensors.h"
 #include "model/weight_spec.h"
+#include "gguf/gguf_format.h"
+
+namespace tessera::gguf {
+class GgufFile;
+struct GgufTensor;
+}  // namespace tessera::gguf
 
 namespace tessera::model {
 
@@ -57,32 +63,75 @@ inline constexpr std::string_view kSafetensorsFileName = "model.safetensors";
 inline constexpr std::string_view kSafetensorsIndexFileName =
     "model.safetensors.index.json";
 
-// One tensor of a checkpoint: metadata plus a view of its bytes. Cheap to
-// copy; valid while the Checkpoint that produced it lives.
+
+// Where and how one tensor of a checkpoint is stored. Owned by the
+// Checkpoint.
+struct CheckpointTensor {
+  std::string name;  // as the checkpoint knows it (Hugging Face naming)
+  // The dtype its elements are delivered in: the file's for F32 / F16 /
+  // BF16 data, F32 for GGUF block-quantized data (gguf_type).
+  DType dtype = TSR_DTYPE_INVALID;
+  Shape shape;                        // row-major, outermost first
+  size_t size_bytes = 0;              // bytes in the file
+  const std::byte* data = nullptr;    // first byte, inside a mapping
+  const std::string* path = nullptr;  // the file holding it
+  // GGUF only: the stored type when it is not plain dtype elements
+  // (Q8_0, Q4_K, ...; rows are whole blocks along the innermost dimension).
+  std::optional<gguf::TensorType> gguf_type;
+  // GGUF "llama" q/k projections store each head's rows in the interleaved
+  // rotary order (gguf/convert.h); > 0: the head size to undo it with.
+  int64_t interleaved_head_dim = 0;
+};
+
+// One tensor of a checkpoint: metadata plus access to its elements. Cheap
+// to copy; valid while the Checkpoint that produced it lives.
 class TensorRef {
  public:
-  TensorRef(const std::string* name, const TensorInfo* info,
-            const SafetensorsFile* file)
-      : name_(name), info_(info), file_(file) {}
+  explicit TensorRef(const CheckpointTensor* t) : t_(t) {}
 
   // The name the checkpoint knows it by (see Checkpoint: a base model's
-  // tensors gain the "model." prefix); the file may spell it without.
-  const std::string& name() const { return *name_; }
-  DType dtype() const { return info_->dtype; }  // F32, F16 or BF16
-  const Shape& shape() const { return info_->shape; }
-  int64_t num_elements() const { return NumElements(info_->shape); }
-  size_t size_bytes() const { return info_->size_bytes; }
-  // Row-major elements, little-endian; may be unaligned (see safetensors.h).
-  const std::byte* data() const { return file_->Data(*info_); }
+  // tensors gain the "model." prefix, a GGUF's are renamed); the file may
+  // spell it otherwise.
+  const std::string& name() const { return t_->name; }
+  DType dtype() const { return t_->dtype; }  // F32, F16 or BF16
+  const Shape& shape() const { return t_->shape; }
+  int64_t num_elements() const { return NumElements(t_->shape); }
+  // Bytes in the file (a quantized GGUF tensor's encoded size).
+  size_t size_bytes() const { return t_->size_bytes; }
+  // Whether data() holds the row-major dtype() elements as they are
+  // (every safetensors tensor; GGUF F32/F16/BF16 ones not reordered).
+  bool raw() const {
+    return !t_->gguf_type.has_value() && t_->interleaved_head_dim == 0;
+  }
+  // The stored bytes, little-endian, may be unaligned (see safetensors.h).
+  // Row-major dtype() elements only when raw(); use ReadRows otherwise.
+  const std::byte* data() const { return t_->data; }
   std::span<const std::byte> bytes() const { return {data(), size_bytes()}; }
-  // The safetensors file holding it (full path).
-  const std::string& path() const { return file_->path(); }
+  // The file holding it (full path).
+  const std::string& path() const { return *t_->path; }
+  // "bf16", or the GGUF type ("q4_k") for a quantized tensor.
+  std::string StorageName() const;
+
+  // The tensor viewed as a matrix [rows, width] (rows = shape[0], width =
+  // the product of the other dimensions; a 1-D tensor is [n, 1], a scalar
+  // [1, 1]): elements [row0, row0 + rows) x [col0, col0 + cols) written to
+  // `out` as `dst` (F32, F16 or BF16), row-major [rows, cols]. Decodes
+  // quantized rows and undoes GGUF's rotary row order. Callers pass ranges
+  // inside the tensor.
+  void ReadRows(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                DType dst, void* out) const;
+  // Every element of a GGUF tensor, as stored (no reordering), into `out`
+  // (num_elements floats).
+  static void DecodeGguf(const gguf::GgufTensor& tensor, float* out);
 
  private:
-  const std::string* name_;
-  const TensorInfo* info_;
-  const SafetensorsFile* file_;
+  const CheckpointTensor* t_;
 };
+
+// Converts `count` elements between float dtypes (F32, BF16, F16; round to
+// nearest even). `src` may be unaligned; `dst` is aligned for `dst_dtype`.
+void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
+                          DType dst_dtype, int64_t count);
 
 class Checkpoint {
  public:
@@ -90,9 +139,25 @@ class Checkpoint {
   // generation_config.json, maps and validates the safetensors file(s).
   // NotFound when config.json or the weights are missing (the message says
   // what was looked for); other codes as ParseModelConfig/SafetensorsFile.
+  // A path naming a GGUF file (gguf::IsGgufFile) opens it with OpenGguf.
   static StatusOr<std::unique_ptr<Checkpoint>> Open(const std::string& dir);
+  // Opens a llama.cpp GGUF file (checkpoint_gguf.cc): the model config from
+  // its metadata, every tensor under its Hugging Face name with its
+  // Hugging Face shape, mapped, nothing decoded until read. Unimplemented
+  // for an architecture, tensor type or rope scaling Tessera cannot run,
+  // InvalidArgument for inconsistent metadata, before any allocation.
+  static StatusOr<std::unique_ptr<Checkpoint>> OpenGguf(
+      const std::string& path);
+  ~Checkpoint();
 
+  // The directory (or the GGUF file) it was opened from.
   const std::string& dir() const { return dir_; }
+  // Whether it was opened from a GGUF file.
+  bool is_gguf() const { return gguf_ != nullptr; }
+  // A GGUF checkpoint's storage types of the decoder-layer linear weights
+  // ("q4_k", "q6_k"): non-empty when some are block-quantized, so the
+  // loader should keep them quantized (int8) rather than widen them.
+  std::vector<std::string> QuantizedLinearTypes() const;
   const ModelConfig& config() const { return config_; }
   const GenerationConfig& generation_config() const { return generation_; }
 
@@ -126,6 +191,7 @@ class Checkpoint {
   Status OpenSingle(const std::string& path);
   Status OpenSharded(const std::string& index_path);
   Status AddFile(std::unique_ptr<SafetensorsFile> file);
+  Status IndexGguf();  // checkpoint_gguf.cc
   // The base-model renaming described above.
   void AddBaseModelPrefix();
 
@@ -134,9 +200,9 @@ class Checkpoint {
   ModelConfig config_;
   GenerationConfig generation_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
-  // name -> (file index, tensor info inside that file)
-  std::map<std::string, std::pair<size_t, const TensorInfo*>, std::less<>>
-      index_;
+  std::unique_ptr<gguf::GgufFile> gguf_;  // OpenGguf only
+  // name -> where and how it is stored
+  std::map<std::string, CheckpointTensor, std::less<>> index_;
 };
 
 }  // namespace tessera::model

@@ -152,7 +152,9 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     act = *options.activation_dtype;
   } else {
     TSR_ASSIGN_OR_RETURN(TensorRef embed, checkpoint.Get(kEmbedTokensName));
-    if (embed.dtype() == TSR_DTYPE_F32) act = TSR_DTYPE_F32;
+    // F32 weights run in F32; a block-quantized GGUF (decoded as F32)
+    // runs in BF16 like any reduced-precision checkpoint.
+    if (embed.dtype() == TSR_DTYPE_F32 && embed.raw()) act = TSR_DTYPE_F32;
   }
   if (act != TSR_DTYPE_F32 && act != TSR_DTYPE_BF16) {
     return InvalidArgumentError(fmt::format(

@@ -44,7 +44,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
-#include "model/mapped_file.h"
+#include "base/mapped_file.h"
 
 namespace tessera::model {
 

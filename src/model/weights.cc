@@ -13,56 +13,7 @@ namespace {
 
 constexpr int64_t kChunkElements = int64_t{1} << 21;  // conversion staging
 
-float LoadFloat(const std::byte* src, DType dtype, int64_t i) {
-  switch (dtype) {
-    case TSR_DTYPE_F32: {
-      float v;
-      std::memcpy(&v, src + 4 * i, 4);
-      return v;
-    }
-    case TSR_DTYPE_BF16: {
-      uint16_t b;
-      std::memcpy(&b, src + 2 * i, 2);
-      return Bf16ToFloat(b);
-    }
-    default: {
-      uint16_t b;
-      std::memcpy(&b, src + 2 * i, 2);
-      return F16ToFloat(b);
-    }
-  }
-}
-
 }  // namespace
-
-void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
-                          DType dst_dtype, int64_t count) {
-  if (src_dtype == dst_dtype) {
-    std::memcpy(dst, src, static_cast<size_t>(count) * DTypeSize(src_dtype));
-    return;
-  }
-  switch (dst_dtype) {
-    case TSR_DTYPE_F32: {
-      auto* out = static_cast<float*>(dst);
-      for (int64_t i = 0; i < count; ++i) out[i] = LoadFloat(src, src_dtype, i);
-      break;
-    }
-    case TSR_DTYPE_BF16: {
-      auto* out = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < count; ++i) {
-        out[i] = FloatToBf16(LoadFloat(src, src_dtype, i));
-      }
-      break;
-    }
-    default: {
-      auto* out = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < count; ++i) {
-        out[i] = FloatToF16(LoadFloat(src, src_dtype, i));
-      }
-      break;
-    }
-  }
-}
 
 // A row block (and column range) of one checkpoint tensor: what a
 // tensor-parallel rank reads of it. rows / cols < 0: all.
@@ -166,20 +117,7 @@ class ModelWeights::Loader {
   // [nr, cols].
   static void ConvertRows(const Part& part, int64_t r, int64_t nr,
                           DType dst_dtype, void* out) {
-    const size_t src_size = DTypeSize(part.ref.dtype());
-    const size_t dst_size = DTypeSize(dst_dtype);
-    const std::byte* base = part.ref.data();
-    if (part.cols == part.width) {  // whole rows: one run
-      ConvertFloatElements(base + (part.row0 + r) * part.width * src_size,
-                           part.ref.dtype(), out, dst_dtype, nr * part.cols);
-      return;
-    }
-    for (int64_t i = 0; i < nr; ++i) {
-      ConvertFloatElements(
-          base + ((part.row0 + r + i) * part.width + part.col0) * src_size,
-          part.ref.dtype(), static_cast<char*>(out) + i * part.cols * dst_size,
-          dst_dtype, part.cols);
-    }
+    part.ref.ReadRows(part.row0 + r, nr, part.col0, part.cols, dst_dtype, out);
   }
 
   // `parts` ([N_i, K] each) stacked into one I8 [sum N_i, K] weight with
@@ -242,7 +180,8 @@ class ModelWeights::Loader {
                 DType dst_dtype) {
     const size_t dst_size = DTypeSize(dst_dtype);
     Status status;
-    if (part.ref.dtype() == dst_dtype && part.cols == part.width) {
+    if (part.ref.raw() && part.ref.dtype() == dst_dtype &&
+        part.cols == part.width) {
       // Whole rows in the right dtype: straight from the mapped file.
       status = dst.CopyFromHost(
           dst_offset, part.ref.data() + part.row0 * part.width * dst_size,

@@ -130,11 +130,6 @@ class ModelWeights {
   uint64_t device_bytes_ = 0;
 };
 
-// Converts `count` elements between float dtypes (F32, BF16, F16; round to
-// nearest even). `src` may be unaligned; `dst` is aligned for `dst_dtype`.
-void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
-                          DType dst_dtype, int64_t count);
-
 }  // namespace tessera::model
 
 #endif  // TESSERA_MODEL_WEIGHTS_H_

@@ -7,6 +7,8 @@
 
 #include "base/bounded_json.h"
 #include "base/file_checks.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_tokenizer.h"
 
 namespace tessera::prompt {
 namespace {
@@ -186,7 +188,8 @@ Status CheckModelDir(const std::string& model_dir) {
   std::error_code ec;
   if (model_dir.empty()) {
     return InvalidArgumentError(
-        "--model-path is empty; pass the folder of a Hugging Face model");
+        "--model-path is empty; pass the folder of a Hugging Face model or "
+        "a GGUF file");
   }
   if (!fs::exists(model_dir, ec)) {
     return NotFoundError(fmt::format(
@@ -195,10 +198,10 @@ Status CheckModelDir(const std::string& model_dir) {
         "*.safetensors)",
         model_dir));
   }
-  if (!fs::is_directory(model_dir, ec)) {
+  if (!fs::is_directory(model_dir, ec) && !gguf::IsGgufFile(model_dir)) {
     return InvalidArgumentError(fmt::format(
-        "--model-path {} is not a directory; pass the folder that holds "
-        "tokenizer.json",
+        "--model-path {} is neither a directory nor a GGUF file; pass the "
+        "folder that holds tokenizer.json, or a .gguf file",
         model_dir));
   }
   return OkStatus();
@@ -208,6 +211,25 @@ StatusOr<std::unique_ptr<PromptTools>> PromptTools::Load(
     const std::string& model_dir, const std::string& chat_template_file) {
   TSR_RETURN_IF_ERROR(CheckModelDir(model_dir));
   std::error_code ec;
+  if (gguf::IsGgufFile(model_dir)) {
+    auto tools = std::unique_ptr<PromptTools>(new PromptTools());
+    tools->model_dir_ = model_dir;
+    tools->chat_template_file_ = chat_template_file;
+    tools->gguf_ = true;
+    TSR_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::Open(model_dir));
+    TSR_ASSIGN_OR_RETURN(gguf::GgufTokenizerFiles files,
+                         gguf::TokenizerFilesFromGguf(*file));
+    TSR_ASSIGN_OR_RETURN(
+        tools->tokenizer_,
+        Tokenizer::FromJsonText(files.tokenizer_json,
+                                files.tokenizer_config_json,
+                                fmt::format("the tokenizer in {}", model_dir)));
+    tools->gguf_chat_template_ = std::move(files.chat_template);
+    if (!chat_template_file.empty()) {
+      TSR_RETURN_IF_ERROR(tools->Template().status());
+    }
+    return tools;
+  }
   if (!fs::exists(fs::path(model_dir) / "tokenizer.json", ec)) {
     return NotFoundError(fmt::format(
         "{} has no tokenizer.json; Tessera reads Hugging Face fast-tokenizer "
@@ -247,6 +269,23 @@ StatusOr<const ChatTemplate*> PromptTools::Template() {
       }
       chat_template_ = std::move(loaded).value();
     }
+    return &*chat_template_;
+  }
+  if (gguf_) {
+    if (!gguf_chat_template_) {
+      return NotFoundError(fmt::format(
+          "{} carries no tokenizer.chat_template, so no chat template; pass "
+          "--chat-template FILE or use a plain prompt",
+          model_dir_));
+    }
+    auto loaded = ChatTemplate::FromString(*gguf_chat_template_,
+                                           tokenizer_->bos_token(),
+                                           tokenizer_->eos_token());
+    if (!loaded.ok()) {
+      return loaded.status().WithContext(
+          fmt::format("tokenizer.chat_template of {}", model_dir_));
+    }
+    chat_template_ = std::move(loaded).value();
     return &*chat_template_;
   }
   const std::string config =

@@ -81,8 +81,10 @@ struct PreparedPrompt {
 class PromptTools {
  public:
   // `model_dir` must hold tokenizer.json; config.json and weights are not
-  // needed. `chat_template_file` (may be empty) replaces the model's
-  // template: a Jinja file, or a .json file shaped like
+  // needed. It may instead name a GGUF file: the tokenizer and chat
+  // template are then the ones its metadata carries
+  // (gguf/gguf_tokenizer.h). `chat_template_file` (may be empty) replaces
+  // the model's template: a Jinja file, or a .json file shaped like
   // tokenizer_config.json.
   static StatusOr<std::unique_ptr<PromptTools>> Load(
       const std::string& model_dir, const std::string& chat_template_file);
@@ -107,13 +109,15 @@ class PromptTools {
 
   std::string model_dir_;
   std::string chat_template_file_;
+  bool gguf_ = false;  // model_dir_ is a GGUF file
+  std::optional<std::string> gguf_chat_template_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::mutex template_mu_;  // guards loading chat_template_
   std::optional<ChatTemplate> chat_template_;
 };
 
-// Checks `model_dir` is an existing directory; NotFound saying what to pass
-// otherwise.
+// Checks `model_dir` is an existing directory or GGUF file; NotFound or
+// InvalidArgument saying what to pass otherwise.
 Status CheckModelDir(const std::string& model_dir);
 
 }  // namespace tessera::prompt

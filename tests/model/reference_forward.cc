@@ -120,8 +120,16 @@ StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Load(
   m->config_ = checkpoint.config();
   for (const model::TensorRef& t : checkpoint.tensors()) {
     std::vector<double> values(static_cast<size_t>(t.num_elements()));
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      values[i] = ElementAsDouble(t.data(), t.dtype(), i);
+    if (t.raw()) {
+      for (int64_t i = 0; i < t.num_elements(); ++i) {
+        values[i] = ElementAsDouble(t.data(), t.dtype(), i);
+      }
+    } else {  // a GGUF tensor: decoded (and reordered) by the checkpoint
+      const int64_t rows = t.shape().empty() ? 1 : t.shape()[0];
+      const int64_t width = t.num_elements() / rows;
+      std::vector<float> f(values.size());
+      t.ReadRows(0, rows, 0, width, TSR_DTYPE_F32, f.data());
+      for (size_t i = 0; i < f.size(); ++i) values[i] = f[i];
     }
     m->tensors_.emplace(t.name(), std::move(values));
   }

@@ -1,4 +1,4 @@
-#include "model/mapped_file.h"
+#include "base/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-namespace tessera::model {
+namespace tessera {
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(
     const std::string& path) {
@@ -59,4 +59,4 @@ MappedFile::~MappedFile() {
   }
 }
 
-}  // namespace tessera::model
+}  // namespace tessera

@@ -6,8 +6,8 @@
 // An empty file maps to data() == nullptr, size() == 0.
 //
 // Thread-safety: immutable after Open(); data() may be read from any thread.
-#ifndef TESSERA_MODEL_MAPPED_FILE_H_
-#define TESSERA_MODEL_MAPPED_FILE_H_
+#ifndef TESSERA_BASE_MAPPED_FILE_H_
+#define TESSERA_BASE_MAPPED_FILE_H_
 
 #include <cstddef>
 #include <memory>
@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 
-namespace tessera::model {
+namespace tessera {
 
 class MappedFile {
  public:
@@ -40,6 +40,6 @@ class MappedFile {
   std::string path_;
 };
 
-}  // namespace tessera::model
+}  // namespace tessera
 
-#endif  // TESSERA_MODEL_MAPPED_FILE_H_
+#endif  // TESSERA_BASE_MAPPED_FILE_H_
