@@ -24,6 +24,11 @@
 //
 // Output: one JSON object on stdout. --tokenize TEXT instead prints the ids
 // llama.cpp's tokenizer gives TEXT (with BOS when the model adds one).
+// --quantize TYPE --out FILE instead writes the model quantized by
+// llama.cpp's own quantizer (llama_model_quantize; TYPE q4_0, q4_1, q5_0,
+// q5_1, q8_0, q4_k_s, q4_k_m, q5_k_s, q5_k_m or q6_k, as llama-quantize
+// names them) and prints {"out": FILE} — so tests load real llama.cpp
+// K-quant files, not only ones Tessera wrote.
 // Exit 0: done; 2: bad flags; 1: llama.cpp failed.
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -72,7 +77,25 @@ struct LlamaApi {
   decltype(&::llama_batch_free) batch_free = nullptr;
   decltype(&::llama_decode) decode = nullptr;
   decltype(&::llama_get_logits_ith) get_logits_ith = nullptr;
+  decltype(&::llama_model_quantize_default_params) quantize_default_params =
+      nullptr;
+  decltype(&::llama_model_quantize) quantize = nullptr;
 };
+
+// llama-quantize's names of the file types --quantize writes.
+std::optional<llama_ftype> ParseFtype(const std::string& name) {
+  static const std::pair<const char*, llama_ftype> kTypes[] = {
+      {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},     {"q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+      {"q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},     {"q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},
+      {"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},     {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S},
+      {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S},
+      {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M}, {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},
+  };
+  for (const auto& [n, t] : kTypes) {
+    if (name == n) return t;
+  }
+  return std::nullopt;
+}
 
 // dlopen()s the libllama*.so in `dir` and resolves every entry point.
 // Returns an error message, empty on success.
@@ -126,6 +149,8 @@ std::string LoadLlama(const std::string& dir, LlamaApi& api,
   resolve(api.batch_free, "llama_batch_free");
   resolve(api.decode, "llama_decode");
   resolve(api.get_logits_ith, "llama_get_logits_ith");
+  resolve(api.quantize_default_params, "llama_model_quantize_default_params");
+  resolve(api.quantize, "llama_model_quantize");
   if (!missing.empty()) {
     return fmt::format(
         "{} lacks {}; it is not the llama.cpp release this runner was built "
@@ -173,7 +198,8 @@ void Usage() {
       "usage: llamacpp_runner --model FILE.gguf [--lib-dir DIR] [--threads N]\n"
       "         (--prompt-ids 1,2,3 | --random-prompt P [--seed S])\n"
       "         [--decode-steps G] [--batch-size B] [--verbose]\n"
-      "       llamacpp_runner --model FILE.gguf --tokenize TEXT\n",
+      "       llamacpp_runner --model FILE.gguf --tokenize TEXT\n"
+      "       llamacpp_runner --model FILE.gguf --quantize TYPE --out FILE\n",
       stderr);
 }
 
@@ -190,6 +216,7 @@ int main(int argc, char** argv) {
   int64_t decode_steps = 32;
   int64_t batch_size = 1;
   std::optional<std::string> tokenize_text;
+  std::string quantize_type, quantize_out;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -217,6 +244,10 @@ int main(int argc, char** argv) {
       batch_size = std::atoll(value().c_str());
     else if (arg == "--tokenize")
       tokenize_text = value();
+    else if (arg == "--quantize")
+      quantize_type = value();
+    else if (arg == "--out")
+      quantize_out = value();
     else if (arg == "--verbose")
       g_verbose = true;
     else if (arg == "--help" || arg == "-h") {
@@ -228,8 +259,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  const bool quantize = !quantize_type.empty();
+  if (quantize && (quantize_out.empty() || !ParseFtype(quantize_type))) {
+    fmt::print(stderr,
+               "error: --quantize wants one of q4_0, q4_1, q5_0, q5_1, q8_0, "
+               "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, and --out FILE\n");
+    return 2;
+  }
   if (model_path.empty() || threads < 1 || decode_steps < 0 || batch_size < 1 ||
-      (!tokenize_text && prompt_ids.empty() == (random_prompt <= 0))) {
+      (!tokenize_text && !quantize &&
+       prompt_ids.empty() == (random_prompt <= 0))) {
     fmt::print(
         stderr,
         "error: need --model, --threads >= 1, --decode-steps >= 0, "
@@ -248,6 +287,21 @@ int main(int argc, char** argv) {
   api.log_set(LogCallback, nullptr);
   api.load_backends(lib_dir.c_str());
   api.backend_init();
+
+  if (quantize) {
+    llama_model_quantize_params qparams = api.quantize_default_params();
+    qparams.nthread = threads;
+    qparams.ftype = *ParseFtype(quantize_type);
+    if (api.quantize(model_path.c_str(), quantize_out.c_str(), &qparams) != 0) {
+      fmt::print(stderr,
+                 "error: llama_model_quantize({} -> {}, {}) failed (rerun "
+                 "with --verbose for its log)\n",
+                 model_path, quantize_out, quantize_type);
+      return 1;
+    }
+    std::printf("%s\n", nlohmann::json({{"out", quantize_out}}).dump().c_str());
+    return 0;
+  }
 
   llama_model_params mparams = api.model_default_params();
   mparams.n_gpu_layers = 0;

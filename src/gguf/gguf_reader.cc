@@ -94,7 +94,7 @@ bool KnownType(uint32_t raw) { return raw <= uint32_t(ValueType::kFloat64); }
 
 // One scalar into `v` (its type already set to `type`).
 Status ReadScalar(Cursor& c, ValueType type, const std::string& key,
-                  const std::string& path, MetadataValue* v, bool* boolean,
+                  const std::string& path, GgufValue* v, bool* boolean,
                   int64_t* integer, double* real, std::string* string) {
   const std::string what = fmt::format("the value of '{}'", key);
   auto read_int = [&](auto sample) -> Status {
@@ -188,7 +188,7 @@ Status SkipArray(Cursor& c, const std::string& key, const std::string& path,
 }
 
 Status ReadArray(Cursor& c, const std::string& key, const std::string& path,
-                 MetadataValue* v) {
+                 GgufValue* v) {
   uint32_t raw = 0;
   uint64_t n = 0;
   const std::string what = fmt::format("the array '{}'", key);
@@ -258,7 +258,7 @@ std::string_view ValueTypeName(ValueType type) {
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
-bool MetadataValue::IsInteger() const {
+bool GgufValue::IsInteger() const {
   switch (type) {
     case ValueType::kUint8:
     case ValueType::kInt8:
@@ -274,7 +274,7 @@ bool MetadataValue::IsInteger() const {
   }
 }
 
-bool MetadataValue::IsFloat() const {
+bool GgufValue::IsFloat() const {
   return type == ValueType::kFloat32 || type == ValueType::kFloat64;
 }
 
@@ -333,7 +333,7 @@ Status GgufFile::Parse() {
           "{}: '{}' has unknown value type {}; the file is corrupt", p, key,
           raw));
     }
-    MetadataValue v;
+    GgufValue v;
     v.type = ValueType(raw);
     if (v.type == ValueType::kArray) {
       TSR_RETURN_IF_ERROR(ReadArray(c, key, p, &v));
@@ -437,14 +437,14 @@ Status GgufFile::Parse() {
   return OkStatus();
 }
 
-const MetadataValue* GgufFile::Find(std::string_view key) const {
+const GgufValue* GgufFile::Find(std::string_view key) const {
   auto it = metadata_.find(key);
   return it == metadata_.end() ? nullptr : &it->second;
 }
 
 namespace {
 Status WrongType(const std::string& path, std::string_view key,
-                 const MetadataValue& v, std::string_view wanted) {
+                 const GgufValue& v, std::string_view wanted) {
   std::string got(ValueTypeName(v.type));
   if (v.type == ValueType::kArray) {
     got = fmt::format("array of {}", ValueTypeName(v.element_type));
@@ -458,21 +458,21 @@ Status WrongType(const std::string& path, std::string_view key,
 
 StatusOr<std::optional<std::string>> GgufFile::GetString(
     std::string_view key) const {
-  const MetadataValue* v = Find(key);
+  const GgufValue* v = Find(key);
   if (!v) return std::optional<std::string>();
   if (v->type != ValueType::kString) return WrongType(path(), key, *v, "a string");
   return std::optional<std::string>(v->string);
 }
 
 StatusOr<std::optional<int64_t>> GgufFile::GetInt(std::string_view key) const {
-  const MetadataValue* v = Find(key);
+  const GgufValue* v = Find(key);
   if (!v) return std::optional<int64_t>();
   if (!v->IsInteger()) return WrongType(path(), key, *v, "an integer");
   return std::optional<int64_t>(v->integer);
 }
 
 StatusOr<std::optional<double>> GgufFile::GetFloat(std::string_view key) const {
-  const MetadataValue* v = Find(key);
+  const GgufValue* v = Find(key);
   if (!v) return std::optional<double>();
   if (v->IsFloat()) return std::optional<double>(v->real);
   if (v->IsInteger()) return std::optional<double>(double(v->integer));
@@ -480,7 +480,7 @@ StatusOr<std::optional<double>> GgufFile::GetFloat(std::string_view key) const {
 }
 
 StatusOr<std::optional<bool>> GgufFile::GetBool(std::string_view key) const {
-  const MetadataValue* v = Find(key);
+  const GgufValue* v = Find(key);
   if (!v) return std::optional<bool>();
   if (v->type != ValueType::kBool) return WrongType(path(), key, *v, "a bool");
   return std::optional<bool>(v->boolean);
@@ -488,7 +488,7 @@ StatusOr<std::optional<bool>> GgufFile::GetBool(std::string_view key) const {
 
 StatusOr<const std::vector<std::string>*> GgufFile::GetStringArray(
     std::string_view key) const {
-  const MetadataValue* v = Find(key);
+  const GgufValue* v = Find(key);
   if (!v) return static_cast<const std::vector<std::string>*>(nullptr);
   if (v->type != ValueType::kArray || v->element_type != ValueType::kString) {
     return WrongType(path(), key, *v, "an array of strings");
@@ -498,7 +498,7 @@ StatusOr<const std::vector<std::string>*> GgufFile::GetStringArray(
 
 StatusOr<const std::vector<int64_t>*> GgufFile::GetIntArray(
     std::string_view key) const {
-  const MetadataValue* v = Find(key);
+  const GgufValue* v = Find(key);
   if (!v) return static_cast<const std::vector<int64_t>*>(nullptr);
   const bool ok = v->type == ValueType::kArray &&
                   v->element_type != ValueType::kString &&
@@ -511,7 +511,7 @@ StatusOr<const std::vector<int64_t>*> GgufFile::GetIntArray(
 
 StatusOr<const std::vector<double>*> GgufFile::GetFloatArray(
     std::string_view key) const {
-  const MetadataValue* v = Find(key);
+  const GgufValue* v = Find(key);
   if (!v) return static_cast<const std::vector<double>*>(nullptr);
   if (v->type != ValueType::kArray || (v->element_type != ValueType::kFloat32 &&
                                        v->element_type != ValueType::kFloat64)) {

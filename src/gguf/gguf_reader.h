@@ -43,7 +43,7 @@ namespace tessera::gguf {
 // One metadata value. Scalars fill the field of their kind; arrays of
 // scalars fill the vector of their element kind (integers and bools as
 // int_array, floats as float_array, strings as string_array).
-struct MetadataValue {
+struct GgufValue {
   ValueType type = ValueType::kUint8;
   ValueType element_type = ValueType::kUint8;  // arrays only
   uint64_t array_size = 0;                     // arrays only
@@ -85,7 +85,7 @@ class GgufFile {
   uint64_t tensor_bytes() const { return tensor_bytes_; }
 
   // nullptr when absent.
-  const MetadataValue* Find(std::string_view key) const;
+  const GgufValue* Find(std::string_view key) const;
   // Typed reads: nullopt when absent, InvalidArgument naming the key and
   // both types when present with another type.
   StatusOr<std::optional<std::string>> GetString(std::string_view key) const;
@@ -113,7 +113,7 @@ class GgufFile {
   std::unique_ptr<MappedFile> file_;
   uint32_t version_ = 0;
   uint64_t tensor_bytes_ = 0;
-  std::map<std::string, MetadataValue, std::less<>> metadata_;
+  std::map<std::string, GgufValue, std::less<>> metadata_;
   std::vector<GgufTensor> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace tessera::gguf {
 namespace {
 
-using nlohmann::ordered_json;
+// Key order is irrelevant to the loader; std::map objects keep inserting
+// 150k vocabulary entries O(log n) each.
+using Json = nlohmann::json;
 
 constexpr std::string_view kSpaceMarker = "\u2581";  // ▁
 
@@ -79,20 +82,20 @@ std::vector<std::string> MergesFromScores(const Vocab& v) {
   return out;
 }
 
-ordered_json AddedToken(int64_t id, const std::string& text, bool special) {
+Json AddedToken(int64_t id, const std::string& text, bool special) {
   return {{"id", id},          {"content", text}, {"single_word", false},
           {"lstrip", false},   {"rstrip", false}, {"normalized", false},
           {"special", special}};
 }
 
-ordered_json Split(std::string_view regex) {
+Json Split(std::string_view regex) {
   return {{"type", "Split"},
           {"pattern", {{"Regex", regex}}},
           {"behavior", "Isolated"},
           {"invert", false}};
 }
 
-ordered_json ByteLevel(bool use_regex) {
+Json ByteLevel(bool use_regex) {
   return {{"type", "ByteLevel"},
           {"add_prefix_space", false},
           {"trim_offsets", false},
@@ -149,12 +152,13 @@ StatusOr<GgufTokenizerFiles> TokenizerFilesFromGguf(const GgufFile& file) {
   TSR_ASSIGN_OR_RETURN(out.chat_template,
                        file.GetString("tokenizer.chat_template"));
 
-  ordered_json tok;
+  Json tok;
   tok["version"] = "1.0";
   tok["truncation"] = nullptr;
   tok["padding"] = nullptr;
-  ordered_json added = ordered_json::array();
-  ordered_json vocab = ordered_json::object();
+  Json added = Json::array();
+  Json vocab = Json::object();
+  std::unordered_set<std::string_view> seen;  // first id of a duplicate wins
   const bool gpt2 = out.model == "gpt2";
   bool default_add_bos = !gpt2;
   for (size_t id = 0; id < n; ++id) {
@@ -167,11 +171,11 @@ StatusOr<GgufTokenizerFiles> TokenizerFilesFromGguf(const GgufFile& file) {
     // Qwen's and Llama 3's tokenizer.json do); SentencePiece ones list
     // every token there (as Llama 2's do).
     if (gpt2 && (special || user)) continue;
-    if (!vocab.contains(text)) vocab[text] = int64_t(id);
+    if (seen.insert(text).second) vocab[text] = int64_t(id);
   }
   tok["added_tokens"] = std::move(added);
 
-  ordered_json bpe = {{"type", "BPE"},       {"dropout", nullptr},
+  Json bpe = {{"type", "BPE"},       {"dropout", nullptr},
                       {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
                       {"end_of_word_suffix", nullptr}, {"fuse_unk", !gpt2},
                       {"byte_fallback", !gpt2}, {"ignore_merges", false}};
@@ -222,7 +226,7 @@ StatusOr<GgufTokenizerFiles> TokenizerFilesFromGguf(const GgufFile& file) {
     TSR_ASSIGN_OR_RETURN(auto space_prefix,
                          file.GetBool("tokenizer.ggml.add_space_prefix"));
     const bool prefix = space_prefix.value_or(true);
-    ordered_json normalizers = ordered_json::array();
+    Json normalizers = Json::array();
     if (prefix) normalizers.push_back({{"type", "Prepend"}, {"prepend", kSpaceMarker}});
     normalizers.push_back({{"type", "Replace"},
                            {"pattern", {{"String", " "}}},
@@ -230,7 +234,7 @@ StatusOr<GgufTokenizerFiles> TokenizerFilesFromGguf(const GgufFile& file) {
     tok["normalizer"] = {{"type", "Sequence"}, {"normalizers", normalizers}};
     tok["pre_tokenizer"] = nullptr;
     tok["post_processor"] = nullptr;
-    ordered_json decoders = ordered_json::array();
+    Json decoders = Json::array();
     decoders.push_back({{"type", "Replace"},
                         {"pattern", {{"String", kSpaceMarker}}},
                         {"content", " "}});
@@ -247,11 +251,11 @@ StatusOr<GgufTokenizerFiles> TokenizerFilesFromGguf(const GgufFile& file) {
   tok["model"] = std::move(bpe);
   out.tokenizer_json = tok.dump();
 
-  ordered_json config = ordered_json::object();
+  Json config = Json::object();
   config["add_bos_token"] = add_bos.value_or(default_add_bos) && bos.has_value();
   config["add_eos_token"] = add_eos.value_or(false) && eos.has_value();
-  config["bos_token"] = bos ? ordered_json((*v.tokens)[size_t(*bos)]) : ordered_json();
-  config["eos_token"] = eos ? ordered_json((*v.tokens)[size_t(*eos)]) : ordered_json();
+  config["bos_token"] = bos ? Json((*v.tokens)[size_t(*bos)]) : Json();
+  config["eos_token"] = eos ? Json((*v.tokens)[size_t(*eos)]) : Json();
   if (unk) config["unk_token"] = (*v.tokens)[size_t(*unk)];
   config["clean_up_tokenization_spaces"] = false;
   if (out.chat_template) config["chat_template"] = *out.chat_template;
