@@ -1,0 +1,279 @@
+// GGUF checkpoints end to end (`--model-path FILE.gguf`), with files made
+// here by the repo's writer (`tessera convert-gguf`) and by llama.cpp's own
+// quantizer (llamacpp_runner --quantize, the prebuilt library of the pinned
+// npm package):
+//   - stories260k as an F32 GGUF generates its golden greedy continuations
+//     (the tokenizer from the GGUF metadata reproduces the prompt ids);
+//     as F16 / Q8_0 GGUFs Tessera's greedy tokens equal llama.cpp's on the
+//     same file;
+//   - every llama.cpp quantization (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M,
+//     Q5_K_M, Q6_K) of a model with 256-wide rows decodes to the F32
+//     weights it was made from within that format's rounding error — so
+//     each block layout is read as llama.cpp wrote it — and generates;
+//   - `tessera serve` on a GGUF answers a chat rendered by the file's own
+//     template, exactly as the Hugging Face folder it came from;
+//   - truncated and unsupported files are refused with exit 2 and a
+//     message naming the problem.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "testing/fixtures.h"
+#include "testing/goldens.h"
+#include "testing/server_process.h"
+#include "testing/subprocess.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using testing::ShellQuote;
+
+constexpr const char* kBin = TSR_TESSERA_BIN;
+
+testing::CommandResult Tessera(const std::string& args) {
+  return testing::RunShell(std::string(kBin) + " " + args);
+}
+
+class GgufTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() /
+                        ("tessera_gguf_e2e_" + std::to_string(::getpid())));
+    fs::create_directories(*dir_);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string Path(const std::string& name) {
+    return (*dir_ / name).string();
+  }
+
+  // `tessera convert-gguf` of `model_dir` as `type` (cached per name).
+  static std::string Convert(const std::string& model_dir,
+                             const std::string& type, const std::string& name) {
+    const std::string out = Path(name);
+    if (fs::exists(out)) return out;
+    auto r = Tessera("convert-gguf --model-path " + ShellQuote(model_dir) +
+                     " --out " + ShellQuote(out) + " --type " + type);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }
+
+  // llama.cpp's quantizer, or "" (the test then skips, or fails under CI).
+  static std::string Runner() {
+#ifdef TSR_LLAMACPP_RUNNER
+    return TSR_LLAMACPP_RUNNER;
+#else
+    return "";
+#endif
+  }
+
+  static std::string Quantize(const std::string& f32, const std::string& type) {
+    const std::string out = Path(fs::path(f32).stem().string() + "-" + type + ".gguf");
+    if (fs::exists(out)) return out;
+    auto r = testing::RunShell(ShellQuote(Runner()) + " --threads 2 --model " +
+                               ShellQuote(f32) + " --quantize " + type +
+                               " --out " + ShellQuote(out));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }
+
+  static Json GenerateJson(const std::string& model, const std::string& args) {
+    auto r = Tessera("generate --json --model-path " + ShellQuote(model) + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = Json::parse(r.out, nullptr, false);
+    return j.is_object() ? j : Json::object();
+  }
+
+  inline static fs::path* dir_ = nullptr;
+};
+
+#define REQUIRE_LLAMACPP()                                                 \
+  do {                                                                     \
+    if (Runner().empty()) {                                                \
+      if (testing::RunningUnderCi()) {                                     \
+        FAIL() << "llamacpp_runner was not built (needs node_modules from " \
+                  "scripts/setup.sh)";                                     \
+      }                                                                    \
+      GTEST_SKIP() << "llamacpp_runner not built";                         \
+    }                                                                      \
+  } while (0)
+
+TEST_F(GgufTest, StoriesF32GgufGeneratesTheGolden) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  const std::string gguf = Convert(dir, "f32", "stories-f32.gguf");
+  for (const Json& c : testing::ReadJsonLines<Json>(golden)) {
+    SCOPED_TRACE(c["prompt"].get<std::string>());
+    const Json out = GenerateJson(gguf, "--prompt " + ShellQuote(c["prompt"]) +
+                                            " --temperature 0 --max-new-tokens 64");
+    ASSERT_TRUE(out.contains("output_ids"));
+    EXPECT_EQ(out["prompt_ids"], c["prompt_ids"]);
+    const size_t stable = c["stable_prefix"].get<size_t>();
+    for (size_t i = 0; i < stable && i < out["output_ids"].size(); ++i) {
+      EXPECT_EQ(out["output_ids"][i], c["greedy_output_ids"][i]) << "step " << i;
+    }
+  }
+}
+
+TEST_F(GgufTest, StoriesGreedyAgreesWithLlamaCppOnTheSameFile) {
+  REQUIRE_LLAMACPP();
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  const Json c = testing::ReadJsonLines<Json>(golden).front();
+  std::string ids;
+  for (const Json& id : c["prompt_ids"]) ids += (ids.empty() ? "" : ",") + id.dump();
+  for (const std::string type : {"f32", "f16", "q8_0"}) {
+    SCOPED_TRACE(type);
+    const std::string gguf = Convert(dir, type, "stories-" + type + ".gguf");
+    auto r = testing::RunShell(ShellQuote(Runner()) + " --threads 1 --model " +
+                               ShellQuote(gguf) + " --prompt-ids " + ids +
+                               " --decode-steps 24");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Json peer = Json::parse(r.out);
+    // Default flags, as a user runs it (Q8_0 loads as int8 weights).
+    const Json out = GenerateJson(
+        gguf, "--prompt " + ShellQuote(c["prompt"]) +
+                  " --temperature 0 --ignore-eos --max-new-tokens 25");
+    ASSERT_TRUE(out.contains("output_ids"));
+    EXPECT_EQ(out["prompt_ids"], c["prompt_ids"]);
+    // The runner's first greedy token comes from the prefill.
+    const auto ours = out["output_ids"].get<std::vector<int>>();
+    const auto theirs = peer["output_ids"].get<std::vector<int>>();
+    const size_t n = std::min(ours.size(), theirs.size());
+    ASSERT_GE(n, 20u);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(ours[i], theirs[i]) << "step " << i;
+  }
+}
+
+TEST_F(GgufTest, LlamaCppQuantizationsDecodeToTheirWeights) {
+  REQUIRE_LLAMACPP();
+  const std::string hf = Path("small");
+  if (!fs::exists(hf)) {
+    auto r = Tessera("make-model --preset small --arch qwen3 --dtype f32 --out " +
+                     ShellQuote(hf));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string f32 = Convert(hf, "f32", "small.gguf");
+  auto reference = model::Checkpoint::Open(f32);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  // Largest relative RMS error per stored type (random normal weights; a
+  // misread layout is off by ~100%).
+  const std::map<std::string, double> kMaxError = {
+      {"q8_0", 0.01}, {"q6_k", 0.03}, {"q5_0", 0.06}, {"q5_1", 0.06},
+      {"q5_k", 0.06}, {"q4_0", 0.12}, {"q4_1", 0.12}, {"q4_k", 0.12}};
+  std::set<std::string> seen;
+  for (const std::string type : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
+                                 "q4_k_m", "q5_k_m", "q6_k"}) {
+    SCOPED_TRACE(type);
+    const std::string path = Quantize(f32, type);
+    auto quantized = model::Checkpoint::Open(path);
+    ASSERT_TRUE(quantized.ok()) << quantized.status().ToString();
+    ASSERT_TRUE((*quantized)->Validate().ok());
+    for (const model::TensorRef& t : (*reference)->tensors()) {
+      if (t.shape().size() != 2) continue;
+      auto q = (*quantized)->Get(t.name());
+      ASSERT_TRUE(q.ok());
+      const int64_t rows = t.shape()[0], cols = t.shape()[1];
+      std::vector<float> want(size_t(rows * cols)), got(want.size());
+      t.ReadRows(0, rows, 0, cols, TSR_DTYPE_F32, want.data());
+      q->ReadRows(0, rows, 0, cols, TSR_DTYPE_F32, got.data());
+      double err = 0, norm = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        err += (got[i] - want[i]) * double(got[i] - want[i]);
+        norm += double(want[i]) * want[i];
+      }
+      const double rel = std::sqrt(err / norm);
+      const std::string stored = q->StorageName();
+      seen.insert(stored);
+      const double limit = kMaxError.count(stored) ? kMaxError.at(stored) : 1e-3;
+      EXPECT_LT(rel, limit) << t.name() << " stored as " << stored;
+    }
+    const Json out = GenerateJson(path, "--prompt hello --temperature 0 --max-new-tokens 4");
+    EXPECT_TRUE(out.contains("output_ids")) << path;
+  }
+  for (const char* type : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k",
+                           "q5_k", "q6_k"}) {
+    EXPECT_TRUE(seen.count(type)) << "no tensor was stored as " << type;
+  }
+}
+
+TEST_F(GgufTest, ServesAChatWithTheFilesOwnTemplate) {
+  const std::string hf = Path("tiny");
+  if (!fs::exists(hf)) {
+    auto r = Tessera("make-model --preset tiny --arch qwen3 --out " + ShellQuote(hf));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string gguf = Convert(hf, "q8_0", "tiny-q8_0.gguf");
+  const Json request = {
+      {"messages", {{{"role", "system"}, {"content", "Be brief."}},
+                    {{"role", "user"}, {"content", "Name a colour."}}}}};
+  auto tokenize = [&](const std::string& model) {
+    auto r = Tessera("tokenize --model-path " + ShellQuote(model) + " --request " +
+                     ShellQuote(request.dump()));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Json::parse(r.out, nullptr, false);
+  };
+  const Json from_dir = tokenize(hf), from_gguf = tokenize(gguf);
+  ASSERT_TRUE(from_gguf.is_object());
+  EXPECT_EQ(from_gguf["prompt"], from_dir["prompt"]);
+  EXPECT_EQ(from_gguf["tokens"], from_dir["tokens"]);
+
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kBin, {"--model-path", gguf, "--log-interval", "0"}))
+      << server.log();
+  Json chat = request;
+  chat["max_tokens"] = 8;
+  chat["temperature"] = 0;
+  const auto r = server.Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json body = Json::parse(r.body);
+  EXPECT_TRUE(body["choices"][0]["message"]["content"].is_string());
+  EXPECT_EQ(body["usage"]["prompt_tokens"], from_dir["count"]);
+  const auto info = server.Get("/server_info");
+  ASSERT_EQ(info.status, 200);
+  EXPECT_NE(info.body.find(".gguf"), std::string::npos);
+}
+
+TEST_F(GgufTest, BrokenFilesAreRefusedWithTheReason) {
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  const std::string gguf = Convert(dir, "f32", "stories-f32.gguf");
+  std::ifstream in(gguf, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+
+  const std::string cut = Path("cut.gguf");
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  auto r = Tessera("generate --model-path " + ShellQuote(cut) + " --prompt hi");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+
+  // general.architecture "llama" -> "gemma": a known file, an architecture
+  // Tessera does not run.
+  std::string other = bytes;
+  const std::string key = "general.architecture";
+  const size_t at = other.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const size_t value = at + key.size() + 4 + 8;  // type, string length
+  ASSERT_EQ(other.substr(value, 5), "llama");
+  other.replace(value, 5, "gemma");
+  const std::string gemma = Path("gemma.gguf");
+  std::ofstream(gemma, std::ios::binary) << other;
+  r = Tessera("generate --model-path " + ShellQuote(gemma) + " --prompt hi");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("architecture 'gemma'"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tessera
