@@ -28,7 +28,9 @@
 // llama.cpp's own quantizer (llama_model_quantize; TYPE q4_0, q4_1, q5_0,
 // q5_1, q8_0, q4_k_s, q4_k_m, q5_k_s, q5_k_m or q6_k, as llama-quantize
 // names them) and prints {"out": FILE} — so tests load real llama.cpp
-// K-quant files, not only ones Tessera wrote.
+// K-quant files, not only ones Tessera wrote. --teacher-forced 1,2,3
+// instead feeds the ids in one batch and prints {"argmax": [...]}, the
+// top-1 id after every position (for accuracy comparisons).
 // Exit 0: done; 2: bad flags; 1: llama.cpp failed.
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -216,7 +218,7 @@ int main(int argc, char** argv) {
   int64_t decode_steps = 32;
   int64_t batch_size = 1;
   std::optional<std::string> tokenize_text;
-  std::string quantize_type, quantize_out;
+  std::string quantize_type, quantize_out, teacher_forced;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -248,6 +250,8 @@ int main(int argc, char** argv) {
       quantize_type = value();
     else if (arg == "--out")
       quantize_out = value();
+    else if (arg == "--teacher-forced")
+      teacher_forced = value();
     else if (arg == "--verbose")
       g_verbose = true;
     else if (arg == "--help" || arg == "-h") {
@@ -267,7 +271,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (model_path.empty() || threads < 1 || decode_steps < 0 || batch_size < 1 ||
-      (!tokenize_text && !quantize &&
+      (!tokenize_text && !quantize && teacher_forced.empty() &&
        prompt_ids.empty() == (random_prompt <= 0))) {
     fmt::print(
         stderr,
@@ -331,6 +335,49 @@ int main(int argc, char** argv) {
     ids.resize(size_t(n));
     std::printf("%s\n", nlohmann::json({{"tokens", ids}}).dump().c_str());
     api.model_free(model);
+    return 0;
+  }
+
+  if (!teacher_forced.empty()) {
+    auto ids = ParseIds(teacher_forced);
+    if (!ids || ids->empty()) {
+      fmt::print(stderr, "error: --teacher-forced wants comma-separated ids\n");
+      return 2;
+    }
+    const int32_t n = int32_t(ids->size());
+    llama_context_params cparams = api.context_default_params();
+    cparams.n_ctx = uint32_t(n + 1);
+    cparams.n_batch = uint32_t(n);
+    cparams.n_ubatch = uint32_t(std::min<int32_t>(n, 512));
+    cparams.n_threads = threads;
+    cparams.n_threads_batch = threads;
+    cparams.no_perf = true;
+    llama_context* ctx = api.init_from_model(model, cparams);
+    if (ctx == nullptr) {
+      fmt::print(stderr, "error: llama_init_from_model failed\n");
+      return 1;
+    }
+    llama_batch batch = api.batch_init(n, 0, 1);
+    for (int32_t i = 0; i < n; ++i) {
+      batch.token[i] = (*ids)[size_t(i)];
+      batch.pos[i] = i;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = 0;
+      batch.logits[i] = 1;
+    }
+    batch.n_tokens = n;
+    if (api.decode(ctx, batch) != 0) {
+      fmt::print(stderr, "error: llama_decode failed\n");
+      return 1;
+    }
+    std::vector<int32_t> argmax;
+    for (int32_t i = 0; i < n; ++i) {
+      argmax.push_back(Argmax(api.get_logits_ith(ctx, i), n_vocab));
+    }
+    api.batch_free(batch);
+    api.free_context(ctx);
+    api.model_free(model);
+    std::printf("%s\n", nlohmann::json({{"argmax", argmax}}).dump().c_str());
     return 0;
   }
 

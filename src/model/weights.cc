@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "model/quantize.h"
 
@@ -12,6 +15,29 @@ namespace tessera::model {
 namespace {
 
 constexpr int64_t kChunkElements = int64_t{1} << 21;  // conversion staging
+
+// Runs fn(begin, end) over [0, rows) split into one contiguous range per
+// host core (at most 8; one range when the work is small). Decoding,
+// widening and quantizing weights at load is CPU work that would otherwise
+// use one core of the machine.
+void ParallelRows(int64_t rows, int64_t cols,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  static const int64_t kCores = std::clamp<int64_t>(
+      int64_t(std::thread::hardware_concurrency()), 1, 8);
+  const int64_t parts =
+      rows * cols < (int64_t{1} << 16) ? 1 : std::min(kCores, rows);
+  if (parts <= 1) {
+    fn(0, rows);
+    return;
+  }
+  std::vector<std::thread> threads;
+  const int64_t step = (rows + parts - 1) / parts;
+  for (int64_t begin = step; begin < rows; begin += step) {
+    threads.emplace_back(fn, begin, std::min(rows, begin + step));
+  }
+  fn(0, std::min(rows, step));
+  for (std::thread& t : threads) t.join();
+}
 
 }  // namespace
 
@@ -114,10 +140,15 @@ class ModelWeights::Loader {
   }
 
   // Converts rows [r, r + nr) of `part` into `out` (dst dtype), row-major
-  // [nr, cols].
+  // [nr, cols], the rows split over the host's cores.
   static void ConvertRows(const Part& part, int64_t r, int64_t nr,
                           DType dst_dtype, void* out) {
-    part.ref.ReadRows(part.row0 + r, nr, part.col0, part.cols, dst_dtype, out);
+    const size_t row_bytes = size_t(part.cols) * DTypeSize(dst_dtype);
+    ParallelRows(nr, part.cols, [&](int64_t begin, int64_t end) {
+      part.ref.ReadRows(part.row0 + r + begin, end - begin, part.col0,
+                        part.cols, dst_dtype,
+                        static_cast<char*>(out) + size_t(begin) * row_bytes);
+    });
   }
 
   // `parts` ([N_i, K] each) stacked into one I8 [sum N_i, K] weight with
@@ -154,8 +185,11 @@ class ModelWeights::Loader {
         rows_q.resize(static_cast<size_t>(nr * k));
         rows_s.resize(static_cast<size_t>(nr * groups));
         ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
-        QuantizeInt8Rows(rows_f32.data(), nr, k, weight.group_size,
-                         rows_q.data(), rows_s.data());
+        ParallelRows(nr, k, [&](int64_t begin, int64_t end) {
+          QuantizeInt8Rows(rows_f32.data() + begin * k, end - begin, k,
+                           weight.group_size, rows_q.data() + begin * k,
+                           rows_s.data() + begin * groups);
+        });
         Status status = weight.buffer->CopyFromHost(
             static_cast<uint64_t>((row0 + r) * k), rows_q.data(), nr * k);
         if (status.ok()) {

@@ -13,13 +13,22 @@
 //   - `tessera serve` on a GGUF answers a chat rendered by the file's own
 //     template, exactly as the Hugging Face folder it came from;
 //   - truncated and unsupported files are refused with exit 2 and a
-//     message naming the problem.
+//     message naming the problem;
+//   - accuracy: for each llama.cpp quantization of stories260k (and the
+//     K-quants of a Qwen3-shaped preset with 256-wide rows), the
+//     teacher-forced top-1 agreement with the F32 file over greedy
+//     continuations, Tessera's (--quantization auto, F32 activations as
+//     llama.cpp computes) next to llama.cpp's own on the same files;
+//     Tessera's must be >= llama.cpp's - 1 point. The tables are printed
+//     (docs/BENCHMARKS.md quotes them).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -27,6 +36,8 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "model/model_runner.h"
+#include "model/runner_test_util.h"
 #include "testing/fixtures.h"
 #include "testing/goldens.h"
 #include "testing/server_process.h"
@@ -208,6 +219,139 @@ TEST_F(GgufTest, LlamaCppQuantizationsDecodeToTheirWeights) {
                            "q5_k", "q6_k"}) {
     EXPECT_TRUE(seen.count(type)) << "no tensor was stored as " << type;
   }
+}
+
+// Top-1 id after every position of `tokens`, fed in one prefill.
+std::vector<int32_t> TesseraArgmax(model::ModelRunner& runner,
+                                   const std::vector<int32_t>& tokens) {
+  std::vector<int32_t> pages;
+  EXPECT_TRUE(runner.kv_pool().EnsureCapacity(pages, tokens.size()).ok());
+  auto logits = runner.Forward(model::Batch{{{tokens, 0, pages}}, /*all_logits=*/true});
+  EXPECT_TRUE(logits.ok()) << logits.status().ToString();
+  std::vector<int32_t> ids;
+  for (int64_t r = 0; logits.ok() && r < logits->rows; ++r) {
+    ids.push_back(model::testing::ArgmaxRow(logits->Row(r)));
+  }
+  EXPECT_TRUE(runner.kv_pool().Release(pages).ok());
+  return ids;
+}
+
+double Agreement(const std::vector<std::vector<int32_t>>& a,
+                 const std::vector<std::vector<int32_t>>& b) {
+  int64_t same = 0, total = 0;
+  for (size_t s = 0; s < a.size(); ++s) {
+    EXPECT_EQ(a[s].size(), b[s].size());
+    for (size_t i = 0; i < a[s].size() && i < b[s].size(); ++i) {
+      same += a[s][i] == b[s][i] ? 1 : 0;
+      ++total;
+    }
+  }
+  return total > 0 ? double(same) / double(total) : 0.0;
+}
+
+// Prints and checks the agreement table for the llama.cpp quantizations
+// `types` of the F32 GGUF `f32`, teacher-forced over `sequences`.
+void CheckAccuracy(const std::string& f32, const std::vector<std::string>& types,
+                   const std::vector<std::vector<int32_t>>& sequences,
+                   const std::function<std::string(const std::string&)>& quantize,
+                   const std::string& runner_binary) {
+  auto runtime = model::testing::CreateRuntime();
+  ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+  // --quantization auto (as `serve` runs the file) with F32 activations, as
+  // llama.cpp computes: the figure is the weight format's alone.
+  auto tessera = [&](const std::string& path, std::string* stored_types) {
+    auto checkpoint = model::Checkpoint::Open(path);
+    EXPECT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
+    std::set<std::string> stored;
+    for (const model::TensorRef& t : (*checkpoint)->tensors()) {
+      if (t.shape().size() == 2) stored.insert(t.StorageName());
+    }
+    for (const std::string& t : stored) {
+      *stored_types += (stored_types->empty() ? "" : "+") + t;
+    }
+    model::ModelRunnerOptions options;
+    options.kv_capacity_tokens = 256;
+    options.max_batch_tokens = 256;
+    options.show_progress = false;
+    options.activation_dtype = TSR_DTYPE_F32;
+    if (!(*checkpoint)->QuantizedLinearTypes().empty()) {
+      options.quantization = model::WeightQuantization::kInt8;
+    }
+    auto runner = model::ModelRunner::Create(**runtime, **checkpoint, options);
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& s : sequences) out.push_back(TesseraArgmax(**runner, s));
+    return out;
+  };
+  auto llamacpp = [&](const std::string& path) {
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& s : sequences) {
+      std::string ids;
+      for (int32_t id : s) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+      auto r = testing::RunShell(ShellQuote(runner_binary) + " --threads 2 --model " +
+                                 ShellQuote(path) + " --teacher-forced " + ids);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      out.push_back(Json::parse(r.out)["argmax"].get<std::vector<int32_t>>());
+    }
+    return out;
+  };
+  std::string f32_types;
+  const auto ours_f32 = tessera(f32, &f32_types);
+  const auto theirs_f32 = llamacpp(f32);
+  std::printf("%s\n%-8s %-24s %9s %9s\n", f32.c_str(), "format", "stored types",
+              "tessera", "llama.cpp");
+  for (const std::string& type : types) {
+    SCOPED_TRACE(type);
+    const std::string path = quantize(type);
+    std::string stored;
+    const double ours = Agreement(ours_f32, tessera(path, &stored));
+    const double theirs = Agreement(theirs_f32, llamacpp(path));
+    std::printf("%-8s %-24s %8.1f%% %8.1f%%\n", type.c_str(), stored.c_str(),
+                100 * ours, 100 * theirs);
+    EXPECT_GE(ours, theirs - 0.01) << stored;
+  }
+}
+
+TEST_F(GgufTest, AccuracyOfEachQuantizationNextToLlamaCpp) {
+  REQUIRE_LLAMACPP();
+  TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
+  TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
+  std::vector<std::vector<int32_t>> sequences;
+  for (const Json& c : testing::ReadJsonLines<Json>(golden)) {
+    auto ids = c["prompt_ids"].get<std::vector<int32_t>>();
+    for (const Json& id : c["greedy_output_ids"]) ids.push_back(id.get<int32_t>());
+    sequences.push_back(std::move(ids));
+  }
+  // stories260k's 64-wide rows are not 256-element super-blocks: llama.cpp
+  // substitutes other types for the K-quants (the table names them).
+  const std::string f32 = Convert(dir, "f32", "stories-f32.gguf");
+  CheckAccuracy(f32, {"q8_0", "q6_k", "q5_k_m", "q5_0", "q5_1", "q4_k_m", "q4_0", "q4_1"},
+                sequences, [&](const std::string& t) { return Quantize(f32, t); },
+                Runner());
+}
+
+TEST_F(GgufTest, KQuantAccuracyOnAQwen3PresetNextToLlamaCpp) {
+  REQUIRE_LLAMACPP();
+  const std::string hf = Path("small");
+  if (!fs::exists(hf)) {
+    auto r = Tessera("make-model --preset small --arch qwen3 --dtype f32 --out " +
+                     ShellQuote(hf));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string f32 = Convert(hf, "f32", "small.gguf");
+  // The F32 model's own greedy continuations of seeded random prompts.
+  std::vector<std::vector<int32_t>> sequences;
+  for (int seed = 1; seed <= 8; ++seed) {
+    const Json out = GenerateJson(
+        f32, "--prompt " + ShellQuote("story number " + std::to_string(seed)) +
+                 " --temperature 0 --ignore-eos --max-new-tokens 64");
+    ASSERT_TRUE(out.contains("output_ids"));
+    auto ids = out["prompt_ids"].get<std::vector<int32_t>>();
+    for (const Json& id : out["output_ids"]) ids.push_back(id.get<int32_t>());
+    sequences.push_back(std::move(ids));
+  }
+  CheckAccuracy(f32, {"q8_0", "q6_k", "q5_k_m", "q4_k_m"}, sequences,
+                [&](const std::string& t) { return Quantize(f32, t); }, Runner());
 }
 
 TEST_F(GgufTest, ServesAChatWithTheFilesOwnTemplate) {
