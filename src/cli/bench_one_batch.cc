@@ -228,7 +228,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   const double kv_bytes_per_token =
       2.0 * double(kv.num_layers) * double(kv.num_kv_heads) *
       double(kv.head_dim) * double(DTypeSize(kv.dtype));
-  result.weight_bytes = runner.weights().device_bytes();
+  result.weight_bytes = runner.weights().step_bytes();
   result.kv_bytes_per_step =
       uint64_t(std::llround(b * kv_bytes_per_token * result.mean_context));
   result.bytes_per_step = result.weight_bytes + result.kv_bytes_per_step;

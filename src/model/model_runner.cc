@@ -939,12 +939,8 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
     // (strided) into the F32 logits [rows, V].
     const int64_t n = tp_.size, vl = tp_.vocab, r = shape.rows;
     const tsr_tensor local = w.logits_local->View(x, {r, vl});
-    {
-      tsr_tensor in[] = {rows, weights_->lm_head().View()};
-      tsr_tensor out[] = {local};
-      TSR_RETURN_IF_ERROR(
-          Launch(TSR_OP_LINEAR, in, out, nullptr, 0, -1, "lm_head (vocabulary shard)"));
-    }
+    TSR_RETURN_IF_ERROR(LaunchLinear(rows, weights_->lm_head(), DeviceWeight{}, local,
+                                     -1, "lm_head (vocabulary shard)"));
     TSR_RETURN_IF_ERROR(comm_->AllGather(*stream_, w.logits_local->View(x, {r * vl}),
                                          w.logits_gathered->View(x, {n * r * vl}))
                             .WithContext("lm_head: all_gather of the logits"));
@@ -956,12 +952,8 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueModel(const StepShape& shape,
     return f32;
   }
   tsr_tensor logits = w.logits->View(x, {shape.rows, v});
-  {
-    tsr_tensor in[] = {rows, weights_->lm_head().View()};
-    tsr_tensor out[] = {logits};
-    TSR_RETURN_IF_ERROR(
-        Launch(TSR_OP_LINEAR, in, out, nullptr, 0, -1, "lm_head"));
-  }
+  TSR_RETURN_IF_ERROR(
+      LaunchLinear(rows, weights_->lm_head(), DeviceWeight{}, logits, -1, "lm_head"));
   if (x != TSR_DTYPE_F32) {
     tsr_tensor f32 = w.logits_f32->View(TSR_DTYPE_F32, {shape.rows, v});
     tsr_tensor in[] = {logits};

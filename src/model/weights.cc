@@ -333,12 +333,18 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
   TSR_ASSIGN_OR_RETURN(w->final_norm_,
                        load.Single(whole(std::string(kFinalNormName)), false));
   // A tied head is the embedding table — this rank's shard of it when the
-  // vocabulary splits (the same rows).
-  if (!config.tie_word_embeddings && !options.skip_lm_head) {
-    const std::string head(kLmHeadName);
+  // vocabulary splits (the same rows) — unless int8 is asked for: the head
+  // then gets its own int8 copy (per decode step it streams the whole
+  // table, so it is the biggest single weight read; the lookup reads a
+  // few rows and keeps the exact table).
+  const bool int8_head = options.quantization == WeightQuantization::kInt8;
+  if ((!config.tie_word_embeddings || int8_head) && !options.skip_lm_head) {
+    const std::string head(config.tie_word_embeddings ? kEmbedTokensName
+                                                      : kLmHeadName);
     TSR_ASSIGN_OR_RETURN(
         w->lm_head_,
-        load.Single(tp.vocab_split ? rows(head, tp.vocab_begin, tp.vocab) : whole(head), true));
+        load.Single(tp.vocab_split ? rows(head, tp.vocab_begin, tp.vocab) : whole(head),
+                    true, int8_head));
   }
   return w;
 }

@@ -81,7 +81,10 @@ struct LayerWeights {
 
 enum class WeightQuantization {
   kNone,  // weights in the activation dtype (or F16, see keep_f16_linear)
-  kInt8,  // decoder-layer linear weights as int8 + per-group F32 scales
+  kInt8,  // decoder-layer linear weights and the output head as int8 +
+          // per-group F32 scales (a tied head gets its own int8 copy of the
+          // embedding table; the table itself stays in the activation
+          // dtype for the lookup)
 };
 
 struct WeightLoadOptions {
@@ -118,6 +121,13 @@ class ModelWeights {
   bool tied() const { return !lm_head_.present(); }
   // Bytes of device memory the weights occupy.
   uint64_t device_bytes() const { return device_bytes_; }
+  // Bytes a decode step reads: all of them, but the embedding table when
+  // the head is a separate weight (the lookup reads a row per token).
+  uint64_t step_bytes() const {
+    if (tied() || embed_.buffer == nullptr) return device_bytes_;
+    return device_bytes_ -
+           uint64_t(NumElements(embed_.shape)) * DTypeSize(embed_.dtype);
+  }
 
  private:
   class Loader;
