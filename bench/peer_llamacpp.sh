@@ -24,9 +24,9 @@
 #    and decode tokens/s per round and their medians, and Tessera /
 #    llama.cpp ratios (> 1: Tessera is faster).
 #
-# Tessera runs the checkpoint as stored (e.g. BF16) on the cpu plugin; T is
-# what llama.cpp runs, except that for T = q8_0 Tessera runs
-# `--quantization int8` (int8 weights with a scale per 32, Q8_0's layout).
+# Both engines run the same GGUF file of type T: Tessera loads it itself
+# (`--model-path FILE.gguf`, `--quantization auto`: F32/F16/BF16 as stored,
+# Q8_0 as int8 weights with a scale per 32 — the same numbers).
 # --smoke: stories260k only, F32, input 16, output 4, one round (seconds;
 # for CI).
 #
@@ -174,14 +174,15 @@ for type in "${type_list[@]}"; do
   model_check="$(greedy "$model_path" "$gguf" "Once upon a time" \
                  "$check_tokens")"
   log "$type greedy agreement: $(printf '%s' "$model_check" | js '`${o.agree}/${o.of}`')"
-  tessera_quant=none
-  [[ "$type" == q8_0 ]] && tessera_quant=int8
+  # Tessera loads the same GGUF file (--quantization auto: q8_0 as int8
+  # weights with a scale per 32, the numbers the file holds).
+  tessera_quant=auto
   IFS=',' read -r -a batch_list <<<"$batch_sizes"
   for batch in "${batch_list[@]}"; do
     runs="[]"
     for ((r = 1; r <= rounds; ++r)); do
       log "$type batch $batch round $r/$rounds: tessera (--quantization $tessera_quant)"
-      a="$("$tessera" bench --one-batch --model-path "$model_path" \
+      a="$("$tessera" bench --one-batch --model-path "$gguf" \
            --quantization "$tessera_quant" --batch-size "$batch" \
            --input-len "$input_len" --output-len "$output_len" \
            --no-bandwidth --json 2>/dev/null | js 'o.results[0]')"

@@ -101,6 +101,19 @@ class GgufTest : public ::testing::Test {
     return out;
   }
 
+  // make-model's `small` Qwen3 preset (256-wide rows: real K-quant
+  // super-blocks) in F32, as an F32 GGUF; "" on failure.
+  static std::string SmallF32Gguf() {
+    const std::string hf = Path("small");
+    if (!fs::exists(hf)) {
+      auto r = Tessera("make-model --preset small --arch qwen3 --dtype f32 --out " +
+                       ShellQuote(hf));
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      if (r.exit_code != 0) return "";
+    }
+    return Convert(hf, "f32", "small.gguf");
+  }
+
   static Json GenerateJson(const std::string& model, const std::string& args) {
     auto r = Tessera("generate --json --model-path " + ShellQuote(model) + " " + args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -171,13 +184,8 @@ TEST_F(GgufTest, StoriesGreedyAgreesWithLlamaCppOnTheSameFile) {
 
 TEST_F(GgufTest, LlamaCppQuantizationsDecodeToTheirWeights) {
   REQUIRE_LLAMACPP();
-  const std::string hf = Path("small");
-  if (!fs::exists(hf)) {
-    auto r = Tessera("make-model --preset small --arch qwen3 --dtype f32 --out " +
-                     ShellQuote(hf));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  const std::string f32 = Convert(hf, "f32", "small.gguf");
+  const std::string f32 = SmallF32Gguf();
+  ASSERT_FALSE(f32.empty());
   auto reference = model::Checkpoint::Open(f32);
   ASSERT_TRUE(reference.ok()) << reference.status().ToString();
   // Largest relative RMS error per stored type (random normal weights; a
@@ -332,13 +340,8 @@ TEST_F(GgufTest, AccuracyOfEachQuantizationNextToLlamaCpp) {
 
 TEST_F(GgufTest, KQuantAccuracyOnAQwen3PresetNextToLlamaCpp) {
   REQUIRE_LLAMACPP();
-  const std::string hf = Path("small");
-  if (!fs::exists(hf)) {
-    auto r = Tessera("make-model --preset small --arch qwen3 --dtype f32 --out " +
-                     ShellQuote(hf));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  const std::string f32 = Convert(hf, "f32", "small.gguf");
+  const std::string f32 = SmallF32Gguf();
+  ASSERT_FALSE(f32.empty());
   // The F32 model's own greedy continuations of seeded random prompts.
   std::vector<std::vector<int32_t>> sequences;
   for (int seed = 1; seed <= 8; ++seed) {
