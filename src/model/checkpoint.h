@@ -24,8 +24,14 @@
 // "lm_head.weight" is indexed as "model." + its name, so one weight spec
 // serves both layouts.
 //
-// Tensor bytes are read straight from the mappings (TensorRef::bytes());
-// they stay valid while the Checkpoint lives.
+// A GGUF file (llama.cpp's format) opens as a checkpoint too (OpenGguf,
+// checkpoint_gguf.cc): its tensors under their Hugging Face names and
+// shapes, F32/F16/BF16 ones mapped as they are, block-quantized ones
+// (Q8_0, Q4_K, ...) and Llama's interleaved q/k rows decoded as they are
+// read (TensorRef::ReadRows), so the loader and Validate see one layout.
+//
+// Tensor bytes are read straight from the mappings (TensorRef::bytes(),
+// ReadRows); they stay valid while the Checkpoint lives.
 //
 // Thread-safety: immutable after Open(); any number of concurrent readers.
 #ifndef TESSERA_MODEL_CHECKPOINT_H_
