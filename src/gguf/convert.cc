@@ -9,6 +9,7 @@
 
 #include "gguf/tensor_encode.h"
 #include "model/checkpoint.h"
+#include "model/pooling_config.h"
 #include "model/rope.h"
 #include "model/weight_spec.h"
 
@@ -176,7 +177,14 @@ StatusOr<ConvertResult> ConvertCheckpointToGguf(
         "checkpoint folders",
         model_dir));
   }
-  TSR_RETURN_IF_ERROR(checkpoint->Validate());
+  // An embedding export (sentence-transformers: no output head) converts
+  // too; its pooling is written as <arch>.pooling_type.
+  const bool embedding = !checkpoint->Find(model::kLmHeadName) &&
+                         !checkpoint->config().tie_word_embeddings;
+  TSR_RETURN_IF_ERROR(embedding
+                          ? checkpoint->Validate(model::ExpectedEmbeddingWeights(
+                                checkpoint->config()))
+                          : checkpoint->Validate());
   const ModelConfig& c = checkpoint->config();
   TSR_RETURN_IF_ERROR(CheckSupported(c, model_dir));
 
@@ -207,8 +215,24 @@ StatusOr<ConvertResult> ConvertCheckpointToGguf(
   for (const auto& note : result.vocab.notes) result.notes.push_back(note);
 
   const bool interleave = c.architecture == Architecture::kLlama;
+  if (embedding) {
+    TSR_ASSIGN_OR_RETURN(model::PoolingConfig pooling,
+                         model::LoadPoolingConfig(model_dir));
+    // llama.cpp's enum llama_pooling_type: 1 mean, 2 cls, 3 last.
+    const uint32_t type = pooling.mode == model::PoolingMode::kMean  ? 1
+                          : pooling.mode == model::PoolingMode::kCls ? 2
+                                                                     : 3;
+    writer.SetU32(result.architecture + ".pooling_type", type);
+    result.notes.push_back(fmt::format(
+        "an embedding model ({} pooling): no output head; serve it with "
+        "--is-embedding",
+        model::PoolingModeName(pooling.mode)));
+  }
   for (const model::WeightSpec& spec : model::ExpectedWeights(c)) {
-    if (spec.name == model::kLmHeadName && c.tie_word_embeddings) continue;
+    if (spec.name == model::kLmHeadName &&
+        (c.tie_word_embeddings || embedding)) {
+      continue;
+    }
     std::optional<TensorRef> ref = checkpoint->Find(spec.name);
     if (!ref) continue;  // optional and absent (Validate checked the rest)
     auto gguf_name = GgufTensorName(spec.name);

@@ -8,6 +8,7 @@
 
 #include "base/bounded_json.h"
 #include "base/file_checks.h"
+#include "gguf/gguf_reader.h"
 
 namespace tessera::model {
 namespace {
@@ -81,7 +82,40 @@ std::string_view PoolingModeName(PoolingMode mode) {
   return "";
 }
 
+namespace {
+
+// A GGUF file's <arch>.pooling_type (llama.cpp's enum llama_pooling_type:
+// 0 none, 1 mean, 2 cls, 3 last, 4 rank); none or absent: the default.
+StatusOr<PoolingConfig> GgufPoolingConfig(const std::string& path) {
+  PoolingConfig config;
+  TSR_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::Open(path));
+  TSR_ASSIGN_OR_RETURN(auto arch, file->GetString("general.architecture"));
+  if (!arch) return config;
+  TSR_ASSIGN_OR_RETURN(auto type, file->GetInt(*arch + ".pooling_type"));
+  switch (type.value_or(0)) {
+    case 0:
+    case 3:
+      config.mode = PoolingMode::kLast;
+      break;
+    case 1:
+      config.mode = PoolingMode::kMean;
+      break;
+    case 2:
+      config.mode = PoolingMode::kCls;
+      break;
+    default:
+      return UnimplementedError(fmt::format(
+          "{}: {}.pooling_type {} (rank or unknown); Tessera pools mean, cls "
+          "or last",
+          path, *arch, *type));
+  }
+  return config;
+}
+
+}  // namespace
+
 StatusOr<PoolingConfig> LoadPoolingConfig(const std::string& dir) {
+  if (gguf::IsGgufFile(dir)) return GgufPoolingConfig(dir);
   PoolingConfig config;
   const fs::path root(dir);
   const std::string modules_path = (root / "modules.json").string();

@@ -39,7 +39,9 @@ struct PoolingConfig {
 std::string_view PoolingModeName(PoolingMode mode);
 
 // Reads `dir`/modules.json (and the Pooling module's config.json) when
-// present; the default above otherwise. InvalidArgument (malformed files)
+// present; for a GGUF file its <arch>.pooling_type (mean, cls, last;
+// normalized, as llama.cpp's embeddings are by default); the default above
+// otherwise. InvalidArgument (malformed files)
 // or Unimplemented (a mode or module not supported), naming the file.
 StatusOr<PoolingConfig> LoadPoolingConfig(const std::string& dir);
 

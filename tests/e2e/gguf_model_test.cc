@@ -394,6 +394,32 @@ TEST_F(GgufTest, ServesAChatWithTheFilesOwnTemplate) {
   EXPECT_NE(info.body.find(".gguf"), std::string::npos);
 }
 
+TEST_F(GgufTest, AnEmbeddingModelConvertsAndServesTheSameVectors) {
+  const std::string hf = Path("embedding");
+  if (!fs::exists(hf)) {
+    auto r = Tessera("make-model --preset tiny --arch qwen3 --embedding --dtype f32 --out " +
+                     ShellQuote(hf));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string gguf = Convert(hf, "f32", "embedding.gguf");
+  const std::string body = R"({"input": [11, 22, 33, 44, 55, 66]})";
+  std::vector<Json> vectors;
+  for (const std::string& model : {hf, gguf}) {
+    testing::ServerProcess server;
+    ASSERT_TRUE(server.Start(kBin, {"--model-path", model, "--is-embedding",
+                                    "--log-interval", "0"}))
+        << server.log();
+    const auto r = server.Post("/v1/embeddings", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    vectors.push_back(Json::parse(r.body)["data"][0]["embedding"]);
+  }
+  ASSERT_EQ(vectors[0].size(), vectors[1].size());
+  ASSERT_FALSE(vectors[0].empty());
+  for (size_t i = 0; i < vectors[0].size(); ++i) {
+    EXPECT_NEAR(vectors[0][i].get<double>(), vectors[1][i].get<double>(), 1e-5) << i;
+  }
+}
+
 TEST_F(GgufTest, BrokenFilesAreRefusedWithTheReason) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   const std::string gguf = Convert(dir, "f32", "stories-f32.gguf");
