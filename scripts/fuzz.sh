@@ -8,7 +8,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [NAME ...]     NAME: request_body sse_reader
 #                                            tokenizer_json jinja_template
-#                                            model_files (default: all)
+#                                            model_files grammar gguf_file
+#                                            (default: all)
 # Needs what scripts/setup.sh installs (clang-14, libclang-rt-14-dev).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,7 +19,8 @@ seconds="${1:-30}"
 shift || true
 names=("$@")
 if ((${#names[@]} == 0)); then
-  names=(request_body sse_reader tokenizer_json jinja_template model_files grammar)
+  names=(request_body sse_reader tokenizer_json jinja_template model_files grammar
+         gguf_file)
 fi
 
 scripts/configure_clang_asan.sh

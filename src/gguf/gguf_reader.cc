@@ -94,8 +94,8 @@ bool KnownType(uint32_t raw) { return raw <= uint32_t(ValueType::kFloat64); }
 
 // One scalar into `v` (its type already set to `type`).
 Status ReadScalar(Cursor& c, ValueType type, const std::string& key,
-                  const std::string& path, GgufValue* v, bool* boolean,
-                  int64_t* integer, double* real, std::string* string) {
+                  const std::string& path, bool* boolean, int64_t* integer,
+                  double* real, std::string* string) {
   const std::string what = fmt::format("the value of '{}'", key);
   auto read_int = [&](auto sample) -> Status {
     decltype(sample) x;
@@ -109,7 +109,6 @@ Status ReadScalar(Cursor& c, ValueType type, const std::string& key,
     *integer = int64_t(x);
     return OkStatus();
   };
-  (void)v;
   switch (type) {
     case ValueType::kUint8:
       return read_int(uint8_t{});
@@ -192,7 +191,6 @@ Status ReadArray(Cursor& c, const std::string& key, const std::string& path,
   uint32_t raw = 0;
   uint64_t n = 0;
   const std::string what = fmt::format("the array '{}'", key);
-  const uint64_t start = c.pos();
   TSR_RETURN_IF_ERROR(c.Read(&raw, what));
   TSR_RETURN_IF_ERROR(c.Read(&n, what));
   if (!KnownType(raw)) {
@@ -202,8 +200,7 @@ Status ReadArray(Cursor& c, const std::string& key, const std::string& path,
   v->element_type = ValueType(raw);
   v->array_size = n;
   if (v->element_type == ValueType::kArray) {
-    // Kept as a key only: rewind and skip it whole.
-    (void)start;
+    // Kept as a key only: its elements are skipped.
     for (uint64_t i = 0; i < n; ++i) {
       TSR_RETURN_IF_ERROR(SkipArray(c, key, path, 2));
     }
@@ -220,8 +217,8 @@ Status ReadArray(Cursor& c, const std::string& key, const std::string& path,
     int64_t integer = 0;
     double real = 0.0;
     std::string s;
-    TSR_RETURN_IF_ERROR(ReadScalar(c, v->element_type, key, path, v, &b,
-                                   &integer, &real, &s));
+    TSR_RETURN_IF_ERROR(
+        ReadScalar(c, v->element_type, key, path, &b, &integer, &real, &s));
     switch (v->element_type) {
       case ValueType::kString:
         v->string_array.push_back(std::move(s));
@@ -338,7 +335,7 @@ Status GgufFile::Parse() {
     if (v.type == ValueType::kArray) {
       TSR_RETURN_IF_ERROR(ReadArray(c, key, p, &v));
     } else {
-      TSR_RETURN_IF_ERROR(ReadScalar(c, v.type, key, p, &v, &v.boolean,
+      TSR_RETURN_IF_ERROR(ReadScalar(c, v.type, key, p, &v.boolean,
                                      &v.integer, &v.real, &v.string));
     }
     if (metadata_.count(key)) {

@@ -249,7 +249,20 @@ StatusOr<GgufTokenizerFiles> TokenizerFilesFromGguf(const GgufFile& file) {
     bpe["vocab"] = std::move(vocab);
   }
   tok["model"] = std::move(bpe);
-  out.tokenizer_json = tok.dump();
+  // Token, merge and template strings become JSON strings: bytes that are
+  // not UTF-8 (a corrupt file) are an error, not an exception.
+  auto dump = [&](const Json& j, std::string* text) -> Status {
+    try {
+      *text = j.dump();
+    } catch (const Json::exception& e) {
+      return InvalidArgumentError(fmt::format(
+          "{}: the tokenizer metadata holds text that is not UTF-8 ({}); the "
+          "file is corrupt",
+          path, e.what()));
+    }
+    return OkStatus();
+  };
+  TSR_RETURN_IF_ERROR(dump(tok, &out.tokenizer_json));
 
   Json config = Json::object();
   config["add_bos_token"] = add_bos.value_or(default_add_bos) && bos.has_value();
@@ -259,7 +272,7 @@ StatusOr<GgufTokenizerFiles> TokenizerFilesFromGguf(const GgufFile& file) {
   if (unk) config["unk_token"] = (*v.tokens)[size_t(*unk)];
   config["clean_up_tokenization_spaces"] = false;
   if (out.chat_template) config["chat_template"] = *out.chat_template;
-  out.tokenizer_config_json = config.dump();
+  TSR_RETURN_IF_ERROR(dump(config, &out.tokenizer_config_json));
   return out;
 }
 
