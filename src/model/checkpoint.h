@@ -57,7 +57,6 @@
 
 namespace tessera::gguf {
 class GgufFile;
-struct GgufTensor;
 }  // namespace tessera::gguf
 
 namespace tessera::model {
@@ -126,9 +125,6 @@ class TensorRef {
   // inside the tensor.
   void ReadRows(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
                 DType dst, void* out) const;
-  // Every element of a GGUF tensor, as stored (no reordering), into `out`
-  // (num_elements floats).
-  static void DecodeGguf(const gguf::GgufTensor& tensor, float* out);
 
  private:
   const CheckpointTensor* t_;

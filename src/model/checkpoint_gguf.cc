@@ -76,7 +76,8 @@ StatusOr<RopeScaling> RopeScalingFromFreqs(const gguf::GgufTensor& freqs,
         freqs.num_elements(), head_dim, head_dim / 2));
   }
   std::vector<float> divisors(size_t(head_dim / 2));
-  TensorRef::DecodeGguf(freqs, divisors.data());
+  // 1-D: one row of whole blocks.
+  gguf::DecodeRow(freqs.type, freqs.data, freqs.num_elements(), divisors.data());
   RopeScaling s;
   s.type = RopeScaling::Type::kLlama3;
   s.factor = *std::max_element(divisors.begin(), divisors.end());
@@ -182,16 +183,6 @@ StatusOr<ModelConfig> GgufModelConfig(const gguf::GgufFile& file) {
 }
 
 }  // namespace
-
-void TensorRef::DecodeGguf(const gguf::GgufTensor& tensor, float* out) {
-  const int64_t width = tensor.dims[0];
-  const uint64_t row_bytes = *gguf::RowBytes(tensor.type, width);
-  const int64_t rows = tensor.num_elements() / width;
-  for (int64_t r = 0; r < rows; ++r) {
-    gguf::DecodeRow(tensor.type, tensor.data + r * row_bytes, width,
-                    out + r * width);
-  }
-}
 
 StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::OpenGguf(
     const std::string& path) {
