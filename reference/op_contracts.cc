@@ -82,18 +82,18 @@ bool IsKnownVersion(tsr_op_id op, uint32_t version) {
   if (OpName(op).empty()) return false;
   if (IsFusedOp(op)) {
     return version == kOpVersion ||
-           (op == TSR_OP_DECODER_LAYER && version == kDecoderLayerTpVersion);
+           (op == TSR_OP_DECODER_LAYER && (version == kDecoderLayerTpVersion ||
+                                           version == kDecoderLayerW8A8Version));
   }
-  return version == kOpVersion ||
-         (op == TSR_OP_LINEAR && version == kLinearW8Version) ||
+  return version == kOpVersion || IsLinearInt8(op, version) ||
          (op == TSR_OP_EMBEDDING && version == kEmbeddingShardVersion);
 }
 
 std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
                                   int num_outputs, uint32_t version) {
   std::vector<std::string> in, out;
-  switch (op == TSR_OP_LINEAR && version == kLinearW8Version ? 0 : op) {
-    case 0:  // linear v2
+  switch (IsLinearInt8(op, version) ? 0 : op) {
+    case 0:  // linear v2, v3
       in = {"x", "w", "w_scale", "bias"};
       out = {"y"};
       break;
@@ -177,13 +177,13 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
 
 StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
                              uint32_t version) {
-  if (op == TSR_OP_LINEAR && version == kLinearW8Version) {
+  if (IsLinearInt8(op, version)) {
     if (num_args == 4) return ArgSplit{3, 1};
     if (num_args == 5) return ArgSplit{4, 1};
     return InvalidArgumentError(fmt::format(
-        "linear v2 takes 4 arguments (x, w, w_scale, y) or 5 (x, w, w_scale, "
+        "linear v{} takes 4 arguments (x, w, w_scale, y) or 5 (x, w, w_scale, "
         "bias, y), not {}",
-        num_args));
+        version, num_args));
   }
   auto want = [&](int in, int out) -> StatusOr<ArgSplit> {
     if (num_args == static_cast<uint32_t>(in + out)) return ArgSplit{in, out};
@@ -238,7 +238,7 @@ StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
 std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
                                                   uint32_t version) {
   if (!IsKnownVersion(op, version)) return {};
-  if (op == TSR_OP_LINEAR && version == kLinearW8Version) {  // linear v2
+  if (IsLinearInt8(op, version)) {  // linear v2, v3
     std::vector<std::vector<DType>> out;
     for (DType a : {F32, BF16}) {
       out.push_back({a, TSR_DTYPE_I8, F32, a});
@@ -249,8 +249,10 @@ std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
   switch (op) {
     case TSR_OP_DECODER_LAYER: {  // dtype classes (X, W, KV)
       std::vector<std::vector<DType>> out;
+      const bool w8a8 = version == kDecoderLayerW8A8Version;  // W == I8 only
       for (DType x : {F32, BF16}) {
         for (DType w : {x, F16, DType{TSR_DTYPE_I8}}) {
+          if (w8a8 && w != TSR_DTYPE_I8) continue;
           for (DType kv : {F32, BF16}) out.push_back({x, w, kv});
         }
       }

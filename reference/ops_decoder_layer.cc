@@ -40,21 +40,22 @@ Status Run(tsr_op_id op, uint32_t version, std::vector<HostTensor> in,
   return RunReferenceOp(op, version, in, out, params);
 }
 
-// linear v1 (W float) or v2 (W I8): y = x w^T (+ bias).
+// linear v1 (W float) or, for W I8, v2 (or v3 when `w8a8`): y = x w^T
+// (+ bias).
 Status RunLinear(const HostTensor& x, const HostTensor& w,
                  const HostTensor& scale, const HostTensor& bias,
-                 const HostTensor& y, int32_t group_size) {
+                 const HostTensor& y, int32_t group_size, bool w8a8) {
   std::vector<HostTensor> in = {x, w};
   if (w.dtype == TSR_DTYPE_I8) in.push_back(scale);
   if (Present(bias)) in.push_back(bias);
   if (w.dtype != TSR_DTYPE_I8) return Run(TSR_OP_LINEAR, 1, in, {y}, nullptr);
   const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), group_size};
-  return Run(TSR_OP_LINEAR, kLinearW8Version, in, {y}, &p);
+  return Run(TSR_OP_LINEAR, w8a8 ? kLinearW8A8Version : kLinearW8Version, in,
+             {y}, &p);
 }
 
-}  // namespace
-
-Status DecoderLayer(const OpCall& call) {
+// decoder_layer v1/v2 (w8a8 false) and v3 (w8a8 true: W must be I8).
+Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
   const auto& in = call.in;
   const HostTensor& residual = in[kResidual];
   const HostTensor& residual_out = call.out[0];
@@ -64,6 +65,11 @@ Status DecoderLayer(const OpCall& call) {
                                    call, kDecoderLayerParamsSize));
   const DType x = residual.dtype, w = in[kWQkv].dtype, kv = k_cache.dtype;
   const bool w8 = w == TSR_DTYPE_I8;
+  if (w8a8 && !w8) {
+    return InvalidArgumentError(fmt::format(
+        "{} v3 (w8a8) takes int8 weights only, not {}", call.op_name,
+        DTypeName(w)));
+  }
   TSR_RETURN_IF_ERROR(
       ExpectRank(call, residual, "residual", 2, "[T, H]"));
   const int64_t t = residual.shape[0], h = residual.shape[1];
@@ -153,7 +159,7 @@ Status DecoderLayer(const OpCall& call) {
   TSR_RETURN_IF_ERROR(
       Run(TSR_OP_RMS_NORM, 1, {residual, in[kInputNorm]}, {n.view()}, &norm));
   TSR_RETURN_IF_ERROR(RunLinear(n.view(), in[kWQkv], in[kWQkvScale],
-                                in[kQkvBias], qkv.view(), g));
+                                in[kQkvBias], qkv.view(), g, w8a8));
   const HostTensor q = HeadView(qkv.view(), 0, hq, d);
   const HostTensor k = HeadView(qkv.view(), hq * d, hk, d);
   const HostTensor v = HeadView(qkv.view(), (hq + hk) * d, hk, d);
@@ -197,19 +203,24 @@ Status DecoderLayer(const OpCall& call) {
   const HostTensor& attn = kv == x ? attn_flat : attn_cast.view();
   OwnedTensor hidden(x, {t, h}), n2(x, {t, h}), r(x, {t, h});
   TSR_RETURN_IF_ERROR(RunLinear(attn, in[kWO], in[kWOScale], in[kOBias],
-                                hidden.view(), g));
+                                hidden.view(), g, w8a8));
   TSR_RETURN_IF_ERROR(Run(TSR_OP_ADD_RMS_NORM, 1,
                           {hidden.view(), residual, in[kPostNorm]},
                           {n2.view(), r.view()}, &norm));
   OwnedTensor gate_up(x, {t, 2 * inter}), act(x, {t, inter}), down(x, {t, h});
   const HostTensor none;
   TSR_RETURN_IF_ERROR(RunLinear(n2.view(), in[kWGateUp], in[kWGateUpScale],
-                                none, gate_up.view(), g));
+                                none, gate_up.view(), g, w8a8));
   TSR_RETURN_IF_ERROR(
       Run(TSR_OP_SILU_AND_MUL, 1, {gate_up.view()}, {act.view()}, nullptr));
   TSR_RETURN_IF_ERROR(RunLinear(act.view(), in[kWDown], in[kWDownScale], none,
-                                down.view(), g));
+                                down.view(), g, w8a8));
   return Run(TSR_OP_ADD, 1, {down.view(), r.view()}, {residual_out}, nullptr);
 }
+
+}  // namespace
+
+Status DecoderLayer(const OpCall& call) { return DecoderLayerImpl(call, false); }
+Status DecoderLayerW8A8(const OpCall& call) { return DecoderLayerImpl(call, true); }
 
 }  // namespace tessera::reference::internal

@@ -39,7 +39,8 @@ Status EmbeddingShard(const OpCall& call);  // embedding v2 (ABI 1.4)
 Status RmsNorm(const OpCall& call);
 Status AddRmsNorm(const OpCall& call);
 Status Linear(const OpCall& call);
-Status LinearW8(const OpCall& call);  // linear v2 (ABI 1.1)
+Status LinearW8(const OpCall& call);    // linear v2 (ABI 1.1)
+Status LinearW8A8(const OpCall& call);  // linear v3 (ABI 1.5)
 Status Rope(const OpCall& call);
 Status KvStore(const OpCall& call);
 Status PagedAttention(const OpCall& call);
@@ -49,7 +50,8 @@ Status Cast(const OpCall& call);
 Status Argmax(const OpCall& call);
 Status Sample(const OpCall& call);
 Status Logprobs(const OpCall& call);
-Status DecoderLayer(const OpCall& call);  // fused, ABI 1.2
+Status DecoderLayer(const OpCall& call);      // fused, ABI 1.2 (v1, v2)
+Status DecoderLayerW8A8(const OpCall& call);  // decoder_layer v3, ABI 1.5
 
 // "rms_norm: w has rank 2, expected 1 ([H])".
 Status ExpectRank(const OpCall& call, const HostTensor& t,

@@ -1,4 +1,5 @@
-// linear v1 and v2 (tessera_plugin.h, TSR_OP_LINEAR).
+// linear v1, v2 and v3 (tessera_plugin.h, TSR_OP_LINEAR).
+#include <cmath>
 #include <vector>
 
 #include "reference/ops_internal.h"
@@ -6,12 +7,37 @@
 namespace tessera::reference::internal {
 namespace {
 
-// What v1 and v2 share once their weights are checked: bias [N] and y
-// [T, N] shapes, then (when executing) y[t, n] = sum_k x[t, k] *
-// weight(n, k) (+ bias[n]) in double. x is [T, K].
+// linear v3's activation quantisation of one row, in place: each block of
+// `group` values becomes q * s with s = a / 127 and q = x * (127 / a)
+// rounded to nearest-even, all in f32 (a = the block's max |x|; 0 when
+// a == 0). The contract spells out these exact f32 steps, so q here is
+// bit-identical to a conforming plugin's.
+void QuantizeDequantizeRowW8A8(std::vector<double>& row, int64_t group) {
+  const int64_t k = static_cast<int64_t>(row.size());
+  for (int64_t b0 = 0; b0 < k; b0 += group) {
+    float amax = 0.0f;
+    for (int64_t i = b0; i < b0 + group; ++i) {
+      amax = std::max(amax, std::fabs(static_cast<float>(row[i])));
+    }
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const float scale = amax / 127.0f;
+    for (int64_t i = b0; i < b0 + group; ++i) {
+      const float product = static_cast<float>(row[i]) * inv;
+      const double q = std::nearbyint(static_cast<double>(product));
+      row[i] = std::clamp(q, -127.0, 127.0) * static_cast<double>(scale);
+    }
+  }
+}
+
+// What v1, v2 and v3 share once their weights are checked: bias [N] and y
+// [T, N] shapes, then (when executing) y[t, n] = sum_k x'[t, k] *
+// weight(n, k) (+ bias[n]) in double, x' being x (or, for v3 with
+// `w8a8_group` > 0, x quantised per block as the contract says: the
+// block sums then are s * ws * (an exact integer sum)). x is [T, K].
 template <typename WeightAt>
 Status CheckBiasAndRun(const OpCall& call, const HostTensor& x, const HostTensor* bias,
-                       const HostTensor& y, int64_t out_features, WeightAt weight) {
+                       const HostTensor& y, int64_t out_features, WeightAt weight,
+                       int64_t w8a8_group = 0) {
   const int64_t tokens = x.shape[0], in_features = x.shape[1];
   if (bias != nullptr) {
     TSR_RETURN_IF_ERROR(
@@ -26,6 +52,7 @@ Status CheckBiasAndRun(const OpCall& call, const HostTensor& x, const HostTensor
     for (int64_t k = 0; k < in_features; ++k) {
       row[k] = x.Load(t * x.strides[0] + k * x.strides[1]);
     }
+    if (w8a8_group > 0) QuantizeDequantizeRowW8A8(row, w8a8_group);
     for (int64_t n = 0; n < out_features; ++n) {
       double acc = 0;
       for (int64_t k = 0; k < in_features; ++k) acc += row[k] * weight(n, k);
@@ -65,19 +92,24 @@ Status Linear(const OpCall& call) {
   });
 }
 
+namespace {
+
 // linear v2: in x A [T, K], w I8 [N, K], w_scale F32 [N, K / G], optional
 // bias A [N]; out y A [T, N]. y[t, n] = sum_k x[t, k] * w[n, k] *
 // w_scale[n, k / G] (+ bias[n]), in double. params: tsr_linear_w8_params.
-Status LinearW8(const OpCall& call) {
+// linear v3 (activations_int8): the same with x quantised per row in
+// blocks of G first (QuantizeDequantizeRowW8A8).
+Status LinearInt8(const OpCall& call, bool activations_int8) {
+  const char* op = activations_int8 ? "linear v3" : "linear v2";
   const HostTensor& x = call.in[0];
   const HostTensor& w = call.in[1];
   const HostTensor& scale = call.in[2];
   const HostTensor* bias = call.in.size() == 4 ? &call.in[3] : nullptr;
   const HostTensor& y = call.out[0];
   if (call.params == nullptr) {
-    return InvalidArgumentError(
-        "linear v2: params is NULL; pass a tsr_linear_w8_params with "
-        "group_size");
+    return InvalidArgumentError(fmt::format(
+        "{}: params is NULL; pass a tsr_linear_w8_params with group_size",
+        op));
   }
   tsr_linear_w8_params params;
   std::memcpy(&params, call.params, sizeof(params));
@@ -87,20 +119,18 @@ Status LinearW8(const OpCall& call) {
   const int64_t out_features = w.shape[0];
   if (w.shape[1] != in_features) {
     return InvalidArgumentError(fmt::format(
-        "linear v2: w has shape {} but x has shape {}; w must be [N, K] with "
-        "K = {}",
-        ShapeString(w.shape), ShapeString(x.shape), in_features));
+        "{}: w has shape {} but x has shape {}; w must be [N, K] with K = {}",
+        op, ShapeString(w.shape), ShapeString(x.shape), in_features));
   }
   if (in_features > 1 && w.strides[1] != 1) {
     return InvalidArgumentError(fmt::format(
-        "linear v2: w has strides {}; the contract needs a unit innermost "
-        "stride",
-        ShapeString(w.strides)));
+        "{}: w has strides {}; the contract needs a unit innermost stride",
+        op, ShapeString(w.strides)));
   }
   const int64_t group = params.group_size;
   if (group < 1 || (in_features > 0 && in_features % group != 0)) {
     return InvalidArgumentError(fmt::format(
-        "linear v2: group_size {} must be >= 1 and divide K = {}", group,
+        "{}: group_size {} must be >= 1 and divide K = {}", op, group,
         in_features));
   }
   TSR_RETURN_IF_ERROR(ExpectShape(call, scale, "w_scale",
@@ -109,7 +139,12 @@ Status LinearW8(const OpCall& call) {
   return CheckBiasAndRun(call, x, bias, y, out_features, [&](int64_t n, int64_t k) {
     return w.Load(n * w.strides[0] + k * w.strides[1]) *
            scale.Load(n * scale.strides[0] + (k / group) * scale.strides[1]);
-  });
+  }, activations_int8 ? group : 0);
 }
+
+}  // namespace
+
+Status LinearW8(const OpCall& call) { return LinearInt8(call, false); }
+Status LinearW8A8(const OpCall& call) { return LinearInt8(call, true); }
 
 }  // namespace tessera::reference::internal

@@ -61,12 +61,18 @@ struct OpEntry {
 const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
   static const OpEntry kLinearW8{internal::LinearW8, {}};
   if (op == TSR_OP_LINEAR && version == kLinearW8Version) return &kLinearW8;
+  static const OpEntry kLinearW8A8{internal::LinearW8A8, {}};
+  if (op == TSR_OP_LINEAR && version == kLinearW8A8Version) return &kLinearW8A8;
   static const OpEntry kEmbeddingShard{internal::EmbeddingShard, {}};
   if (op == TSR_OP_EMBEDDING && version == kEmbeddingShardVersion) return &kEmbeddingShard;
   static const OpEntry kDecoderLayer{internal::DecoderLayer, {{0, 0}}};
   if (op == TSR_OP_DECODER_LAYER &&
       (version == kOpVersion || version == kDecoderLayerTpVersion)) {
     return &kDecoderLayer;
+  }
+  static const OpEntry kDecoderLayerW8A8{internal::DecoderLayerW8A8, {{0, 0}}};
+  if (op == TSR_OP_DECODER_LAYER && version == kDecoderLayerW8A8Version) {
+    return &kDecoderLayerW8A8;
   }
   static const OpEntry kEmbedding{internal::Embedding, {}};
   static const OpEntry kRmsNorm{internal::RmsNorm, {{0, 0}}};

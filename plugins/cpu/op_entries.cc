@@ -66,7 +66,7 @@ tsr_status Launch(tsr_kernel kernel_handle, tsr_stream stream_handle, const tsr_
           return ResolveTensorBuffer(handle, label, out, &keep);
         },
         call.get()));
-    if (def.id == TSR_OP_DECODER_LAYER && def.version == 2 &&
+    if (def.id == TSR_OP_DECODER_LAYER && def.version >= 2 &&
         call->params.decoder_layer.comm != nullptr) {
       TSR_CPU_RETURN_IF_ERROR(CheckLayerComm(call->params.decoder_layer.comm, kernel->device));
     }

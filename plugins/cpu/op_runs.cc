@@ -1,7 +1,9 @@
 // The op table's kernels: each listed (op, version) mapped to its Run, and
 // the cpu plugin's additions to the shared v1 table (ExtendOpTable, see
-// kit/op_table.h): linear v2, weight-only int8 (ABI 1.1), and the fused
-// decoder_layer (v1 since ABI 1.2, v2 — a tensor-parallel rank — since 1.4).
+// kit/op_table.h): linear v2, weight-only int8 (ABI 1.1), linear v3, w8a8
+// (ABI 1.5), and the fused decoder_layer (v1 since ABI 1.2, v2 — a
+// tensor-parallel rank — since 1.4, v3 — int8 projections as w8a8 — since
+// 1.5).
 #include "kit/decoder_layer_plan.h"
 #include "kit/op_checks.h"
 #include "ops.h"
@@ -16,6 +18,13 @@ const OpDef kLinearW8Def = {TSR_OP_LINEAR,
                             sizeof(tsr_linear_w8_params),
                             CheckLinearW8,
                             2};
+const OpDef kLinearW8A8Def = {TSR_OP_LINEAR,
+                              "linear",
+                              {"x", "w", "w_scale", "bias"},
+                              {"y"},
+                              sizeof(tsr_linear_w8_params),
+                              CheckLinearW8,
+                              3};
 const OpDef kEmbeddingShardDef = {TSR_OP_EMBEDDING,
                                   "embedding",
                                   {"ids", "table"},
@@ -25,8 +34,8 @@ const OpDef kEmbeddingShardDef = {TSR_OP_EMBEDDING,
                                   2};
 }  // namespace
 
-// Replaces the kit's weak default: v1 + linear v2 + embedding v2 +
-// decoder_layer v1 and v2.
+// Replaces the kit's weak default: v1 + linear v2 and v3 + embedding v2 +
+// decoder_layer v1, v2 and v3.
 void ExtendOpTable(OpTableBuilder& table) {
   constexpr tsr_dtype I8 = TSR_DTYPE_I8;
   constexpr tsr_dtype F32 = TSR_DTYPE_F32;
@@ -34,6 +43,8 @@ void ExtendOpTable(OpTableBuilder& table) {
   for (tsr_dtype a : {F32, BF16}) {
     table.Add(&kLinearW8Def, 3, {a, I8, F32, a});
     table.Add(&kLinearW8Def, 4, {a, I8, F32, a, a});
+    table.Add(&kLinearW8A8Def, 3, {a, I8, F32, a});
+    table.Add(&kLinearW8A8Def, 4, {a, I8, F32, a, a});
   }
   for (tsr_dtype x : {F32, BF16, tsr_dtype{TSR_DTYPE_F16}}) {
     table.Add(&kEmbeddingShardDef, 2, {TSR_DTYPE_I32, x, x});
@@ -46,6 +57,10 @@ void ExtendOpTable(OpTableBuilder& table) {
                        TSR_DECODER_LAYER_NUM_OUTPUTS, {x, w, kv});
         table.AddFused(&DecoderLayerTpDef(), TSR_DECODER_LAYER_NUM_INPUTS,
                        TSR_DECODER_LAYER_NUM_OUTPUTS, {x, w, kv});
+        if (w == I8) {
+          table.AddFused(&DecoderLayerW8A8Def(), TSR_DECODER_LAYER_NUM_INPUTS,
+                         TSR_DECODER_LAYER_NUM_OUTPUTS, {x, w, kv});
+        }
       }
     }
   }
@@ -58,6 +73,10 @@ namespace tessera::cpu {
 OpRunFn FindOpRun(const OpDef& def) { return FindOpRun(def.id, def.version); }
 
 OpRunFn FindOpRun(tsr_op_id op, uint32_t version) {
+  if (version == 3) {
+    if (op == TSR_OP_LINEAR) return RunLinearW8A8;
+    return op == TSR_OP_DECODER_LAYER ? RunDecoderLayer : nullptr;
+  }
   if (version == 2) {
     if (op == TSR_OP_LINEAR) return RunLinearW8;
     if (op == TSR_OP_EMBEDDING) return RunEmbeddingShard;

@@ -1,6 +1,7 @@
-// What linear v1 (ops_linear.cc) and v2 (ops_linear_w8.cc) share around
-// their kernels:
-//  - the bias widened to f32 once per call;
+// What linear v1 (ops_linear.cc), v2 (ops_linear_w8.cc) and v3
+// (ops_linear_w8a8.cc) share around their kernels:
+//  - the bias widened to f32 once per call (and y = bias when K == 0);
+//  - the int8 versions' scales made unit-stride once per call;
 //  - x made contiguous once per call (used in place when it already is);
 //  - the work split: rows of x in blocks of at most ~1 MiB (so a block stays
 //    in L2); within a block the work items are (range of kLinearBlockN
@@ -68,6 +69,35 @@ const XT* LinearXAs(const TensorView& x, int64_t t_count, int64_t k, std::vector
   });
   *ldx = k;
   return dst;
+}
+
+// y = bias (or 0) for every row: linear with K == 0 (no products).
+template <typename A>
+void LinearWriteBiasRows(const TensorView& y, const std::vector<float>& bias_f,
+                         int64_t t_count, int64_t n) {
+  for (int64_t t = 0; t < t_count; ++t) {
+    A* yr = y.as<A>() + t * y.stride(0);
+    for (int64_t j = 0; j < n; ++j) yr[j * y.stride(1)] = FromF32<A>(bias_f[j]);
+  }
+}
+
+// The int8 linears' w_scale (N, K / G; any strides) as f32 [N, *lds] with
+// a unit inner stride: in place when it already has one, else packed into
+// `storage`.
+inline const float* LinearScalesF32(const TensorView& scale, int64_t n, int64_t groups,
+                                    std::vector<float>* storage, int64_t* lds) {
+  if (scale.stride(1) == 1 || groups <= 1) {
+    *lds = scale.stride(0);
+    return scale.as<float>();
+  }
+  storage->resize(static_cast<size_t>(n * groups));
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t g = 0; g < groups; ++g) {
+      (*storage)[j * groups + g] = scale.as<float>()[j * scale.stride(0) + g * scale.stride(1)];
+    }
+  }
+  *lds = groups;
+  return storage->data();
 }
 
 // Runs the work split above for y (T, N) with x rows of `x_row_bytes`:

@@ -39,10 +39,7 @@ Status LinearW8Impl(const OpCall& call, ExecContext& ctx) {
 
   const std::vector<float> bias_f = LinearBiasF32<A>(bias, n);
   if (k == 0) {  // no products: y = bias
-    for (int64_t t = 0; t < t_count; ++t) {
-      A* yr = y.as<A>() + t * y.stride(0);
-      for (int64_t j = 0; j < n; ++j) yr[j * y.stride(1)] = FromF32<A>(bias_f[j]);
-    }
+    LinearWriteBiasRows<A>(y, bias_f, t_count, n);
     return OkStatus();
   }
 
@@ -51,23 +48,9 @@ Status LinearW8Impl(const OpCall& call, ExecContext& ctx) {
   int64_t ldx = 0;
   const float* xp = LinearXAs<A, float>(x, t_count, k, &x_packed, &ldx, ctx);
   // w_scale as f32 [N, lds] with unit inner stride.
-  const int64_t groups = k / group;
-  const float* sp;
-  int64_t lds;
   std::vector<float> s_packed;
-  if (scale.stride(1) == 1 || groups <= 1) {
-    sp = scale.as<float>();
-    lds = scale.stride(0);
-  } else {
-    s_packed.resize(static_cast<size_t>(n * groups));
-    for (int64_t j = 0; j < n; ++j) {
-      for (int64_t g = 0; g < groups; ++g) {
-        s_packed[j * groups + g] = scale.as<float>()[j * scale.stride(0) + g * scale.stride(1)];
-      }
-    }
-    sp = s_packed.data();
-    lds = groups;
-  }
+  int64_t lds = 0;
+  const float* sp = LinearScalesF32(scale, n, k / group, &s_packed, &lds);
   const int8_t* wp = w.as<int8_t>();
   const int64_t ldw = w.stride(0);
 

@@ -5,6 +5,11 @@
 // (dequantised panel) sides, K tails, N past one work item, bias, bf16 and
 // f32 activations, strided x / y / w_scale. Also: the op is listed as
 // version 2 only, and bad group sizes / scale shapes fail the launch.
+// linear v3 (w8a8, ABI 1.5) runs the same cases through the plugin against
+// f64 math on the contract's quantised x (the AVX-512BW kernels, which a
+// VNNI machine does not pick, are called directly in
+// ops_linear_w8a8_kernels_test.cc); it and decoder_layer v3 are listed for
+// int8 weights only.
 #include <cmath>
 #include <random>
 
@@ -26,7 +31,7 @@ class LinearW8Test : public CpuPluginTest {
     tsr_op_signature sig{};
     sig.struct_size = sizeof(sig);
     sig.op = TSR_OP_LINEAR;
-    sig.version = 2;
+    sig.version = version_;
     std::vector<tsr_tensor> ins;
     for (const auto& t : in) {
       sig.dtypes[sig.num_args++] = t.desc.dtype;
@@ -73,12 +78,27 @@ class LinearW8Test : public CpuPluginTest {
     std::vector<DeviceTensor> in = {x, w, s};
     if (c.bias) in.push_back(Make(c.a, {c.n}, bs, {1}, off));
     EXPECT_EQ(Launch(in, y, static_cast<int32_t>(c.group)), TSR_OK) << api_->last_error();
+    // v3: x as the contract quantises it (q * s per block of G).
+    std::vector<double> xe = xs;
+    for (int64_t i = 0; version_ == 3 && i < c.t; ++i) {
+      for (int64_t b0 = 0; b0 < c.k; b0 += c.group) {
+        float amax = 0.0f;
+        for (int64_t q = b0; q < b0 + c.group; ++q) {
+          amax = std::max(amax, std::fabs(static_cast<float>(xs[i * c.k + q])));
+        }
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (int64_t q = b0; q < b0 + c.group; ++q) {
+          xe[i * c.k + q] = std::nearbyint(static_cast<float>(xs[i * c.k + q]) * inv) *
+                            static_cast<double>(amax / 127.0f);
+        }
+      }
+    }
     std::vector<double> expected(c.t * c.n);
     for (int64_t i = 0; i < c.t; ++i) {
       for (int64_t j = 0; j < c.n; ++j) {
         double sum = c.bias ? bs[j] : 0.0;
         for (int64_t q = 0; q < c.k; ++q) {
-          sum += xs[i * c.k + q] * ws[j * c.k + q] * ss[j * groups + q / c.group];
+          sum += xe[i * c.k + q] * ws[j * c.k + q] * ss[j * groups + q / c.group];
         }
         expected[i * c.n + j] = sum;
       }
@@ -106,6 +126,8 @@ class LinearW8Test : public CpuPluginTest {
     }
     return ran;
   }
+
+  uint32_t version_ = 2;  // the linear version under test (2, or 3: w8a8)
 };
 
 TEST_F(LinearW8Test, EveryPathMatchesF64) {
@@ -121,6 +143,39 @@ TEST_F(LinearW8Test, EveryPathMatchesF64) {
     ran += CheckAllPaths({a, 300, 320, 131, 32, true, false});  // row blocks, prefill
   }
   EXPECT_GT(ran, 0);
+}
+
+TEST_F(LinearW8Test, W8A8EveryPathMatchesF64OnQuantisedX) {
+  version_ = 3;
+  int ran = 0;
+  for (tsr_dtype a : {TSR_DTYPE_F32, TSR_DTYPE_BF16}) {
+    for (int64_t t : {1, 3, 5, 9, 17}) {
+      ran += CheckAllPaths({a, t, 128, 67, 32, true, false});    // groups of 32
+      ran += CheckAllPaths({a, t, 96, 70, 96, false, false});    // per channel, K % 64 = 32
+      ran += CheckAllPaths({a, t, 64, 9, 32, true, true});       // strided, offset views
+      ran += CheckAllPaths({a, t, 99, 9, 3, true, false});       // G = 3: scalar block
+    }
+    ran += CheckAllPaths({a, 2, 0, 3, 1, true, false});          // K = 0: y = bias
+    ran += CheckAllPaths({a, 300, 320, 131, 32, true, false});   // row blocks, prefill
+  }
+  EXPECT_GT(ran, 0);
+}
+
+TEST_F(LinearW8Test, W8A8ListedAsVersionThreeForInt8WeightsOnly) {
+  Init();
+  const tsr_op_signature* ops = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(api_->list_ops(&ops, &count), TSR_OK);
+  int linear_v3 = 0, layer_v3 = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (ops[i].version != 3) continue;
+    EXPECT_EQ(ops[i].dtypes[1], TSR_DTYPE_I8);  // linear's w, decoder_layer's W class
+    if (ops[i].op == TSR_OP_LINEAR) ++linear_v3;
+    if (ops[i].op == TSR_OP_DECODER_LAYER) ++layer_v3;
+  }
+  EXPECT_EQ(linear_v3, 4);  // {f32, bf16} x {no bias, bias}
+  EXPECT_EQ(layer_v3, 4);   // X {f32, bf16} x KV {f32, bf16}
+  EXPECT_GE(lib_->api().manifest->abi_minor, 5u);
 }
 
 TEST_F(LinearW8Test, ListedAsVersionTwo) {

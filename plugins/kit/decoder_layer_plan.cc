@@ -44,7 +44,8 @@ tsr_dtype DecoderLayerArgDType(const tsr_op_signature& sig, size_t arg, bool* op
    "o_bias", "post_norm", "w_gate_up", "w_gate_up_scale", "w_down", "w_down_scale"},        \
       {"residual_out", "k_cache", "v_cache"}
 
-// v1 reads the params up to logit_softcap (the 1.2 struct), v2 all of it.
+// v1 reads the params up to logit_softcap (the 1.2 struct), v2 and v3 all
+// of it.
 const OpDef kDecoderLayerDef = {TSR_OP_DECODER_LAYER,
                                 "decoder_layer",
                                 TSR_DECODER_LAYER_ARG_NAMES,
@@ -59,6 +60,13 @@ const OpDef kDecoderLayerTpDef = {TSR_OP_DECODER_LAYER,
                                   CheckDecoderLayer,
                                   2,
                                   DecoderLayerArgDType};
+const OpDef kDecoderLayerW8A8Def = {TSR_OP_DECODER_LAYER,
+                                    "decoder_layer",
+                                    TSR_DECODER_LAYER_ARG_NAMES,
+                                    sizeof(tsr_decoder_layer_params),
+                                    CheckDecoderLayer,
+                                    3,
+                                    DecoderLayerArgDType};
 
 const char kScratchMarker = 0;
 
@@ -67,7 +75,10 @@ bool Present(const TensorView& t) { return t.dtype != TSR_DTYPE_INVALID; }
 // Builds the plan; the arena grows as intermediates are added.
 class Planner {
  public:
-  explicit Planner(DecoderLayerPlan* plan) : plan_(plan) {}
+  // `int8_version`: the linear version of int8 projections (2, or 3 for
+  // decoder_layer v3's w8a8).
+  Planner(DecoderLayerPlan* plan, uint32_t int8_version)
+      : plan_(plan), int8_version_(int8_version) {}
 
   // A contiguous intermediate in the arena.
   TensorView Scratch(tsr_dtype dtype, std::initializer_list<int64_t> shape) {
@@ -117,7 +128,7 @@ class Planner {
     plan_->steps.push_back(step);
   }
 
-  // y = x w^T (+ bias): linear v1, or v2 for int8 weights.
+  // y = x w^T (+ bias): linear v1, or v2 (v3) for int8 weights.
   Status Linear(const char* what, const TensorView& x, const TensorView& w,
                 const TensorView& scale, const TensorView& bias, const TensorView& y,
                 int32_t group_size) {
@@ -129,14 +140,16 @@ class Planner {
     }
     const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), group_size};
     if (Present(bias)) {
-      return Step(what, TSR_OP_LINEAR, 2, {x, w, scale, bias}, {y}, &p, sizeof(p),
+      return Step(what, TSR_OP_LINEAR, int8_version_, {x, w, scale, bias}, {y}, &p, sizeof(p),
                   CheckLinearW8);
     }
-    return Step(what, TSR_OP_LINEAR, 2, {x, w, scale}, {y}, &p, sizeof(p), CheckLinearW8);
+    return Step(what, TSR_OP_LINEAR, int8_version_, {x, w, scale}, {y}, &p, sizeof(p),
+                CheckLinearW8);
   }
 
  private:
   DecoderLayerPlan* plan_;
+  uint32_t int8_version_;
 };
 
 // Columns [col0, col0 + heads * d) of a [T, N] view, as [T, heads, d].
@@ -186,6 +199,7 @@ Status RequirePacked(const OpCall& call) {
 
 const OpDef& DecoderLayerDef() { return kDecoderLayerDef; }
 const OpDef& DecoderLayerTpDef() { return kDecoderLayerTpDef; }
+const OpDef& DecoderLayerW8A8Def() { return kDecoderLayerW8A8Def; }
 
 const void* ScratchMarker() { return &kScratchMarker; }
 
@@ -242,8 +256,13 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
   plan->steps.clear();
   plan->steps.reserve(18);
   plan->scratch_bytes = 0;
-  plan->comm = fused.version == 2 ? p.comm : nullptr;
-  Planner pl(plan);
+  const bool w8a8 = fused.version == 3;
+  if (w8a8 && in[kDlWQkv].dtype != TSR_DTYPE_I8) {
+    return InvalidArgument("decoder_layer v3 (w8a8) takes int8 weights only, not ",
+                           DTypeName(in[kDlWQkv].dtype));
+  }
+  plan->comm = fused.version >= 2 ? p.comm : nullptr;
+  Planner pl(plan, w8a8 ? 3 : 2);
   const TensorView normed = pl.Scratch(x, {t, h});
   const TensorView qkv = pl.Scratch(x, {t, nqkv});
   const TensorView qkv_kv = kv == x ? qkv : pl.Scratch(kv, {t, nqkv});

@@ -1,5 +1,6 @@
-// decoder_layer v1 (ABI 1.2, TSR_OP_DECODER_LAYER) and v2 (ABI 1.4: one
-// tensor-parallel rank, two all_reduce steps in the plan) in the kit: its op def
+// decoder_layer v1 (ABI 1.2, TSR_OP_DECODER_LAYER), v2 (ABI 1.4: one
+// tensor-parallel rank, two all_reduce steps in the plan) and v3 (ABI 1.5:
+// v2 whose int8 projections are linear v3, w8a8) in the kit: its op def
 // (arguments, dtype classes, check) and its plan — the v1 op sequence of
 // its spec as OpCalls over the launch's tensors and a scratch arena for the
 // intermediates. A plugin whose v1 kernels can run on host memory runs the
@@ -45,7 +46,7 @@ constexpr tsr_op_id kPlanAllReduce = 0;
 
 struct DecoderLayerPlan {
   std::vector<PlanStep> steps;
-  tsr_comm comm = nullptr;  // v2's params.comm (NULL: v1, or no parallelism)
+  tsr_comm comm = nullptr;  // v2/v3's params.comm (NULL: v1, or no parallelism)
   size_t scratch_bytes = 0;  // the arena's size (64-byte aligned parts)
 
   // Points every scratch view at `arena` (scratch_bytes, 64-byte aligned).

@@ -91,6 +91,9 @@ const OpDef* FindOpDef(tsr_op_id id);
 const OpDef& DecoderLayerDef();
 // decoder_layer v2 (ABI 1.4): the same, reading params.comm.
 const OpDef& DecoderLayerTpDef();
+// decoder_layer v3 (ABI 1.5): v2 with int8 weights only, projections as
+// linear v3 (w8a8).
+const OpDef& DecoderLayerW8A8Def();
 
 // "input 1 (table)" / "output 0 (y)".
 std::string ArgLabel(const OpDef& def, bool output, size_t index);

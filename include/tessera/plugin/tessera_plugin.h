@@ -66,9 +66,11 @@ extern "C" {
  * processes to the comm table (comm_get_unique_id, comm_init_rank) and
  * reduce_scatter; 1.4 adds decoder_layer v2 (the layer of one
  * tensor-parallel rank, its two all-reduces inside) and embedding v2 (a
- * vocabulary shard). A plugin need not list
- * any op of a later minor. */
-#define TSR_PLUGIN_ABI_MINOR 4
+ * vocabulary shard); 1.5 adds linear v3 (int8 weights AND activations,
+ * integer dot products: w8a8) and decoder_layer v3 (v2 with its int8
+ * projections as linear v3). A plugin need not list any op of a later
+ * minor. */
+#define TSR_PLUGIN_ABI_MINOR 5
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -305,6 +307,23 @@ enum {
    *   stride; x, w_scale, bias and y may have any strides. With K == 0,
    *   w_scale is [N, 0], y = bias (or 0) and any G >= 1 is accepted.
    *   params: tsr_linear_w8_params. A plugin that does not list linear v2
+   *   leaves it to the host's cpu fallback.
+   * linear v3 (since 1.5; the same id, version 3): w8a8, int8 weights and
+   *   activations (llama.cpp's Q8_0 x Q8_0 product). Tensors, signatures,
+   *   strides, params and the K == 0 case are v2's. Each row of x is
+   *   quantised inside the op in blocks of G along K (block b holds
+   *   k in [b G, (b + 1) G)), all in f32 with IEEE rounding:
+   *     a[t, b]  = max |x[t, k]| over the block (x's values as given)
+   *     s[t, b]  = a[t, b] / 127.0f
+   *     q[t, k]  = x[t, k] * (127.0f / a[t, b]) rounded to the nearest
+   *                integer, ties to even (the f32 product, then the
+   *                rounding); 0 where a[t, b] == 0. |q| <= 127.
+   *     y[t, n]  = sum_b s[t, b] * w_scale[n, b] * (sum_{k in b} q[t, k] w[n, k])
+   *                (+ bias[n])
+   *   The inner sums are exact integers (the products fit int32 for any
+   *   G <= 2^16); the outer sum is accumulated in at least f32 and rounded
+   *   once to A. So q is bit-exact across plugins and only the outer
+   *   accumulation order differs. A plugin that does not list linear v3
    *   leaves it to the host's cpu fallback. */
   TSR_OP_LINEAR = 4,
   /* rope v1: in positions I32 [T], inv_freq F32 [R/2], q X [T, Hq, D],
@@ -456,6 +475,11 @@ enum {
    *   device than the stream, is TSR_ERR_INVALID_HANDLE /
    *   TSR_ERR_INVALID_ARGUMENT at the launch. Recorded in a graph like any
    *   collective. params: tsr_decoder_layer_params, all of it.
+   * decoder_layer v3 (since 1.5; the same id and tensors): v2 with W == I8
+   *   only, each of the four projections computed as linear v3 (w8a8,
+   *   activations quantised per row in blocks of weight_group_size)
+   *   instead of v2. params: tsr_decoder_layer_params, all of it (comm
+   *   NULL: no parallelism).
    */
   TSR_OP_DECODER_LAYER = TSR_OP_FUSED_BASE
 };
@@ -488,7 +512,7 @@ typedef struct tsr_embedding_shard_params {
   int64_t row_begin;  /* the shard's first vocabulary row, >= 0 */
 } tsr_embedding_shard_params;
 
-/* linear v2 (since 1.1). */
+/* linear v2 (since 1.1) and v3 (since 1.5). */
 typedef struct tsr_linear_w8_params {
   uint32_t struct_size;
   int32_t group_size; /* G: weights per scale along K; >= 1, divides K */

@@ -1,0 +1,80 @@
+// linear v3 (w8a8, ABI 1.5): x A (T, K), w I8 (N, K) with unit innermost
+// stride, w_scale F32 (N, K / G), optional bias A (N) -> y A (T, N), x
+// quantised per row in blocks of G and multiplied in int8 (the contract:
+// tessera_plugin.h).
+//
+// The driver around the per-ISA kernels (ops_linear_w8a8_kernels.h):
+//  - x is made f32 (in place when it already is) and quantised once per
+//    call, rows split over the pool, into per-thread-reused buffers: q int8
+//    [T, K] and s f32 [T, K / G];
+//  - row blocks, work items and output rounding are linear v1's
+//    (ops_linear_driver.h), so for decode every thread streams its own
+//    disjoint int8 weight rows once, and for prefill each group of 4
+//    weight rows meets every quantised x row of the block from L1.
+// Unlike v2 there is no dequantised prefill panel: the int8 dot products
+// are the prefill kernel too.
+#include <vector>
+
+#include "cpu_isa.h"
+#include "ops.h"
+#include "ops_common.h"
+#include "ops_linear_driver.h"
+#include "ops_linear_w8a8_kernels.h"
+
+namespace tessera::cpu {
+namespace {
+
+template <typename A>
+Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
+  const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
+  const TensorView* bias = call.num_inputs == 4 ? &call.in[3] : nullptr;
+  const int64_t t_count = x.dim(0), k = x.dim(1), n = w.dim(0);
+  const int64_t group = call.params.linear_w8.group_size;
+  if (t_count == 0 || n == 0) return OkStatus();
+
+  const std::vector<float> bias_f = LinearBiasF32<A>(bias, n);
+  if (k == 0) {  // no products: y = bias
+    LinearWriteBiasRows<A>(y, bias_f, t_count, n);
+    return OkStatus();
+  }
+  const int64_t groups = k / group;
+  std::vector<float> s_packed;
+  int64_t lds = 0;
+  const float* sp = LinearScalesF32(scale, n, groups, &s_packed, &lds);
+
+  const LinearW8A8Kernels& kernels = LinearW8A8KernelsFor(ActiveCpuIsa());
+  const LinearW8A8BlockFn block =
+      group % kernels.group_multiple == 0 ? kernels.block : ScalarLinearW8A8Kernels().block;
+
+  // x as f32, then quantised: xq [T, K], xs [T, groups].
+  std::vector<float> x_packed;
+  int64_t ldx = 0;
+  const float* xp = LinearXAs<A, float>(x, t_count, k, &x_packed, &ldx, ctx);
+  std::vector<int8_t> xq(static_cast<size_t>(t_count * k));
+  std::vector<float> xs(static_cast<size_t>(t_count * groups));
+  ctx.pool->ParallelFor(t_count, RowGrain(k, 1 << 15), [&](int64_t begin, int64_t end) {
+    kernels.quantize(xp + begin * ldx, ldx, end - begin, k, group, xq.data() + begin * k, k,
+                     xs.data() + begin * groups, groups);
+  });
+
+  const int8_t* wp = w.as<int8_t>();
+  const int64_t ldw = w.stride(0);
+  RunLinearItems<A>(ctx, y, bias_f, t_count, n, k, k,
+                    [&](int64_t row, int64_t rows, int64_t n0, int64_t nb, float* out) {
+                      block(xq.data() + row * k, k, xs.data() + row * groups, groups, rows,
+                            wp + n0 * ldw, ldw, sp + n0 * lds, lds, nb, k, group, out,
+                            kLinearBlockN);
+                    });
+  return OkStatus();
+}
+
+}  // namespace
+
+Status RunLinearW8A8(const OpCall& call, ExecContext& ctx) {
+  const tsr_dtype a = call.in[0].dtype;
+  if (a == TSR_DTYPE_F32) return LinearW8A8Impl<float>(call, ctx);
+  if (a == TSR_DTYPE_BF16) return LinearW8A8Impl<Bf16>(call, ctx);
+  return Internal("linear v3 has no kernel for ", DTypeName(a), " activations");
+}
+
+}  // namespace tessera::cpu

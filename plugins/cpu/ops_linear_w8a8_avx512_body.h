@@ -1,0 +1,149 @@
+// The AVX-512 kernels of linear v3 (ops_linear_w8a8_kernels.h), written
+// once and compiled twice: by ops_linear_w8a8_kernels_avx512.cc (F/BW/VL,
+// TSR_W8A8_VNNI 0) and ops_linear_w8a8_kernels_avx512vnni.cc (plus
+// AVX512_VNNI, TSR_W8A8_VNNI 1), each including this file inside an
+// anonymous namespace under its own target pragma. Not a public header.
+//
+// Block: MR x 4 register tiles (MR <= 4 x rows, 4 weight rows) of 16-lane
+// f32 accumulators; one step is 64 bytes of K = two 32-byte halves, lanes
+// 0-7 holding the first half's partial sums and 8-15 the second's, so a
+// step needs G % 32 == 0 (the halves may share a block when G >= 64), and a
+// K % 64 == 32 tail runs one half-step.
+//  - VNNI: vpdpbusd takes u8 x s8, so the weights are flipped to
+//    u = w + 128 (w ^ 0x80) and the accumulator starts at -128 * sum(x) of
+//    each lane's 4 bytes (one vpdpbusd of 0x80 bytes with x per x row):
+//    sum u x - 128 sum x = sum w x, exact.
+//  - BW: |w| (vpabsb) times x with w's sign (a masked byte subtract, BW
+//    has no vpsignb) in vpmaddubsw, then vpmaddwd with ones.
+//  Then per (row, weight row): convert to f32, times the two scales'
+//  product (lane halves), FMA. Weight rows of the next group are
+//  prefetched into L2 one cache line per step.
+// Quantize: 16 floats per vector with masked tails, any G; the f32 steps
+// are the contract's, so q is bit-identical to the scalar path's.
+//
+// Needs: <immintrin.h>, <algorithm>, ops_linear_w8a8_kernels.h, and
+// TSR_W8A8_VNNI defined.
+
+inline __m512 HalfScales(const float* s, int64_t b0, int64_t b1) {
+  return _mm512_mask_mov_ps(_mm512_set1_ps(s[b0]), 0xFF00, _mm512_set1_ps(s[b1]));
+}
+
+// The int32 partial sums of a step: lanes of x . w (bytes 4l..4l+3).
+// VNNI: wv holds u = w ^ 0x80 and ncorr = -128 * (x's lane sums).
+inline __m512i StepDot(__m512i xv, __m512i wv, [[maybe_unused]] __m512i wa,
+                       [[maybe_unused]] __mmask64 wneg, [[maybe_unused]] __m512i ncorr) {
+#if TSR_W8A8_VNNI
+  return _mm512_dpbusd_epi32(ncorr, wv, xv);
+#else
+  (void)wv;
+  const __m512i xs = _mm512_mask_sub_epi8(xv, wneg, _mm512_setzero_si512(), xv);
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(wa, xs), _mm512_set1_epi16(1));
+#endif
+}
+
+template <int MR>
+inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, const float* xs,
+                                                int64_t ldxs, const int8_t* const* w,
+                                                const float* const* ws, int64_t k, int64_t group,
+                                                int nr, float* out, int64_t ldo,
+                                                const int8_t* const* pf) {
+  __m512 acc[MR][4];
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
+  }
+  [[maybe_unused]] const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t i = 0; i < k; i += 64) {
+    // A full step, or the K % 64 == 32 tail (upper bytes zero: their dot is 0).
+    const bool half = i + 64 > k;
+    const __mmask64 bytes = half ? 0xFFFFFFFFull : ~0ull;
+    const int64_t b0 = i / group, b1 = half ? b0 : (i + 32) / group;
+    __m512i wv[4], wa[4];
+    __mmask64 wneg[4];
+    __m512 wsv[4];
+    for (int j = 0; j < 4; ++j) {
+      wv[j] = _mm512_maskz_loadu_epi8(bytes, w[j] + i);
+      _mm_prefetch(reinterpret_cast<const char*>(pf[j] + i), _MM_HINT_T1);
+      wsv[j] = HalfScales(ws[j], b0, b1);
+#if TSR_W8A8_VNNI
+      wv[j] = _mm512_xor_si512(wv[j], flip);
+      wa[j] = wv[j];
+      wneg[j] = 0;
+#else
+      wa[j] = _mm512_abs_epi8(wv[j]);
+      wneg[j] = _mm512_movepi8_mask(wv[j]);
+#endif
+    }
+    for (int r = 0; r < MR; ++r) {
+      const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
+      const __m512 xsv = HalfScales(xs + r * ldxs, b0, b1);
+#if TSR_W8A8_VNNI
+      const __m512i ncorr = _mm512_sub_epi32(
+          _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, xv));
+#else
+      const __m512i ncorr = _mm512_setzero_si512();
+#endif
+      for (int j = 0; j < 4; ++j) {
+        const __m512 dot = _mm512_cvtepi32_ps(StepDot(xv, wv[j], wa[j], wneg[j], ncorr));
+        acc[r][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(xsv, wsv[j]), acc[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < nr; ++j) out[r * ldo + j] = _mm512_reduce_add_ps(acc[r][j]);
+  }
+}
+
+void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
+           const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+           int64_t group, float* out, int64_t ldo) {
+  for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
+    const int8_t* wr[4];
+    const float* sr[4];
+    const int8_t* pf[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t jj = j0 + std::min(j, nr - 1);
+      wr[j] = w + jj * ldw;
+      sr[j] = ws + jj * ldws;
+      pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];  // the next group's rows
+    }
+    int64_t m = 0;
+    for (; m + 4 <= rows; m += 4) {
+      Tile<4>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, wr, sr, k, group, nr, out + m * ldo + j0,
+              ldo, m == 0 ? pf : wr);
+    }
+    const int64_t left = rows - m;
+    const int8_t* const* p = m == 0 ? pf : wr;
+    const int8_t* xr = xq + m * ldxq;
+    const float* xsr = xs + m * ldxs;
+    float* o = out + m * ldo + j0;
+    if (left == 3) Tile<3>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p);
+    if (left == 2) Tile<2>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p);
+    if (left == 1) Tile<1>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p);
+  }
+}
+
+void Quantize(const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t group, int8_t* q,
+              int64_t ldq, float* s, int64_t lds) {
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* xr = x + m * ldx;
+    int8_t* qr = q + m * ldq;
+    for (int64_t b0 = 0, b = 0; b0 < k; b0 += group, ++b) {
+      const int64_t b1 = b0 + group;
+      __m512 vmax = _mm512_setzero_ps();
+      for (int64_t i = b0; i < b1; i += 16) {
+        const __mmask16 mask = b1 - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (b1 - i)) - 1u);
+        vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_maskz_loadu_ps(mask, xr + i)));
+      }
+      const float amax = _mm512_reduce_max_ps(vmax);
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      s[m * lds + b] = amax / 127.0f;
+      const __m512 vinv = _mm512_set1_ps(inv);
+      for (int64_t i = b0; i < b1; i += 16) {
+        const __mmask16 mask = b1 - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (b1 - i)) - 1u);
+        const __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, xr + i), vinv));
+        _mm512_mask_cvtsepi32_storeu_epi8(qr + i, mask, qi);
+      }
+    }
+  }
+}

@@ -1,0 +1,60 @@
+// The per-ISA kernels of linear v3 (w8a8, ABI 1.5): int8 weights times
+// int8 activations, the computation of llama.cpp's Q8_0 x Q8_0 dot. One
+// table of plain functions per instruction-set path (cpu_isa.h), each
+// compiled for that path only (GCC target pragmas in
+// ops_linear_w8a8_kernels_<isa>.cc).
+//
+// `quantize` turns x f32 [rows, K] (row stride ldx) into q int8 [rows, K]
+// (row stride ldq) and s f32 [rows, K / G] (row stride lds) exactly as the
+// contract says (tessera_plugin.h, linear v3): per block of G, a = max |x|,
+// s = a / 127, q = nearest-even(x * (127 / a)) in f32, 0 when a == 0. Every
+// path's quantize gives bit-identical q and s.
+//
+// `block` computes, for m < rows and j < n,
+//   out[m * ldo + j] = sum_b xs[m * ldxs + b] * ws[j * ldws + b] *
+//                      (sum_{k in block b} xq[m * ldxq + k] * w[j * ldw + k])
+// with the inner sums exact in int32, xq/w int8 and xs/ws f32 row-major
+// with unit innermost strides, out f32 [rows, n]. A path's block handles
+// G % group_multiple == 0 (any K that G divides); other group sizes go to
+// the scalar block (any G). Nothing is read past a row's K elements.
+// Pure; thread-safe.
+#ifndef TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
+#define TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
+
+#include <cstdint>
+
+#include "cpu_isa.h"
+
+namespace tessera::cpu {
+
+using QuantizeW8A8Fn = void (*)(const float* x, int64_t ldx, int64_t rows, int64_t k,
+                                int64_t group, int8_t* q, int64_t ldq, float* s, int64_t lds);
+using LinearW8A8BlockFn = void (*)(const int8_t* xq, int64_t ldxq, const float* xs,
+                                   int64_t ldxs, int64_t rows, const int8_t* w, int64_t ldw,
+                                   const float* ws, int64_t ldws, int64_t n, int64_t k,
+                                   int64_t group, float* out, int64_t ldo);
+
+struct LinearW8A8Kernels {
+  const char* name = "";  // "scalar", "avx2", "avx512", "avx512vnni"
+  QuantizeW8A8Fn quantize = nullptr;
+  LinearW8A8BlockFn block = nullptr;
+  int64_t group_multiple = 1;  // block needs G % group_multiple == 0
+};
+
+// The table of `isa` (which must be CpuSupports-ed by the caller's CPU): on
+// the avx512 paths the VNNI kernels (vpdpbusd) when the CPU has AVX512_VNNI,
+// else the AVX-512BW ones (vpmaddubsw + vpmaddwd).
+const LinearW8A8Kernels& LinearW8A8KernelsFor(CpuIsa isa);
+
+const LinearW8A8Kernels& ScalarLinearW8A8Kernels();
+#if defined(__x86_64__) && defined(__GNUC__)
+const LinearW8A8Kernels& Avx2LinearW8A8Kernels();
+const LinearW8A8Kernels& Avx512LinearW8A8Kernels();      // AVX-512 F/BW/VL
+const LinearW8A8Kernels& Avx512VnniLinearW8A8Kernels();  // plus AVX512_VNNI
+// True when this CPU has AVX512_VNNI (and the avx512 path).
+bool CpuHasAvx512Vnni();
+#endif
+
+}  // namespace tessera::cpu
+
+#endif  // TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_

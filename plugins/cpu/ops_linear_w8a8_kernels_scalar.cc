@@ -1,0 +1,81 @@
+// The portable (scalar) kernels of linear v3 (ops_linear_w8a8_kernels.h):
+// built for the baseline ISA, no intrinsics; any group size. Also
+// LinearW8A8KernelsFor, the per-path table.
+#include <algorithm>
+#include <cmath>
+
+#include "ops_linear_w8a8_kernels.h"
+
+namespace tessera::cpu {
+namespace {
+
+void QuantizeScalar(const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t group,
+                    int8_t* q, int64_t ldq, float* s, int64_t lds) {
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* xr = x + m * ldx;
+    int8_t* qr = q + m * ldq;
+    for (int64_t b0 = 0, b = 0; b0 < k; b0 += group, ++b) {
+      float amax = 0.0f;
+      for (int64_t i = b0; i < b0 + group; ++i) amax = std::max(amax, std::fabs(xr[i]));
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      s[m * lds + b] = amax / 127.0f;
+      for (int64_t i = b0; i < b0 + group; ++i) {
+        const float v = std::nearbyint(xr[i] * inv);
+        qr[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+      }
+    }
+  }
+}
+
+void BlockScalar(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
+                 const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n,
+                 int64_t k, int64_t group, float* out, int64_t ldo) {
+  for (int64_t j = 0; j < n; ++j) {
+    const int8_t* wr = w + j * ldw;
+    const float* wsr = ws + j * ldws;
+    for (int64_t m = 0; m < rows; ++m) {
+      const int8_t* xr = xq + m * ldxq;
+      const float* xsr = xs + m * ldxs;
+      float acc = 0.0f;
+      for (int64_t b0 = 0, b = 0; b0 < k; b0 += group, ++b) {
+        int32_t dot = 0;
+        for (int64_t i = b0; i < b0 + group; ++i) dot += int32_t{xr[i]} * int32_t{wr[i]};
+        acc += xsr[b] * wsr[b] * static_cast<float>(dot);
+      }
+      out[m * ldo + j] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+const LinearW8A8Kernels& ScalarLinearW8A8Kernels() {
+  static const LinearW8A8Kernels kernels{"scalar", &QuantizeScalar, &BlockScalar, 1};
+  return kernels;
+}
+
+const LinearW8A8Kernels& LinearW8A8KernelsFor(CpuIsa isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (isa) {
+    case CpuIsa::kAvx2:
+      return Avx2LinearW8A8Kernels();
+    case CpuIsa::kAvx512:
+    case CpuIsa::kAvx512Bf16:
+      return CpuHasAvx512Vnni() ? Avx512VnniLinearW8A8Kernels() : Avx512LinearW8A8Kernels();
+    default:
+      break;
+  }
+#else
+  (void)isa;
+#endif
+  return ScalarLinearW8A8Kernels();
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+bool CpuHasAvx512Vnni() {
+  __builtin_cpu_init();
+  return CpuSupports(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512vnni");
+}
+#endif
+
+}  // namespace tessera::cpu

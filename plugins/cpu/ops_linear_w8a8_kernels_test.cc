@@ -1,0 +1,148 @@
+// The linear v3 (w8a8) kernel tables (ops_linear_w8a8_kernels.h), each one
+// this CPU runs — scalar, avx2, avx512 (BW: vpmaddubsw) and avx512vnni
+// (vpdpbusd) — called directly, so a VNNI machine still tests the BW
+// kernels:
+//  - quantize is bit-identical to the scalar path (and to the contract's
+//    f32 steps written out here) on rows with exact ties, an all-zero block,
+//    a block of one huge value, and G = 32, 64, 96 and K;
+//  - block equals f64 math on the quantised values (the int sums are
+//    exact, so only f32 accumulation differs) for rows 1..9 (the 4-row tile
+//    tails), n 1..67 (4-row weight groups), K % 64 == 32 (the half-step
+//    tail), and extreme weights (-128, 127) that would overflow a careless
+//    i16 pair sum.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops_linear_w8a8_kernels.h"
+
+namespace tessera::cpu {
+namespace {
+
+std::vector<const LinearW8A8Kernels*> Tables() {
+  std::vector<const LinearW8A8Kernels*> out = {&ScalarLinearW8A8Kernels()};
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (CpuSupports(CpuIsa::kAvx2)) out.push_back(&Avx2LinearW8A8Kernels());
+  if (CpuSupports(CpuIsa::kAvx512)) out.push_back(&Avx512LinearW8A8Kernels());
+  if (CpuHasAvx512Vnni()) out.push_back(&Avx512VnniLinearW8A8Kernels());
+#endif
+  return out;
+}
+
+// The contract's quantisation of one block, spelled out.
+void ContractQuantize(const float* x, int64_t g, int8_t* q, float* s) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < g; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  *s = amax / 127.0f;
+  for (int64_t i = 0; i < g; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] * inv));
+}
+
+TEST(LinearW8A8KernelsTest, QuantizeIsTheContractOnEveryPath) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  for (int64_t k : {32, 96, 192, 1024}) {
+    for (int64_t g : {int64_t{32}, int64_t{64}, int64_t{96}, k}) {
+      if (k % g != 0) continue;
+      const int64_t rows = 3, groups = k / g;
+      std::vector<float> x(rows * k);
+      for (float& v : x) v = dist(rng);
+      for (int64_t i = 0; i < g; ++i) x[i] = 0.0f;  // an all-zero block
+      x[k + 1] = 1e30f;                             // one huge value
+      // Exact ties: a = 127 makes x * (127 / a) = x, so x.5 values tie.
+      x[2 * k] = 127.0f;
+      for (int64_t i = 1; i < std::min<int64_t>(g, 12); ++i) x[2 * k + i] = i + 0.5f;
+      std::vector<int8_t> want_q(rows * k);
+      std::vector<float> want_s(rows * groups);
+      for (int64_t m = 0; m < rows; ++m) {
+        for (int64_t b = 0; b < groups; ++b) {
+          ContractQuantize(&x[m * k + b * g], g, &want_q[m * k + b * g], &want_s[m * groups + b]);
+        }
+      }
+      EXPECT_EQ(want_q[2 * k + 1], 2);  // 1.5 -> 2 (ties to even)
+      EXPECT_EQ(want_q[2 * k + 2], 2);  // 2.5 -> 2
+      for (const LinearW8A8Kernels* t : Tables()) {
+        SCOPED_TRACE(::testing::Message() << t->name << " K=" << k << " G=" << g);
+        std::vector<int8_t> q(rows * k, 99);
+        std::vector<float> s(rows * groups, -1.0f);
+        t->quantize(x.data(), k, rows, k, g, q.data(), k, s.data(), groups);
+        EXPECT_EQ(q, want_q);
+        EXPECT_EQ(s, want_s);
+      }
+    }
+  }
+}
+
+TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> qdist(-127, 127);
+  std::uniform_real_distribution<float> sdist(0.001f, 0.02f);
+  struct Shape {
+    int64_t rows, n, k, g;
+  };
+  const Shape shapes[] = {{1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},
+                          {3, 9, 160, 32},  {4, 8, 64, 64},    {5, 13, 192, 96},
+                          {6, 4, 128, 128}, {9, 67, 224, 32},  {7, 3, 32, 32}};
+  for (const Shape& sh : shapes) {
+    const int64_t groups = sh.k / sh.g, ldw = sh.k + 8;
+    std::vector<int8_t> xq(sh.rows * sh.k), w(sh.n * ldw);
+    std::vector<float> xs(sh.rows * groups), ws(sh.n * groups);
+    for (int8_t& v : xq) v = static_cast<int8_t>(qdist(rng));
+    for (int8_t& v : w) v = static_cast<int8_t>(qdist(rng));
+    for (float& v : xs) v = sdist(rng);
+    for (float& v : ws) v = sdist(rng);
+    // Extremes: x = +-127 against w = -128 / 127 (a pair sum of 32512).
+    for (int64_t i = 0; i < std::min<int64_t>(sh.k, 32); ++i) {
+      xq[i] = i % 2 ? 127 : -127;
+      w[i] = i % 2 ? 127 : -128;
+    }
+    std::vector<double> want(sh.rows * sh.n);
+    for (int64_t m = 0; m < sh.rows; ++m) {
+      for (int64_t j = 0; j < sh.n; ++j) {
+        double acc = 0;
+        for (int64_t b = 0; b < groups; ++b) {
+          int64_t dot = 0;
+          for (int64_t i = b * sh.g; i < (b + 1) * sh.g; ++i) dot += xq[m * sh.k + i] * w[j * ldw + i];
+          acc += double{xs[m * groups + b]} * ws[j * groups + b] * static_cast<double>(dot);
+        }
+        want[m * sh.n + j] = acc;
+      }
+    }
+    for (const LinearW8A8Kernels* t : Tables()) {
+      if (sh.g % t->group_multiple != 0) continue;
+      SCOPED_TRACE(::testing::Message() << t->name << " rows=" << sh.rows << " n=" << sh.n
+                                        << " K=" << sh.k << " G=" << sh.g);
+      const int64_t ldo = sh.n + 3;
+      std::vector<float> out(sh.rows * ldo, -7.0f);
+      t->block(xq.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws.data(), groups,
+               sh.n, sh.k, sh.g, out.data(), ldo);
+      for (int64_t m = 0; m < sh.rows; ++m) {
+        for (int64_t j = 0; j < sh.n; ++j) {
+          const double e = want[m * sh.n + j];
+          EXPECT_NEAR(out[m * ldo + j], e, 1e-5 * (std::fabs(e) + 1.0)) << "m=" << m << " j=" << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(LinearW8A8KernelsTest, AvxPathsUseTheirSimdBlocks) {
+  for (const LinearW8A8Kernels* t : Tables()) {
+    if (t != &ScalarLinearW8A8Kernels()) {
+      EXPECT_EQ(t->group_multiple, 32) << t->name;
+    }
+  }
+  EXPECT_EQ(&LinearW8A8KernelsFor(CpuIsa::kScalar), &ScalarLinearW8A8Kernels());
+  // Every kernel this CPU can run is under test (4 on an AVX512_VNNI one).
+  size_t want = 1;
+#if defined(__x86_64__) && defined(__GNUC__)
+  want += (CpuSupports(CpuIsa::kAvx2) ? 1 : 0) + (CpuSupports(CpuIsa::kAvx512) ? 1 : 0) +
+          (CpuHasAvx512Vnni() ? 1 : 0);
+#endif
+  EXPECT_EQ(Tables().size(), want);
+}
+
+}  // namespace
+}  // namespace tessera::cpu
