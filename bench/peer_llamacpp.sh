@@ -3,7 +3,7 @@
 #
 #   bench/peer_llamacpp.sh --model-path DIR [--types bf16,q8_0] [--threads 2]
 #       [--input-len 512] [--output-len 32] [--batch-sizes 1,8] [--rounds 2]
-#       [--check-tokens 32]
+#       [--check-tokens 32] [--tessera-quantization auto]
 #       [--work-dir DIR] [--output-file F] [--smoke]
 #
 # 1. Greedy check on stories260k (../shared/models/stories260k, F32): the
@@ -26,7 +26,10 @@
 #
 # Both engines run the same GGUF file of type T: Tessera loads it itself
 # (`--model-path FILE.gguf`, `--quantization auto`: F32/F16/BF16 as stored,
-# Q8_0 as int8 weights with a scale per 32 — the same numbers).
+# Q8_0 as int8 weights with a scale per 32 — the same numbers — multiplied
+# as llama.cpp does, activations quantised per 32 too: w8a8_int8).
+# --tessera-quantization Q passes another --quantization to Tessera (e.g.
+# int8: weight-only, activations in floating point).
 # --smoke: stories260k only, F32, input 16, output 4, one round (seconds;
 # for CI).
 #
@@ -61,6 +64,7 @@ batch_sizes="1"
 work_dir=""
 output_file=""
 smoke=0
+tessera_quant=auto
 
 usage() { sed -n '2,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
 while (($#)); do
@@ -73,6 +77,7 @@ while (($#)); do
     --rounds) rounds="$2"; shift 2 ;;
     --batch-sizes) batch_sizes="$2"; shift 2 ;;
     --check-tokens) check_tokens="$2"; shift 2 ;;
+    --tessera-quantization) tessera_quant="$2"; shift 2 ;;
     --work-dir) work_dir="$2"; shift 2 ;;
     --output-file) output_file="$2"; shift 2 ;;
     --smoke) smoke=1; shift ;;
@@ -175,8 +180,7 @@ for type in "${type_list[@]}"; do
                  "$check_tokens")"
   log "$type greedy agreement: $(printf '%s' "$model_check" | js '`${o.agree}/${o.of}`')"
   # Tessera loads the same GGUF file (--quantization auto: q8_0 as int8
-  # weights with a scale per 32, the numbers the file holds).
-  tessera_quant=auto
+  # weights with a scale per 32, the numbers the file holds, run w8a8).
   IFS=',' read -r -a batch_list <<<"$batch_sizes"
   for batch in "${batch_list[@]}"; do
     runs="[]"

@@ -32,8 +32,20 @@ TEST(OpContractsTest, UnknownOpAndVersion) {
   std::vector<DType> sig = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_F32};
   EXPECT_EQ(ValidateSignature(0, 1, sig).code(), StatusCode::kNotFound);
   EXPECT_EQ(ValidateSignature(1001, 1, sig).code(), StatusCode::kNotFound);
-  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 3, sig).code(),
+  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 4, sig).code(),
             StatusCode::kNotFound);
+  EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 4, sig).code(), StatusCode::kNotFound);
+  // v3 (ABI 1.5, w8a8) exists for int8 weights only.
+  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 3, sig).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 3,
+                                std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_I8,
+                                                   TSR_DTYPE_BF16})
+                  .ok());
+  EXPECT_TRUE(ValidateSignature(TSR_OP_LINEAR, 3,
+                                std::vector<DType>{TSR_DTYPE_BF16, TSR_DTYPE_I8,
+                                                   TSR_DTYPE_F32, TSR_DTYPE_BF16})
+                  .ok());
   // v2 (ABI 1.4, a tensor-parallel rank) has v1's signatures.
   EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 2, sig).ok());
   // decoder_layer's signature is its classes (X, W, KV).

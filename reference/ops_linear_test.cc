@@ -66,6 +66,38 @@ TEST(LinearW8Test, HandComputedGroupsAndBias) {
   EXPECT_FALSE(RunOp(TSR_OP_LINEAR, {x.view(), w.view()}, {y.view()}).ok());
 }
 
+TEST(LinearW8A8Test, QuantisesActivationsPerBlockTiesToEven) {
+  // x [1, 4] in blocks of 2. Block 0 = (2.5, 127): a = 127, 127 / a = 1, so
+  // q = (2, 127) — 2.5 ties to even (away from zero would give 3).
+  // Block 1 = (0.5, -4): a = 4, q = (round(15.875) = 16, -127), s = 4 / 127.
+  // With w = 1 and unit scales: y = 2 + 127 + 16 * 4 / 127 - 4.
+  auto x = F32({1, 4}, {2.5, 127, 0.5, -4});
+  auto w = OwnedTensor::FromValues(TSR_DTYPE_I8, {1, 4}, {1, 1, 1, 1});
+  auto s = F32({1, 2}, {1, 1});
+  OwnedTensor y(TSR_DTYPE_F32, {1, 1});
+  const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), 2};
+  std::vector<HostTensor> out = {y.view()};
+  ASSERT_TRUE(RunReferenceOp(TSR_OP_LINEAR, kLinearW8A8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s.view()}, out,
+                             &p)
+                  .ok());
+  const double s1 = static_cast<double>(4.0f / 127.0f);
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{2 + 127 + 16 * s1 - 127 * s1}));
+  // v2 on the same tensors keeps x as it is: 2.5 + 127 + 0.5 - 4.
+  ASSERT_TRUE(RunReferenceOp(TSR_OP_LINEAR, kLinearW8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s.view()}, out,
+                             &p)
+                  .ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{126}));
+  // An all-zero block quantises to zeros (no division by zero).
+  auto zeros = F32({1, 4}, {0, 0, 1, 1});
+  ASSERT_TRUE(RunReferenceOp(TSR_OP_LINEAR, kLinearW8A8Version,
+                             std::vector<HostTensor>{zeros.view(), w.view(), s.view()},
+                             out, &p)
+                  .ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{2}));
+}
+
 TEST(LinearTest, ValidationErrors) {
   auto x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   OwnedTensor y(TSR_DTYPE_F32, {2, 2});

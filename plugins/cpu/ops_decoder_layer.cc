@@ -1,6 +1,7 @@
-// decoder_layer v1 (fused, ABI 1.2) and v2 (a tensor-parallel rank, ABI
+// decoder_layer v1 (fused, ABI 1.2), v2 (a tensor-parallel rank, ABI
 // 1.4: the plan's two all_reduce steps run the rank's collective on this
-// worker, in stream order) on the cpu plugin: the kit's plan of
+// worker, in stream order) and v3 (ABI 1.5: its int8 projections as
+// linear v3, w8a8) on the cpu plugin: the kit's plan of
 // the layer (kit/decoder_layer_plan.h) run step by step with the plugin's
 // own v1 kernels, inside one stream work item. What it saves against the
 // unfused sequence is the per-op host work — ~14 launches per layer, each a

@@ -35,11 +35,14 @@ int ModelFailureCode(const Status& status) {
 CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value) {
   return app
       ->add_option("--quantization", *value,
-                   "weight quantization: auto (int8 for a GGUF with "
+                   "weight quantization: auto (w8a8_int8 for a GGUF with "
                    "quantized weights, else none); none; int8 (decoder "
-                   "linear weights as int8, a scale per 32 inputs); "
-                   "int8-per-channel (a scale per output row)")
-      ->check(CLI::IsMember({"auto", "none", "int8", "int8-per-channel"}))
+                   "linear weights as int8, a scale per 32 inputs, "
+                   "activations in floating point); int8-per-channel (a "
+                   "scale per output row); w8a8_int8 (int8 weights and "
+                   "activations, int8 dot products: llama.cpp's Q8_0)")
+      ->check(CLI::IsMember(
+          {"auto", "none", "int8", "int8-per-channel", "w8a8_int8"}))
       ->capture_default_str();
 }
 
@@ -48,9 +51,10 @@ void ApplyQuantizationFlag(const std::string& value,
                            model::ModelRunnerOptions* options) {
   const std::vector<std::string> quantized = checkpoint.QuantizedLinearTypes();
   std::string resolved = value;
-  if (value == "auto") resolved = quantized.empty() ? "none" : "int8";
+  if (value == "auto") resolved = quantized.empty() ? "none" : "w8a8_int8";
   options->quantization = resolved == "none" ? model::WeightQuantization::kNone
                                              : model::WeightQuantization::kInt8;
+  options->int8_activations = resolved == "w8a8_int8";
   options->int8_group_size =
       resolved == "int8-per-channel" ? 0 : model::kDefaultInt8GroupSize;
   if (quantized.empty()) return;
@@ -64,8 +68,12 @@ void ApplyQuantizationFlag(const std::string& value,
   } else if (quantized == std::vector<std::string>{"q8_0"} &&
              options->int8_group_size == model::kDefaultInt8GroupSize) {
     TSR_LOG_INFO("{}: q8_0 decoder weights load as int8 with a scale per 32 "
-                 "(the same numbers)",
-                 checkpoint.dir());
+                 "(the same numbers){}",
+                 checkpoint.dir(),
+                 options->int8_activations
+                     ? ", activations quantised per 32 as llama.cpp does "
+                       "(w8a8_int8)"
+                     : "");
   } else {
     TSR_LOG_WARN(
         "{}: decoder weights stored as {} are converted at load to int8 "

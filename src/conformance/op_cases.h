@@ -61,7 +61,7 @@ struct OpCase {
   std::vector<uint8_t> params;  // the params struct; empty = NULL
   CompareMode compare = CompareMode::kNumeric;
   double tolerance_scale = 1.0;  // multiplies the table tolerance
-  uint32_t version = 1;          // the op version (linear v2: 2)
+  uint32_t version = 1;          // the op version (linear v2: 2, v3: 3)
 
   template <typename P>
   void SetParams(const P& p) {
@@ -122,7 +122,8 @@ void AddEmbeddingCases(CaseList& out, std::span<const DType> dtypes);
 void AddRmsNormCases(CaseList& out, std::span<const DType> dtypes);
 void AddAddRmsNormCases(CaseList& out, std::span<const DType> dtypes);
 void AddLinearCases(CaseList& out, std::span<const DType> dtypes);
-void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes);  // v2
+// linear v2 (weight-only int8) and v3 (w8a8): `version` 2 or 3.
+void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t version);
 void AddEmbeddingShardCases(CaseList& out, std::span<const DType> dtypes);  // v2
 void AddSiluAndMulCases(CaseList& out, std::span<const DType> dtypes);
 void AddAddCases(CaseList& out, std::span<const DType> dtypes);

@@ -236,7 +236,10 @@ void AddLinearCases(CaseList& out, std::span<const DType> dtypes) {
 // cpu plugin's decode / prefill split (16 rows per thread); scales around
 // 1 / (127 sqrt(K)) so outputs are O(1). The math is exact dequantisation,
 // so the ordinary tolerance of the output dtype applies.
-void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes) {
+// linear v3 (w8a8, ABI 1.5; version 3) takes the same cases plus K % 64 ==
+// 32 and G = 64: its activation quantisation is bit-exact by contract, so
+// the same tolerance applies.
+void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t version) {
   const DType a = dtypes[0];
   const bool bias = dtypes.size() == 5;
   enum Layout { kPacked, kStrided, kTransposedX };
@@ -244,7 +247,7 @@ void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes) {
                  Layout l) {
     out.push_back({name, [=](CaseBuilder& b) {
                      OpCase c;
-                     c.version = 2;
+                     c.version = version;
                      c.num_inputs = bias ? 4 : 3;
                      tsr_linear_w8_params p{};
                      p.struct_size = sizeof(p);
@@ -284,6 +287,10 @@ void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes) {
   add("strided", 7, 64, 17, 32, kStrided);
   add("x_transposed", 9, 33, 13, 33, kTransposedX);
   add("t0", 0, 64, 5, 32, kPacked);
+  if (version == 3) {
+    add("k_tail32", 3, 96, 11, 32, kPacked);
+    add("group64", 6, 192, 21, 64, kPacked);
+  }
 }
 
 // silu_and_mul: x X [.., 2I] -> y X [.., I].

@@ -135,8 +135,11 @@ OpCase MakeLayer(CaseBuilder& b, std::span<const DType> classes, const LayerSpec
 
 }  // namespace
 
-// decoder_layer v1 (and v2 without a communicator): dtypes are the
-// signature's classes (X, W, KV).
+// decoder_layer v1 (and v2 without a communicator, and v3 — w8a8, W I8
+// only — whose projections quantise activations): dtypes are the
+// signature's classes (X, W, KV). Group 8 keeps the shapes small (the cpu
+// plugin's v3 then runs its scalar block; its SIMD blocks are in the
+// linear v3 cases).
 void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes, uint32_t version) {
   const std::vector<DType> classes(dtypes.begin(), dtypes.end());
   auto add = [&](std::string name, LayerSpec spec) {

@@ -15,8 +15,10 @@ namespace {
 TEST(OpCasesTest, EveryCaseOfEverySignatureRunsOnTheReference) {
   int count = 0;
   for (tsr_op_id op : reference::AllOps()) {
-    // Every op's v1, and linear v2 (AllowedSignatures is empty otherwise).
-    for (uint32_t version : {reference::kOpVersion, reference::kLinearW8Version}) {
+    // Every op's v1, and linear v2 / v3 (with decoder_layer v2 / v3, and
+    // embedding v2; AllowedSignatures is empty otherwise).
+    for (uint32_t version : {reference::kOpVersion, reference::kLinearW8Version,
+                             reference::kLinearW8A8Version}) {
       for (const auto& dtypes : reference::AllowedSignatures(op, version)) {
         CaseList cases = MakeOpCases(op, dtypes, version);
         EXPECT_GE(cases.size(), 5u) << reference::OpName(op);

@@ -240,6 +240,10 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   // else runs them as op sequences with an all_reduce after o and down;
   // decode graphs capture the collectives with the rest (every rank
   // captures and replays the same buckets in step).
+  if (options.int8_activations &&
+      options.quantization == WeightQuantization::kInt8) {
+    r->int8_linear_version_ = 3;  // w8a8
+  }
   if (options.fused_decoder_layer) r->ResolveFusedLayer();
   if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
     r->graph_max_batch_ = options.graph_max_batch;
@@ -498,7 +502,7 @@ Status ModelRunner::LaunchLinear(const tsr_tensor& x, const DeviceWeight& w,
   const tsr_linear_w8_params params{sizeof(tsr_linear_w8_params),
                                     static_cast<int32_t>(w.group_size)};
   return Launch(TSR_OP_LINEAR, in, outs, &params, sizeof(params), layer, what,
-                2);
+                int8_linear_version_);
 }
 
 tsr_paged_attention_params ModelRunner::AttentionParams() const {
@@ -667,8 +671,10 @@ void ModelRunner::ResolveFusedLayer() {
     }
   }
   const tsr_dtype classes[] = {act_dtype_, w, kv_dtype_};  // (X, W, KV)
-  const tsr_op_signature sig =
-      runtime::MakeSignature(TSR_OP_DECODER_LAYER, tp_.enabled() ? 2 : 1, classes);
+  // v3 for w8a8 (its comm may be NULL), v2 for a tensor-parallel rank.
+  const bool w8a8 = w == TSR_DTYPE_I8 && int8_linear_version_ == 3;
+  const tsr_op_signature sig = runtime::MakeSignature(
+      TSR_OP_DECODER_LAYER, w8a8 ? 3 : (tp_.enabled() ? 2 : 1), classes);
   auto resolved = runtime_.dispatcher().ResolveFused(device_.ordinal(), sig);
   if (!resolved.ok()) {
     TSR_LOG_DEBUG("model runner: layers run as op sequences ({})",
@@ -731,7 +737,7 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
   p.page_size = pa.page_size;
   p.sliding_window = pa.sliding_window;
   p.logit_softcap = pa.logit_softcap;
-  p.comm = tp_.enabled() ? comm_->handle() : nullptr;  // v2 only
+  p.comm = tp_.enabled() ? comm_->handle() : nullptr;  // v2, v3
   Status s = runtime_.dispatcher().Launch(*fused_layer_, *stream_, in, out, &p,
                                           sizeof(p));
   if (s.ok()) return s;

@@ -18,7 +18,8 @@
 //   per layer: rms_norm / add_rms_norm (residual fused) -> normed [T, H]
 //              linear qkv (+ bias)        -> qkv [T, (Hq + 2 Hk) D]
 //              (every layer linear is linear v2 on int8 weights when the
-//              runner was created with WeightQuantization::kInt8)
+//              runner was created with WeightQuantization::kInt8, v3
+//              — w8a8 — with int8_activations too)
 //              [q/k norm] rms_norm over q [T, Hq, D] and k [T, Hk, D] views
 //              rope (positions per token) -> q, k in place
 //              kv_store(k, v, slots)      -> this layer's K/V slabs
@@ -84,6 +85,12 @@ struct ModelRunnerOptions {
   // scales at load and run through linear v2 (weights.h, quantize.h).
   WeightQuantization quantization = WeightQuantization::kNone;
   int64_t int8_group_size = kDefaultInt8GroupSize;  // see WeightLoadOptions
+  // With kInt8: the int8 linears (layers and head) run as linear v3 (ABI
+  // 1.5, w8a8: activations quantised to int8 per row in blocks of the
+  // weights' group size, int8 dot products, as llama.cpp's Q8_0) and the
+  // fused layer as decoder_layer v3; --quantization w8a8_int8. Otherwise
+  // linear v2 (weight-only: activations stay floating point).
+  bool int8_activations = false;
   // Weight-upload progress on stderr, only when stderr is a terminal.
   bool show_progress = true;
   // Use the plugin's fused decoder_layer op when it offers one.
@@ -294,6 +301,7 @@ class ModelRunner {
   runtime::StreamPtr stream_;
   std::unique_ptr<Workspace> ws_;
   const runtime::ResolvedOp* fused_layer_ = nullptr;  // null: op sequence
+  uint32_t int8_linear_version_ = 2;  // linear v2, or v3 (int8_activations)
   // Host staging of the metadata copy, double buffered: a buffer must stay
   // untouched until the stream passes its copy (meta_copied_[i]), so two
   // ForwardOnDevice calls may be queued at once (overlap scheduling).

@@ -1,5 +1,6 @@
 // Reduced-precision options against the full-precision model: weight-only
-// int8 (WeightQuantization::kInt8, linear v2) and a BF16/F16 KV cache under
+// int8 (WeightQuantization::kInt8, linear v2), w8a8 (int8_activations:
+// linear v3 / decoder_layer v3) and a BF16/F16 KV cache under
 // F32 activations (--kv-cache-dtype), teacher-forced: each golden sequence (prompt + the
 // unquantised greedy continuation) is fed in one prefill with a logits row
 // per token, and the argmax of every row is compared between the two
@@ -60,8 +61,10 @@ class ReducedPrecisionAccuracyTest : public ::testing::Test {
   std::unique_ptr<ModelRunner> MakeRunner(const Checkpoint& checkpoint,
                                           WeightQuantization q, int64_t group,
                                           int64_t capacity,
-                                          std::optional<DType> kv_dtype = std::nullopt) {
+                                          std::optional<DType> kv_dtype = std::nullopt,
+                                          bool int8_activations = false) {
     ModelRunnerOptions options;
+    options.int8_activations = int8_activations;
     options.kv_cache_dtype = kv_dtype;
     options.kv_capacity_tokens = capacity;
     options.max_batch_tokens = capacity;
@@ -130,9 +133,18 @@ TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
 
   auto base = MakeRunner(*checkpoint_, WeightQuantization::kNone, 0, capacity_);
   ASSERT_NE(base, nullptr);
-  for (int64_t group : {kDefaultInt8GroupSize, int64_t{0}}) {
-    SCOPED_TRACE(group == 0 ? "per channel" : "group 32");
-    auto int8 = MakeRunner(*checkpoint_, WeightQuantization::kInt8, group, capacity_);
+  struct Variant {
+    const char* name;
+    int64_t group;
+    bool w8a8;
+  };
+  for (const Variant& v : {Variant{"group 32", kDefaultInt8GroupSize, false},
+                           Variant{"per channel", 0, false},
+                           Variant{"w8a8, group 32", kDefaultInt8GroupSize, true}}) {
+    SCOPED_TRACE(v.name);
+    const int64_t group = v.group;
+    auto int8 = MakeRunner(*checkpoint_, WeightQuantization::kInt8, group, capacity_,
+                           std::nullopt, v.w8a8);
     ASSERT_NE(int8, nullptr);
     EXPECT_TRUE(int8->weights().layer(0).qkv.quantized());
     EXPECT_EQ(int8->weights().layer(0).qkv.dtype, TSR_DTYPE_I8);
@@ -140,10 +152,10 @@ TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
     EXPECT_LT(int8->weights().device_bytes(), base->weights().device_bytes());
     const double agreement = Agreement(*base, *int8, sequences_);
     std::printf("stories260k int8 (%s): top-1 agreement %.4f over %zu sequences\n",
-                group == 0 ? "per channel" : "group 32", agreement, sequences_.size());
+                v.name, agreement, sequences_.size());
     EXPECT_GE(agreement, 0.98);
   }
-  // linear v2 ran on the cpu plugin itself (no fallback).
+  // linear v2 and v3 ran on the cpu plugin itself (no fallback).
   EXPECT_EQ(runtime_->dispatcher().FallbackCount(TSR_OP_LINEAR), 0u);
 }
 
