@@ -41,12 +41,25 @@ inline __m512i StepDot(__m512i xv, __m512i wv, [[maybe_unused]] __m512i wa,
 #endif
 }
 
-template <int MR>
+// The scale pair of step i (64 bytes from byte i): lanes 0-7 the block of
+// byte i, 8-15 that of byte i + 32 (the same block when G >= 64 or in the
+// half-step tail). kG32: G == 32, so the pair is s[i / 32], s[i / 32 + 1].
+template <bool kG32>
+inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
+  if constexpr (kG32) {
+    return HalfScales(s, i >> 5, half ? i >> 5 : (i >> 5) + 1);
+  } else {
+    const int64_t b0 = i / group;
+    return HalfScales(s, b0, half ? b0 : (i + 32) / group);
+  }
+}
+
+template <int MR, bool kG32>
 inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, const float* xs,
                                                 int64_t ldxs, const int8_t* const* w,
                                                 const float* const* ws, int64_t k, int64_t group,
                                                 int nr, float* out, int64_t ldo,
-                                                const int8_t* const* pf) {
+                                                const int8_t* const* pf, const float* pfs) {
   __m512 acc[MR][4];
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -56,14 +69,16 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     // A full step, or the K % 64 == 32 tail (upper bytes zero: their dot is 0).
     const bool half = i + 64 > k;
     const __mmask64 bytes = half ? 0xFFFFFFFFull : ~0ull;
-    const int64_t b0 = i / group, b1 = half ? b0 : (i + 32) / group;
+    // The next group's scales (4 rows of K / 8 bytes at G = 32, contiguous
+    // when lds == K / G): K / 2 bytes over K / 64 steps, a line every 2.
+    if ((i & 127) == 0) _mm_prefetch(reinterpret_cast<const char*>(pfs + (i >> 3)), _MM_HINT_T1);
     __m512i wv[4], wa[4];
     __mmask64 wneg[4];
     __m512 wsv[4];
     for (int j = 0; j < 4; ++j) {
       wv[j] = _mm512_maskz_loadu_epi8(bytes, w[j] + i);
       _mm_prefetch(reinterpret_cast<const char*>(pf[j] + i), _MM_HINT_T1);
-      wsv[j] = HalfScales(ws[j], b0, b1);
+      wsv[j] = StepScales<kG32>(ws[j], i, group, half);
 #if TSR_W8A8_VNNI
       wv[j] = _mm512_xor_si512(wv[j], flip);
       wa[j] = wv[j];
@@ -75,7 +90,7 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     }
     for (int r = 0; r < MR; ++r) {
       const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
-      const __m512 xsv = HalfScales(xs + r * ldxs, b0, b1);
+      const __m512 xsv = StepScales<kG32>(xs + r * ldxs, i, group, half);
 #if TSR_W8A8_VNNI
       const __m512i ncorr = _mm512_sub_epi32(
           _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, xv));
@@ -93,9 +108,10 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
   }
 }
 
-void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
-           const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
-           int64_t group, float* out, int64_t ldo) {
+template <bool kG32>
+void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
+               const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+               int64_t group, float* out, int64_t ldo) {
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
     const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
     const int8_t* wr[4];
@@ -107,19 +123,30 @@ void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_
       sr[j] = ws + jj * ldws;
       pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];  // the next group's rows
     }
+    const float* pfs = j0 + 4 < n ? sr[0] + 4 * ldws : sr[0];
     int64_t m = 0;
     for (; m + 4 <= rows; m += 4) {
-      Tile<4>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, wr, sr, k, group, nr, out + m * ldo + j0,
-              ldo, m == 0 ? pf : wr);
+      Tile<4, kG32>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, wr, sr, k, group, nr,
+                    out + m * ldo + j0, ldo, m == 0 ? pf : wr, pfs);
     }
     const int64_t left = rows - m;
     const int8_t* const* p = m == 0 ? pf : wr;
     const int8_t* xr = xq + m * ldxq;
     const float* xsr = xs + m * ldxs;
     float* o = out + m * ldo + j0;
-    if (left == 3) Tile<3>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p);
-    if (left == 2) Tile<2>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p);
-    if (left == 1) Tile<1>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p);
+    if (left == 3) Tile<3, kG32>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p, pfs);
+    if (left == 2) Tile<2, kG32>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p, pfs);
+    if (left == 1) Tile<1, kG32>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p, pfs);
+  }
+}
+
+void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
+           const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+           int64_t group, float* out, int64_t ldo) {
+  if (group == 32) {
+    BlockImpl<true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
+  } else {
+    BlockImpl<false>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
   }
 }
 

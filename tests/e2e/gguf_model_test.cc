@@ -167,7 +167,8 @@ TEST_F(GgufTest, StoriesGreedyAgreesWithLlamaCppOnTheSameFile) {
                                " --decode-steps 24");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const Json peer = Json::parse(r.out);
-    // Default flags, as a user runs it (Q8_0 loads as int8 weights).
+    // Default flags, as a user runs it (Q8_0 loads as int8 weights, run
+    // w8a8 as llama.cpp runs them).
     const Json out = GenerateJson(
         gguf, "--prompt " + ShellQuote(c["prompt"]) +
                   " --temperature 0 --ignore-eos --max-new-tokens 25");
@@ -265,8 +266,9 @@ void CheckAccuracy(const std::string& f32, const std::vector<std::string>& types
                    const std::string& runner_binary) {
   auto runtime = model::testing::CreateRuntime();
   ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
-  // --quantization auto (as `serve` runs the file) with F32 activations, as
-  // llama.cpp computes: the figure is the weight format's alone.
+  // --quantization auto (as `serve` runs the file: w8a8_int8 for a
+  // quantized file, activations quantised per 32 as llama.cpp's Q8_0 dot
+  // does) with F32 activations, as llama.cpp computes.
   auto tessera = [&](const std::string& path, std::string* stored_types) {
     auto checkpoint = model::Checkpoint::Open(path);
     EXPECT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
@@ -284,6 +286,7 @@ void CheckAccuracy(const std::string& f32, const std::vector<std::string>& types
     options.activation_dtype = TSR_DTYPE_F32;
     if (!(*checkpoint)->QuantizedLinearTypes().empty()) {
       options.quantization = model::WeightQuantization::kInt8;
+      options.int8_activations = true;  // auto's w8a8_int8, as llama.cpp
     }
     auto runner = model::ModelRunner::Create(**runtime, **checkpoint, options);
     EXPECT_TRUE(runner.ok()) << runner.status().ToString();
