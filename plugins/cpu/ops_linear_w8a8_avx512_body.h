@@ -108,6 +108,59 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
   }
 }
 
+// G == K (one scale per weight row and per x row: SGLang's w8a8_int8,
+// per-channel weights and per-token activations): the int32 partial sums
+// run over the whole row and are converted and scaled once at the end —
+// one vpdpbusd per (x row, weight row, 64 bytes) on VNNI.
+template <int MR>
+inline __attribute__((always_inline)) void TilePerChannel(
+    const int8_t* xq, int64_t ldxq, const float* xs, const int8_t* const* w,
+    const float* const* ws, int64_t k, int nr, float* out, int64_t ldo,
+    const int8_t* const* pf) {
+  __m512i acc[MR][4];
+  __m512i corr[MR];  // VNNI: 128 * (x's lane sums), subtracted at the end
+  for (int r = 0; r < MR; ++r) {
+    corr[r] = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
+  }
+  [[maybe_unused]] const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t i = 0; i < k; i += 64) {
+    const __mmask64 bytes = i + 64 > k ? 0xFFFFFFFFull : ~0ull;
+    __m512i wv[4], wa[4];
+    __mmask64 wneg[4];
+    for (int j = 0; j < 4; ++j) {
+      wv[j] = _mm512_maskz_loadu_epi8(bytes, w[j] + i);
+      _mm_prefetch(reinterpret_cast<const char*>(pf[j] + i), _MM_HINT_T1);
+#if TSR_W8A8_VNNI
+      wv[j] = _mm512_xor_si512(wv[j], flip);
+      wa[j] = wv[j];
+      wneg[j] = 0;
+#else
+      wa[j] = _mm512_abs_epi8(wv[j]);
+      wneg[j] = _mm512_movepi8_mask(wv[j]);
+#endif
+    }
+    for (int r = 0; r < MR; ++r) {
+      const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
+#if TSR_W8A8_VNNI
+      corr[r] = _mm512_dpbusd_epi32(corr[r], flip, xv);
+      for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], wv[j], xv);
+#else
+      for (int j = 0; j < 4; ++j) {
+        acc[r][j] = _mm512_add_epi32(
+            acc[r][j], StepDot(xv, wv[j], wa[j], wneg[j], _mm512_setzero_si512()));
+      }
+#endif
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < nr; ++j) {
+      const int32_t dot = _mm512_reduce_add_epi32(_mm512_sub_epi32(acc[r][j], corr[r]));
+      out[r * ldo + j] = xs[r] * ws[j][0] * static_cast<float>(dot);
+    }
+  }
+}
+
 template <bool kG32>
 void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
                const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
@@ -140,10 +193,48 @@ void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, in
   }
 }
 
+void BlockPerChannel(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
+                     int64_t rows, const int8_t* w, int64_t ldw, const float* ws, int64_t ldws,
+                     int64_t n, int64_t k, float* out, int64_t ldo) {
+  for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
+    const int8_t* wr[4];
+    const float* sr[4];
+    const int8_t* pf[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t jj = j0 + std::min(j, nr - 1);
+      wr[j] = w + jj * ldw;
+      sr[j] = ws + jj * ldws;
+      pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];  // the next group's rows
+    }
+    // A tile's per-row x scales (xs[r * ldxs]) gathered contiguously.
+    float xs_tile[4] = {};
+    auto gather = [&](int64_t m0, int64_t count) {
+      for (int64_t r = 0; r < count; ++r) xs_tile[r] = xs[(m0 + r) * ldxs];
+    };
+    int64_t m = 0;
+    for (; m + 4 <= rows; m += 4) {
+      gather(m, 4);
+      TilePerChannel<4>(xq + m * ldxq, ldxq, xs_tile, wr, sr, k, nr, out + m * ldo + j0, ldo,
+                        m == 0 ? pf : wr);
+    }
+    const int64_t left = rows - m;
+    const int8_t* const* p = m == 0 ? pf : wr;
+    const int8_t* xr = xq + m * ldxq;
+    float* o = out + m * ldo + j0;
+    gather(m, left);
+    if (left == 3) TilePerChannel<3>(xr, ldxq, xs_tile, wr, sr, k, nr, o, ldo, p);
+    if (left == 2) TilePerChannel<2>(xr, ldxq, xs_tile, wr, sr, k, nr, o, ldo, p);
+    if (left == 1) TilePerChannel<1>(xr, ldxq, xs_tile, wr, sr, k, nr, o, ldo, p);
+  }
+}
+
 void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
            const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
            int64_t group, float* out, int64_t ldo) {
-  if (group == 32) {
+  if (group == k) {
+    BlockPerChannel(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, out, ldo);
+  } else if (group == 32) {
     BlockImpl<true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
   } else {
     BlockImpl<false>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);

@@ -8,7 +8,8 @@
 //  - block equals f64 math on the quantised values (the int sums are
 //    exact, so only f32 accumulation differs) for rows 1..9 (the 4-row tile
 //    tails), n 1..67 (4-row weight groups), K % 64 == 32 (the half-step
-//    tail), and extreme weights (-128, 127) that would overflow a careless
+//    tail), G == K (the per-channel blocks: int sums over the whole row),
+//    and extreme weights (-128, 127) that would overflow a careless
 //    i16 pair sum.
 #include <gtest/gtest.h>
 
@@ -84,7 +85,9 @@ TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
   };
   const Shape shapes[] = {{1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},
                           {3, 9, 160, 32},  {4, 8, 64, 64},    {5, 13, 192, 96},
-                          {6, 4, 128, 128}, {9, 67, 224, 32},  {7, 3, 32, 32}};
+                          {6, 4, 128, 128}, {9, 67, 224, 32},  {7, 3, 32, 32},
+                          // G == K: the per-channel blocks (int sums over the row)
+                          {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64}};
   for (const Shape& sh : shapes) {
     const int64_t groups = sh.k / sh.g, ldw = sh.k + 8;
     std::vector<int8_t> xq(sh.rows * sh.k), w(sh.n * ldw);

@@ -40,9 +40,11 @@ CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value) {
                    "linear weights as int8, a scale per 32 inputs, "
                    "activations in floating point); int8-per-channel (a "
                    "scale per output row); w8a8_int8 (int8 weights and "
-                   "activations, int8 dot products: llama.cpp's Q8_0)")
-      ->check(CLI::IsMember(
-          {"auto", "none", "int8", "int8-per-channel", "w8a8_int8"}))
+                   "activations, a scale per 32 of each, int8 dot products: "
+                   "llama.cpp's Q8_0); w8a8_int8-per-channel (a scale per "
+                   "weight row and per token: the fastest)")
+      ->check(CLI::IsMember({"auto", "none", "int8", "int8-per-channel",
+                             "w8a8_int8", "w8a8_int8-per-channel"}))
       ->capture_default_str();
 }
 
@@ -54,9 +56,12 @@ void ApplyQuantizationFlag(const std::string& value,
   if (value == "auto") resolved = quantized.empty() ? "none" : "w8a8_int8";
   options->quantization = resolved == "none" ? model::WeightQuantization::kNone
                                              : model::WeightQuantization::kInt8;
-  options->int8_activations = resolved == "w8a8_int8";
-  options->int8_group_size =
-      resolved == "int8-per-channel" ? 0 : model::kDefaultInt8GroupSize;
+  options->int8_activations =
+      resolved == "w8a8_int8" || resolved == "w8a8_int8-per-channel";
+  options->int8_group_size = resolved == "int8-per-channel" ||
+                                     resolved == "w8a8_int8-per-channel"
+                                 ? 0
+                                 : model::kDefaultInt8GroupSize;
   if (quantized.empty()) return;
   const std::string types = fmt::format("{}", fmt::join(quantized, ", "));
   if (resolved == "none") {

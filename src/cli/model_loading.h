@@ -25,14 +25,18 @@ std::vector<int32_t> EosIds(const model::Checkpoint& checkpoint,
 // (kExitBadInput), anything else a runtime failure (kExitRuntimeFailure).
 int ModelFailureCode(const Status& status);
 
-// Adds `--quantization auto|none|int8|int8-per-channel|w8a8_int8` to `app`,
+// Adds `--quantization auto|none|int8|int8-per-channel|w8a8_int8|
+// w8a8_int8-per-channel` to `app`,
 // bound to `value` ("auto" by default): int8 makes the decoder layers'
 // linear weights (and the head) int8 with a scale per 32 inputs at load
 // (model/weights.h), run weight-only (linear v2: activations stay float);
 // int8-per-channel uses one scale per output row; w8a8_int8 (SGLang's
 // name) loads the same weights and also quantises activations per row and
 // block of 32 inside the op (linear v3: int8 dot products, llama.cpp's
-// Q8_0 computation); none keeps the checkpoint's float weights (widening
+// Q8_0 computation); w8a8_int8-per-channel does the same with one scale
+// per weight row and one per activation row (token) — SGLang's w8a8_int8
+// scheme, whose int sums run over whole rows (the fastest int8 path, a
+// little less accurate); none keeps the checkpoint's float weights (widening
 // a quantized GGUF's to the activation dtype); auto is w8a8_int8 for a
 // GGUF whose linear weights are block-quantized (Q8_0 maps onto int8
 // exactly, 4-/5-/6-bit types are re-quantized to it: the computation

@@ -140,7 +140,8 @@ TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
   };
   for (const Variant& v : {Variant{"group 32", kDefaultInt8GroupSize, false},
                            Variant{"per channel", 0, false},
-                           Variant{"w8a8, group 32", kDefaultInt8GroupSize, true}}) {
+                           Variant{"w8a8, group 32", kDefaultInt8GroupSize, true},
+                           Variant{"w8a8, per channel / per token", 0, true}}) {
     SCOPED_TRACE(v.name);
     const int64_t group = v.group;
     auto int8 = MakeRunner(*checkpoint_, WeightQuantization::kInt8, group, capacity_,
