@@ -49,7 +49,9 @@ Status RunLinear(const HostTensor& x, const HostTensor& w,
   if (w.dtype == TSR_DTYPE_I8) in.push_back(scale);
   if (Present(bias)) in.push_back(bias);
   if (w.dtype != TSR_DTYPE_I8) return Run(TSR_OP_LINEAR, 1, in, {y}, nullptr);
-  const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), group_size};
+  // group_size 0 (decoder_layer v3, per channel): G is this projection's K.
+  const int32_t g = group_size > 0 ? group_size : static_cast<int32_t>(x.shape[1]);
+  const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), g};
   return Run(TSR_OP_LINEAR, w8a8 ? kLinearW8A8Version : kLinearW8Version, in,
              {y}, &p);
 }
@@ -80,10 +82,13 @@ Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
         "== 0",
         call.op_name, hq, hk, d));
   }
-  if (w8 && p.weight_group_size < 1) {
+  // v3 also takes 0: per channel (each projection's G is its K).
+  const bool per_channel = w8a8 && p.weight_group_size == 0;
+  if (w8 && p.weight_group_size < 1 && !per_channel) {
     return InvalidArgumentError(fmt::format(
-        "{}: int8 weights need params.weight_group_size >= 1, not {}",
-        call.op_name, p.weight_group_size));
+        "{}: int8 weights need params.weight_group_size >= 1{}, not {}",
+        call.op_name, w8a8 ? " (or 0 in v3: per channel)" : "",
+        p.weight_group_size));
   }
   const int64_t nqkv = (hq + 2 * hk) * d;
   TSR_RETURN_IF_ERROR(ExpectRank(call, in[kWGateUp], "w_gate_up", 2, "[2 I, H]"));
@@ -98,6 +103,7 @@ Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
   };
   const bool qk_norm = Present(in[kQNorm]);
   auto scale_shape = [&](int64_t n, int64_t k) {
+    if (per_channel) return std::vector<int64_t>{n, 1};
     return std::vector<int64_t>{n, p.weight_group_size > 0 ? k / p.weight_group_size : 0};
   };
   const std::vector<Want> wants = {

@@ -138,7 +138,9 @@ class Planner {
       }
       return Step(what, TSR_OP_LINEAR, 1, {x, w}, {y}, nullptr, 0, CheckLinear);
     }
-    const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), group_size};
+    // v3's per-channel layer (group_size 0): G is this projection's K.
+    const int32_t g = group_size > 0 ? group_size : static_cast<int32_t>(x.dim(1));
+    const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), g};
     if (Present(bias)) {
       return Step(what, TSR_OP_LINEAR, int8_version_, {x, w, scale, bias}, {y}, &p, sizeof(p),
                   CheckLinearW8);
@@ -260,6 +262,10 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
   if (w8a8 && in[kDlWQkv].dtype != TSR_DTYPE_I8) {
     return InvalidArgument("decoder_layer v3 (w8a8) takes int8 weights only, not ",
                            DTypeName(in[kDlWQkv].dtype));
+  }
+  if (in[kDlWQkv].dtype == TSR_DTYPE_I8 && (w8a8 ? g < 0 : g < 1)) {
+    return InvalidArgument("params.weight_group_size = ", g, " must be >= 1",
+                           w8a8 ? " (or 0 in v3: per channel)" : "", " for int8 weights");
   }
   plan->comm = fused.version >= 2 ? p.comm : nullptr;
   Planner pl(plan, w8a8 ? 3 : 2);

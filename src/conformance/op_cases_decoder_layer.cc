@@ -21,7 +21,7 @@ struct LayerSpec {
   bool qk_norm = false, qkv_bias = false, o_bias = false;
   tsr_rope_style style = TSR_ROPE_NEOX;
   bool inplace = false;  // residual_out aliases residual
-  int32_t group = 8;     // int8 weights: scales per 8 weights
+  int32_t group = 8;     // int8 weights: scales per 8 weights (v3: 0, per channel)
 };
 
 // Weight [n, k] in W, and its F32 scales [n, k / G] (absent unless I8).
@@ -33,7 +33,9 @@ std::pair<TensorSpec, TensorSpec> Weight(CaseBuilder& b, DType w, int64_t n, int
   if (w != TSR_DTYPE_I8) return {b.Uniform(w, {n, k}, -range, range), absent};
   TensorSpec q = b.Ints({n, k}, -127, 128);
   q.dtype = TSR_DTYPE_I8;
-  TensorSpec s = b.Uniform(TSR_DTYPE_F32, {n, k / group}, 0.5 * range / 127, range / 127);
+  // group 0 (decoder_layer v3): per channel, one scale per row.
+  TensorSpec s = b.Uniform(TSR_DTYPE_F32, {n, group > 0 ? k / group : 1}, 0.5 * range / 127,
+                           range / 127);
   return {q, s};
 }
 
@@ -167,6 +169,11 @@ void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes, uint32_t
   llama.seqs = {{4, 2}, {1, 1}};
   llama.inplace = true;
   add("llama", llama);
+  if (version == 3 && classes[1] == TSR_DTYPE_I8) {
+    LayerSpec per_channel = mixed;  // weight_group_size 0: G = each K
+    per_channel.group = 0;
+    add("per_channel", per_channel);
+  }
 }
 
 OpCase MakeDecoderLayerTpCase(CaseBuilder& b) {

@@ -658,21 +658,31 @@ void ModelRunner::ResolveFusedLayer() {
       return;
     }
   }
-  // One weight dtype (and int8 group size) for every layer's projections.
+  // One weight dtype and int8 group size for every layer's projections —
+  // or, for w8a8 (decoder_layer v3), every int8 weight per channel (G = its
+  // K), passed as weight_group_size 0.
   const LayerWeights& first = weights_->layer(0);
   const DType w = first.qkv.dtype;
+  const bool w8a8 = w == TSR_DTYPE_I8 && int8_linear_version_ == 3;
+  bool same_group = true, per_channel = true;
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     const LayerWeights& lw = weights_->layer(l);
     for (const DeviceWeight* dw : {&lw.qkv, &lw.o_proj, &lw.gate_up, &lw.down}) {
-      if (dw->dtype != w || dw->group_size != first.qkv.group_size) {
+      if (dw->dtype != w) {
         TSR_LOG_DEBUG("model runner: layers run unfused (mixed weight dtypes)");
         return;
       }
+      same_group = same_group && dw->group_size == first.qkv.group_size;
+      per_channel = per_channel && dw->group_size == dw->shape[1];
     }
   }
+  if (w == TSR_DTYPE_I8 && !same_group && !(w8a8 && per_channel)) {
+    TSR_LOG_DEBUG("model runner: layers run unfused (mixed int8 group sizes)");
+    return;
+  }
+  fused_group_size_ = w8a8 && per_channel ? 0 : first.qkv.group_size;
   const tsr_dtype classes[] = {act_dtype_, w, kv_dtype_};  // (X, W, KV)
   // v3 for w8a8 (its comm may be NULL), v2 for a tensor-parallel rank.
-  const bool w8a8 = w == TSR_DTYPE_I8 && int8_linear_version_ == 3;
   const tsr_op_signature sig = runtime::MakeSignature(
       TSR_OP_DECODER_LAYER, w8a8 ? 3 : (tp_.enabled() ? 2 : 1), classes);
   auto resolved = runtime_.dispatcher().ResolveFused(device_.ordinal(), sig);
@@ -731,7 +741,7 @@ Status ModelRunner::RunFusedLayer(int64_t l, const StepShape& shape) {
   p.num_q_heads = static_cast<int32_t>(tp_.q_heads);
   p.num_kv_heads = static_cast<int32_t>(tp_.kv_heads);
   p.head_dim = static_cast<int32_t>(d);
-  p.weight_group_size = static_cast<int32_t>(lw.qkv.group_size);
+  p.weight_group_size = static_cast<int32_t>(fused_group_size_);
   const tsr_paged_attention_params pa = AttentionParams();
   p.attn_scale = pa.scale;
   p.page_size = pa.page_size;

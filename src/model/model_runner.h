@@ -302,6 +302,8 @@ class ModelRunner {
   std::unique_ptr<Workspace> ws_;
   const runtime::ResolvedOp* fused_layer_ = nullptr;  // null: op sequence
   uint32_t int8_linear_version_ = 2;  // linear v2, or v3 (int8_activations)
+  // decoder_layer's weight_group_size (0: v3 per channel, G = each K).
+  int64_t fused_group_size_ = 0;
   // Host staging of the metadata copy, double buffered: a buffer must stay
   // untouched until the stream passes its copy (meta_copied_[i]), so two
   // ForwardOnDevice calls may be queued at once (overlap scheduling).

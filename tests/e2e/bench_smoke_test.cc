@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -110,6 +111,39 @@ TEST(BenchSmokeTest, OneBatchSmokeJson) {
             2 * out["results"][0]["kv_bytes_per_step"].get<uint64_t>());
   EXPECT_EQ(out["results"][0]["weight_bytes"],
             out["results"][2]["weight_bytes"]);
+}
+
+// Every --quantization runs end to end with the fused layer (int8 weights:
+// decoder_layer v1 with linear v2, w8a8: decoder_layer v3 with linear v3),
+// and reports what it loaded: w8a8_int8 holds the same weights as int8,
+// per channel fewer scales, both less than the unquantised model.
+TEST(BenchSmokeTest, QuantizationsRunFusedAndShrinkTheWeights) {
+  const std::string model = ScratchPath("qmodel");
+  const Result made =
+      Tessera("make-model --preset tiny --arch qwen3 --seed 2 --out " + ShellQuote(model));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::map<std::string, uint64_t> weight_bytes;
+  for (const char* q : {"none", "int8", "w8a8_int8", "w8a8_int8-per-channel"}) {
+    SCOPED_TRACE(q);
+    const Result r = Tessera("bench --one-batch --smoke --json --no-bandwidth --platform cpu "
+                             "--quantization " +
+                             std::string(q) + " --model-path " + ShellQuote(model));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Json out = ParseObject(r.out, r.err);
+    EXPECT_EQ(out["quantization"], q);
+    EXPECT_EQ(out["fused_decoder_layer"], true) << out.dump();
+    ASSERT_EQ(out["results"].size(), 4u);
+    for (const Json& row : out["results"]) ExpectPositive(row, "decode_tokens_per_s");
+    weight_bytes[q] = out["results"][0]["weight_bytes"].get<uint64_t>();
+  }
+  fs::remove_all(model);
+  EXPECT_EQ(weight_bytes["w8a8_int8"], weight_bytes["int8"]);
+  EXPECT_LT(weight_bytes["w8a8_int8-per-channel"], weight_bytes["w8a8_int8"]);
+  EXPECT_LT(weight_bytes["int8"], weight_bytes["none"]);
+  // A name that is not a scheme is refused with the list.
+  const Result bad = Tessera("bench --one-batch --smoke --quantization w4a4 --model-path x");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("w8a8_int8"), std::string::npos) << bad.err;
 }
 
 TEST(BenchSmokeTest, DoctorBandwidthJson) {

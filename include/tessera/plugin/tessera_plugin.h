@@ -478,8 +478,11 @@ enum {
    * decoder_layer v3 (since 1.5; the same id and tensors): v2 with W == I8
    *   only, each of the four projections computed as linear v3 (w8a8,
    *   activations quantised per row in blocks of weight_group_size)
-   *   instead of v2. params: tsr_decoder_layer_params, all of it (comm
-   *   NULL: no parallelism).
+   *   instead of v2. weight_group_size may also be 0 in v3: per channel,
+   *   each projection's G is its own K (one scale per weight row, the
+   *   activations quantised per row: SGLang's w8a8_int8), so each *_scale
+   *   is [N, 1]. params: tsr_decoder_layer_params, all of it (comm NULL:
+   *   no parallelism).
    */
   TSR_OP_DECODER_LAYER = TSR_OP_FUSED_BASE
 };
@@ -527,7 +530,9 @@ typedef struct tsr_decoder_layer_params {
   int32_t num_q_heads;        /* Hq */
   int32_t num_kv_heads;       /* Hk; Hq % Hk == 0 */
   int32_t head_dim;           /* D */
-  int32_t weight_group_size;  /* W == I8: G, divides every K; else ignored */
+  int32_t weight_group_size;  /* W == I8: G, divides every K (v3 also 0:
+                                 per channel, G = each projection's K);
+                                 else ignored */
   /* As tsr_paged_attention_params. */
   float attn_scale;
   int32_t page_size;
