@@ -41,6 +41,46 @@ inline __m512i StepDot(__m512i xv, __m512i wv, [[maybe_unused]] __m512i wa,
 #endif
 }
 
+// One weight row's step: 64 bytes at `w` (`bytes` masks the half-step
+// tail), the same offset of the next group's row prefetched into L2, and
+// the forms StepDot takes — VNNI: u = w ^ 0x80 in *wv; BW: *wa = |w| and
+// *wneg = w's sign bits.
+inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const int8_t* pf,
+                                                          __mmask64 bytes, __m512i* wv,
+                                                          __m512i* wa, __mmask64* wneg) {
+  *wv = _mm512_maskz_loadu_epi8(bytes, w);
+  _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+#if TSR_W8A8_VNNI
+  *wv = _mm512_xor_si512(*wv, _mm512_set1_epi8(static_cast<char>(0x80)));
+  *wa = *wv;
+  *wneg = 0;
+#else
+  *wa = _mm512_abs_epi8(*wv);
+  *wneg = _mm512_movepi8_mask(*wv);
+#endif
+}
+
+// One group of 4 weight rows from row j0 of w [n, ldw] and ws [n, ldws]:
+// rows past n repeat the last real one (their outputs are not written),
+// and pf the rows of the next group (these rows again at the end).
+struct RowGroup {
+  const int8_t* w[4];
+  const float* s[4];
+  const int8_t* pf[4];
+  const float* pfs;  // the next group's first scale row
+  int nr;            // real rows, 1..4
+  RowGroup(const int8_t* w0, int64_t ldw, const float* s0, int64_t lds, int64_t j0, int64_t n)
+      : nr(static_cast<int>(std::min<int64_t>(4, n - j0))) {
+    for (int j = 0; j < 4; ++j) {
+      const int64_t jj = j0 + std::min(j, nr - 1);
+      w[j] = w0 + jj * ldw;
+      s[j] = s0 + jj * lds;
+      pf[j] = j0 + 4 + j < n ? w[j] + 4 * ldw : w[j];
+    }
+    pfs = j0 + 4 < n ? s[0] + 4 * lds : s[0];
+  }
+};
+
 // The scale pair of step i (64 bytes from byte i): lanes 0-7 the block of
 // byte i, 8-15 that of byte i + 32 (the same block when G >= 64 or in the
 // half-step tail). kG32: G == 32, so the pair is s[i / 32], s[i / 32 + 1].
@@ -76,17 +116,8 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     __mmask64 wneg[4];
     __m512 wsv[4];
     for (int j = 0; j < 4; ++j) {
-      wv[j] = _mm512_maskz_loadu_epi8(bytes, w[j] + i);
-      _mm_prefetch(reinterpret_cast<const char*>(pf[j] + i), _MM_HINT_T1);
+      LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
       wsv[j] = StepScales<kG32>(ws[j], i, group, half);
-#if TSR_W8A8_VNNI
-      wv[j] = _mm512_xor_si512(wv[j], flip);
-      wa[j] = wv[j];
-      wneg[j] = 0;
-#else
-      wa[j] = _mm512_abs_epi8(wv[j]);
-      wneg[j] = _mm512_movepi8_mask(wv[j]);
-#endif
     }
     for (int r = 0; r < MR; ++r) {
       const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
@@ -129,16 +160,7 @@ inline __attribute__((always_inline)) void TilePerChannel(
     __m512i wv[4], wa[4];
     __mmask64 wneg[4];
     for (int j = 0; j < 4; ++j) {
-      wv[j] = _mm512_maskz_loadu_epi8(bytes, w[j] + i);
-      _mm_prefetch(reinterpret_cast<const char*>(pf[j] + i), _MM_HINT_T1);
-#if TSR_W8A8_VNNI
-      wv[j] = _mm512_xor_si512(wv[j], flip);
-      wa[j] = wv[j];
-      wneg[j] = 0;
-#else
-      wa[j] = _mm512_abs_epi8(wv[j]);
-      wneg[j] = _mm512_movepi8_mask(wv[j]);
-#endif
+      LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
     }
     for (int r = 0; r < MR; ++r) {
       const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
@@ -166,17 +188,12 @@ void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, in
                const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
                int64_t group, float* out, int64_t ldo) {
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
-    const int8_t* wr[4];
-    const float* sr[4];
-    const int8_t* pf[4];
-    for (int j = 0; j < 4; ++j) {
-      const int64_t jj = j0 + std::min(j, nr - 1);
-      wr[j] = w + jj * ldw;
-      sr[j] = ws + jj * ldws;
-      pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];  // the next group's rows
-    }
-    const float* pfs = j0 + 4 < n ? sr[0] + 4 * ldws : sr[0];
+    const RowGroup g(w, ldw, ws, ldws, j0, n);
+    const int nr = g.nr;
+    const int8_t* const* wr = g.w;
+    const float* const* sr = g.s;
+    const int8_t* const* pf = g.pf;
+    const float* pfs = g.pfs;
     int64_t m = 0;
     for (; m + 4 <= rows; m += 4) {
       Tile<4, kG32>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, wr, sr, k, group, nr,
@@ -197,16 +214,11 @@ void BlockPerChannel(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ld
                      int64_t rows, const int8_t* w, int64_t ldw, const float* ws, int64_t ldws,
                      int64_t n, int64_t k, float* out, int64_t ldo) {
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
-    const int8_t* wr[4];
-    const float* sr[4];
-    const int8_t* pf[4];
-    for (int j = 0; j < 4; ++j) {
-      const int64_t jj = j0 + std::min(j, nr - 1);
-      wr[j] = w + jj * ldw;
-      sr[j] = ws + jj * ldws;
-      pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];  // the next group's rows
-    }
+    const RowGroup g(w, ldw, ws, ldws, j0, n);
+    const int nr = g.nr;
+    const int8_t* const* wr = g.w;
+    const float* const* sr = g.s;
+    const int8_t* const* pf = g.pf;
     // A tile's per-row x scales (xs[r * ldxs]) gathered contiguously.
     float xs_tile[4] = {};
     auto gather = [&](int64_t m0, int64_t count) {
