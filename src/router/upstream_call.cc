@@ -59,6 +59,16 @@ void UpstreamCall::Run(std::string method, std::string path, std::string body,
     cv_.SignalAll();
     return true;
   };
+  {
+    MutexLock lock(&mu_);
+    if (cancelled_) {  // cancelled before it was sent: never send it
+      transport_failed_ = true;
+      error_ = httplib::to_string(httplib::Error::Canceled);
+      done_ = true;
+      cv_.SignalAll();
+      return;
+    }
+  }
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;
   const bool sent = client_->send(req, response, error);
@@ -74,6 +84,10 @@ void UpstreamCall::Run(std::string method, std::string path, std::string body,
 }
 
 void UpstreamCall::Cancel() {
+  {
+    MutexLock lock(&mu_);
+    cancelled_ = true;
+  }
   if (client_) client_->stop();
 }
 
@@ -83,19 +97,32 @@ void UpstreamCall::WaitForData(std::chrono::milliseconds timeout) {
 }
 
 void UpstreamCall::WaitDone() {
-  MutexLock lock(&mu_);
-  while (!done_) cv_.Wait(&mu_);
+  while (!WaitDoneFor(std::chrono::hours(1))) {
+  }
 }
 
 bool UpstreamCall::WaitDoneFor(std::chrono::milliseconds timeout) {
+  // A cancelled call is re-stopped every kRestop: its connection may have
+  // opened after Cancel's stop(), which then had nothing to shut.
+  constexpr auto kRestop = std::chrono::milliseconds(50);
   const auto until = std::chrono::steady_clock::now() + timeout;
-  MutexLock lock(&mu_);
-  while (!done_) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= until) break;
-    cv_.WaitFor(&mu_, until - now);
+  for (;;) {
+    bool cancelled = false;
+    {
+      MutexLock lock(&mu_);
+      if (done_) return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until) return false;
+      if (cancelled_) {
+        cv_.WaitFor(&mu_, std::min<std::chrono::steady_clock::duration>(kRestop, until - now));
+      } else {
+        cv_.WaitFor(&mu_, until - now);
+      }
+      if (done_) return true;
+      cancelled = cancelled_;
+    }
+    if (cancelled) client_->stop();
   }
-  return done_;
 }
 
 std::string UpstreamCall::TakeData() {

@@ -39,7 +39,11 @@ class UpstreamCall {
   // GET, same rules.
   void StartGet(const std::string& host, int port, const std::string& path,
                 const std::string& authorization, std::chrono::seconds timeout);
-  void Cancel();
+  // Hangs up: a call not yet sent is not sent, one in flight has its
+  // connection shut (again, every 50 ms while a Wait* runs, so a cancel that
+  // lands while the call is still connecting cannot be lost — the race that
+  // left a prefill request waiting out its 300 s KV transfer timeout).
+  void Cancel() TSR_EXCLUDES(mu_);
 
   // Waits until a body chunk arrived or the call ended, or `timeout`.
   void WaitForData(std::chrono::milliseconds timeout) TSR_EXCLUDES(mu_);
@@ -72,6 +76,7 @@ class UpstreamCall {
   std::string content_type_ TSR_GUARDED_BY(mu_);
   bool done_ TSR_GUARDED_BY(mu_) = false;
   bool transport_failed_ TSR_GUARDED_BY(mu_) = false;
+  bool cancelled_ TSR_GUARDED_BY(mu_) = false;
   std::string error_ TSR_GUARDED_BY(mu_);
 };
 
