@@ -58,6 +58,18 @@ bool CpuSupports(CpuIsa isa) {
 #endif
 }
 
+bool CpuHasAvx512Vnni() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return CpuSupports(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512vnni");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 CpuIsa BestCpuIsa() {
   CpuIsa best = CpuIsa::kScalar;
   for (CpuIsa isa : kAll) {

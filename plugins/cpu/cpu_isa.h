@@ -29,6 +29,10 @@ bool CpuSupports(CpuIsa isa);
 // The fastest path CpuSupports.
 CpuIsa BestCpuIsa();
 
+// True when this CPU runs the avx512 path and also has AVX512_VNNI
+// (vpdpbusd: the avx512 paths' int8 dot products use it). Read once.
+bool CpuHasAvx512Vnni();
+
 // Resolves a requested path: `requested` empty means the best supported
 // one. An unknown name, or a path this CPU lacks, is an error naming the
 // paths this machine supports. `source` names where the request came from

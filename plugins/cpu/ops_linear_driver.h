@@ -1,7 +1,8 @@
 // What linear v1 (ops_linear.cc), v2 (ops_linear_w8.cc) and v3
 // (ops_linear_w8a8.cc) share around their kernels:
 //  - the bias widened to f32 once per call (and y = bias when K == 0);
-//  - the int8 versions' scales made unit-stride once per call;
+//  - the int8 versions' arguments and scales (made unit-stride) read once
+//    per call (PrepareLinearInt8);
 //  - x made contiguous once per call (used in place when it already is);
 //  - the work split: rows of x in blocks of at most ~1 MiB (so a block stays
 //    in L2); within a block the work items are (range of kLinearBlockN
@@ -98,6 +99,46 @@ inline const float* LinearScalesF32(const TensorView& scale, int64_t n, int64_t 
   }
   *lds = groups;
   return storage->data();
+}
+
+// What linear v2 and v3 (int8 weights: x, w I8, w_scale F32, optional
+// bias) read from their call before the kernels. w_scale is f32 [N, lds]
+// with a unit inner stride (`scales` points into the call's tensor or into
+// `scales_packed`, so the struct stays where PrepareLinearInt8 filled it).
+struct LinearInt8Call {
+  LinearInt8Call() = default;
+  LinearInt8Call(const LinearInt8Call&) = delete;
+  LinearInt8Call& operator=(const LinearInt8Call&) = delete;
+
+  int64_t t_count = 0, k = 0, n = 0, group = 0;
+  const int8_t* w = nullptr;  // [N, ldw]
+  int64_t ldw = 0;
+  std::vector<float> bias_f;  // [N], zeros without a bias
+  const float* scales = nullptr;
+  int64_t lds = 0;
+  std::vector<float> scales_packed;
+};
+
+// Fills *out from `call`. False when nothing is left to compute: T or N is
+// 0, or K is 0 (then y = bias has been written).
+template <typename A>
+bool PrepareLinearInt8(const OpCall& call, LinearInt8Call* out) {
+  const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
+  out->t_count = x.dim(0);
+  out->k = x.dim(1);
+  out->n = w.dim(0);
+  out->group = call.params.linear_w8.group_size;
+  if (out->t_count == 0 || out->n == 0) return false;
+  out->bias_f = LinearBiasF32<A>(call.num_inputs == 4 ? &call.in[3] : nullptr, out->n);
+  if (out->k == 0) {
+    LinearWriteBiasRows<A>(y, out->bias_f, out->t_count, out->n);
+    return false;
+  }
+  out->scales =
+      LinearScalesF32(scale, out->n, out->k / out->group, &out->scales_packed, &out->lds);
+  out->w = w.as<int8_t>();
+  out->ldw = w.stride(0);
+  return true;
 }
 
 // Runs the work split above for y (T, N) with x rows of `x_row_bytes`:

@@ -31,28 +31,14 @@ constexpr int64_t kPanelRows = 16;          // x rows from which an item dequant
 
 template <typename A>
 Status LinearW8Impl(const OpCall& call, ExecContext& ctx) {
-  const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
-  const TensorView* bias = call.num_inputs == 4 ? &call.in[3] : nullptr;
-  const int64_t t_count = x.dim(0), k = x.dim(1), n = w.dim(0);
-  const int64_t group = call.params.linear_w8.group_size;
-  if (t_count == 0 || n == 0) return OkStatus();
-
-  const std::vector<float> bias_f = LinearBiasF32<A>(bias, n);
-  if (k == 0) {  // no products: y = bias
-    LinearWriteBiasRows<A>(y, bias_f, t_count, n);
-    return OkStatus();
-  }
+  LinearInt8Call c;
+  if (!PrepareLinearInt8<A>(call, &c)) return OkStatus();
+  const int64_t k = c.k, group = c.group, ldw = c.ldw, lds = c.lds;
 
   // x as f32 [T, ldx].
   std::vector<float> x_packed;
   int64_t ldx = 0;
-  const float* xp = LinearXAs<A, float>(x, t_count, k, &x_packed, &ldx, ctx);
-  // w_scale as f32 [N, lds] with unit inner stride.
-  std::vector<float> s_packed;
-  int64_t lds = 0;
-  const float* sp = LinearScalesF32(scale, n, k / group, &s_packed, &lds);
-  const int8_t* wp = w.as<int8_t>();
-  const int64_t ldw = w.stride(0);
+  const float* xp = LinearXAs<A, float>(call.in[0], c.t_count, k, &x_packed, &ldx, ctx);
 
   const LinearW8Kernels& kernels = LinearW8KernelsFor(ActiveCpuIsa());
   const LinearW8BlockFn block = group == k || group % kernels.group_multiple == 0
@@ -60,17 +46,18 @@ Status LinearW8Impl(const OpCall& call, ExecContext& ctx) {
                                     : ScalarLinearW8Kernels().block;
   const auto panel_kernel = LinearKernelsFor(ActiveCpuIsa()).f32_f32;
 
-  RunLinearItems<A>(ctx, y, bias_f, t_count, n, k, k * 4,
+  RunLinearItems<A>(ctx, call.out[0], c.bias_f, c.t_count, c.n, k, k * 4,
                     [&](int64_t row, int64_t rows, int64_t n0, int64_t nb, float* out) {
     const float* xr = xp + row * ldx;
+    const int8_t* wr = c.w + n0 * ldw;
+    const float* sr = c.scales + n0 * lds;
     if (rows >= kPanelRows) {
       thread_local std::vector<float> panel;
       panel.resize(static_cast<size_t>(nb * k));
-      kernels.dequant(wp + n0 * ldw, ldw, sp + n0 * lds, lds, nb, k, group, panel.data());
+      kernels.dequant(wr, ldw, sr, lds, nb, k, group, panel.data());
       panel_kernel(xr, ldx, rows, panel.data(), k, nb, k, out, kLinearBlockN);
     } else {
-      block(xr, ldx, rows, wp + n0 * ldw, ldw, sp + n0 * lds, lds, nb, k, group, out,
-            kLinearBlockN);
+      block(xr, ldx, rows, wr, ldw, sr, lds, nb, k, group, out, kLinearBlockN);
     }
   });
   return OkStatus();

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "ops_linear_int8_rows.h"
 #include "ops_linear_w8_kernels.h"
 
 #pragma GCC diagnostic push
@@ -92,17 +93,12 @@ void BlockImpl(const float* x, int64_t ldx, int64_t rows, const int8_t* w, int64
                const float* s, int64_t lds, int64_t n, int64_t k, int64_t group, float* out,
                int64_t ldo) {
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
-    const int8_t* wr[4];
-    const float* sr[4];
-    const int8_t* pf[4];
-    for (int j = 0; j < 4; ++j) {
-      const int64_t jj = j0 + std::min(j, nr - 1);
-      wr[j] = w + jj * ldw;
-      sr[j] = s + jj * lds;
-      // The next group of rows, fetched into L2 while this one streams.
-      pf[j] = j0 + 4 + j < n ? wr[j] + 4 * ldw : wr[j];
-    }
+    // pf: the next group of rows, fetched into L2 while this one streams.
+    const Int8RowGroup g(w, ldw, s, lds, j0, n);
+    const int nr = g.nr;
+    const int8_t* const* wr = g.w;
+    const float* const* sr = g.s;
+    const int8_t* const* pf = g.pf;
     int64_t m = 0;
     for (; m + 4 <= rows; m += 4) {
       Tile<4, kPerChannel>(x + m * ldx, ldx, wr, sr, k, group, nr, out + m * ldo + j0, ldo,

@@ -5,8 +5,8 @@
 //
 // The driver around the per-ISA kernels (ops_linear_w8a8_kernels.h):
 //  - x is made f32 (in place when it already is) and quantised once per
-//    call, rows split over the pool, into per-thread-reused buffers: q int8
-//    [T, K] and s f32 [T, K / G];
+//    call, rows split over the pool, into q int8 [T, K] and s f32
+//    [T, K / G] allocated per call (small next to the weights);
 //  - row blocks, work items and output rounding are linear v1's
 //    (ops_linear_driver.h), so for decode every thread streams its own
 //    disjoint int8 weight rows once, and for prefill each group of 4
@@ -26,21 +26,9 @@ namespace {
 
 template <typename A>
 Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
-  const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
-  const TensorView* bias = call.num_inputs == 4 ? &call.in[3] : nullptr;
-  const int64_t t_count = x.dim(0), k = x.dim(1), n = w.dim(0);
-  const int64_t group = call.params.linear_w8.group_size;
-  if (t_count == 0 || n == 0) return OkStatus();
-
-  const std::vector<float> bias_f = LinearBiasF32<A>(bias, n);
-  if (k == 0) {  // no products: y = bias
-    LinearWriteBiasRows<A>(y, bias_f, t_count, n);
-    return OkStatus();
-  }
-  const int64_t groups = k / group;
-  std::vector<float> s_packed;
-  int64_t lds = 0;
-  const float* sp = LinearScalesF32(scale, n, groups, &s_packed, &lds);
+  LinearInt8Call c;
+  if (!PrepareLinearInt8<A>(call, &c)) return OkStatus();
+  const int64_t t_count = c.t_count, k = c.k, group = c.group, groups = k / group;
 
   const LinearW8A8Kernels& kernels = LinearW8A8KernelsFor(ActiveCpuIsa());
   const LinearW8A8BlockFn block =
@@ -49,7 +37,7 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
   // x as f32, then quantised: xq [T, K], xs [T, groups].
   std::vector<float> x_packed;
   int64_t ldx = 0;
-  const float* xp = LinearXAs<A, float>(x, t_count, k, &x_packed, &ldx, ctx);
+  const float* xp = LinearXAs<A, float>(call.in[0], t_count, k, &x_packed, &ldx, ctx);
   std::vector<int8_t> xq(static_cast<size_t>(t_count * k));
   std::vector<float> xs(static_cast<size_t>(t_count * groups));
   ctx.pool->ParallelFor(t_count, RowGrain(k, 1 << 15), [&](int64_t begin, int64_t end) {
@@ -57,13 +45,11 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
                      xs.data() + begin * groups, groups);
   });
 
-  const int8_t* wp = w.as<int8_t>();
-  const int64_t ldw = w.stride(0);
-  RunLinearItems<A>(ctx, y, bias_f, t_count, n, k, k,
+  RunLinearItems<A>(ctx, call.out[0], c.bias_f, t_count, c.n, k, k,
                     [&](int64_t row, int64_t rows, int64_t n0, int64_t nb, float* out) {
                       block(xq.data() + row * k, k, xs.data() + row * groups, groups, rows,
-                            wp + n0 * ldw, ldw, sp + n0 * lds, lds, nb, k, group, out,
-                            kLinearBlockN);
+                            c.w + n0 * c.ldw, c.ldw, c.scales + n0 * c.lds, c.lds, nb, k,
+                            group, out, kLinearBlockN);
                     });
   return OkStatus();
 }

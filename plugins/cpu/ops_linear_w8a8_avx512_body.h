@@ -21,8 +21,8 @@
 // Quantize: 16 floats per vector with masked tails, any G; the f32 steps
 // are the contract's, so q is bit-identical to the scalar path's.
 //
-// Needs: <immintrin.h>, <algorithm>, ops_linear_w8a8_kernels.h, and
-// TSR_W8A8_VNNI defined.
+// Needs: <immintrin.h>, <algorithm>, ops_linear_w8a8_kernels.h,
+// ops_linear_int8_rows.h, and TSR_W8A8_VNNI defined.
 
 inline __m512 HalfScales(const float* s, int64_t b0, int64_t b1) {
   return _mm512_mask_mov_ps(_mm512_set1_ps(s[b0]), 0xFF00, _mm512_set1_ps(s[b1]));
@@ -59,27 +59,6 @@ inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const
   *wneg = _mm512_movepi8_mask(*wv);
 #endif
 }
-
-// One group of 4 weight rows from row j0 of w [n, ldw] and ws [n, ldws]:
-// rows past n repeat the last real one (their outputs are not written),
-// and pf the rows of the next group (these rows again at the end).
-struct RowGroup {
-  const int8_t* w[4];
-  const float* s[4];
-  const int8_t* pf[4];
-  const float* pfs;  // the next group's first scale row
-  int nr;            // real rows, 1..4
-  RowGroup(const int8_t* w0, int64_t ldw, const float* s0, int64_t lds, int64_t j0, int64_t n)
-      : nr(static_cast<int>(std::min<int64_t>(4, n - j0))) {
-    for (int j = 0; j < 4; ++j) {
-      const int64_t jj = j0 + std::min(j, nr - 1);
-      w[j] = w0 + jj * ldw;
-      s[j] = s0 + jj * lds;
-      pf[j] = j0 + 4 + j < n ? w[j] + 4 * ldw : w[j];
-    }
-    pfs = j0 + 4 < n ? s[0] + 4 * lds : s[0];
-  }
-};
 
 // The scale pair of step i (64 bytes from byte i): lanes 0-7 the block of
 // byte i, 8-15 that of byte i + 32 (the same block when G >= 64 or in the
@@ -183,62 +162,48 @@ inline __attribute__((always_inline)) void TilePerChannel(
   }
 }
 
+// Runs tile.template operator()<MR>(m, j0, group, pf) over every group of
+// 4 weight rows (from j0) and tile of x rows (from m): MR = 4 while 4 rows
+// are left, then the 1-3 left. pf is the next group's rows for a group's
+// first tile (prefetched while it streams) and the group's own, already
+// cached, rows for the others.
+template <typename TileFn>
+inline __attribute__((always_inline)) void ForEachTile(const int8_t* w, int64_t ldw,
+                                                       const float* ws, int64_t ldws,
+                                                       int64_t rows, int64_t n,
+                                                       const TileFn& tile) {
+  for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    const Int8RowGroup g(w, ldw, ws, ldws, j0, n);
+    int64_t m = 0;
+    for (; m + 4 <= rows; m += 4) tile.template operator()<4>(m, j0, g, m == 0 ? g.pf : g.w);
+    const int8_t* const* pf = m == 0 ? g.pf : g.w;
+    if (rows - m == 3) tile.template operator()<3>(m, j0, g, pf);
+    if (rows - m == 2) tile.template operator()<2>(m, j0, g, pf);
+    if (rows - m == 1) tile.template operator()<1>(m, j0, g, pf);
+  }
+}
+
 template <bool kG32>
 void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
                const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
                int64_t group, float* out, int64_t ldo) {
-  for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const RowGroup g(w, ldw, ws, ldws, j0, n);
-    const int nr = g.nr;
-    const int8_t* const* wr = g.w;
-    const float* const* sr = g.s;
-    const int8_t* const* pf = g.pf;
-    const float* pfs = g.pfs;
-    int64_t m = 0;
-    for (; m + 4 <= rows; m += 4) {
-      Tile<4, kG32>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, wr, sr, k, group, nr,
-                    out + m * ldo + j0, ldo, m == 0 ? pf : wr, pfs);
-    }
-    const int64_t left = rows - m;
-    const int8_t* const* p = m == 0 ? pf : wr;
-    const int8_t* xr = xq + m * ldxq;
-    const float* xsr = xs + m * ldxs;
-    float* o = out + m * ldo + j0;
-    if (left == 3) Tile<3, kG32>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p, pfs);
-    if (left == 2) Tile<2, kG32>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p, pfs);
-    if (left == 1) Tile<1, kG32>(xr, ldxq, xsr, ldxs, wr, sr, k, group, nr, o, ldo, p, pfs);
-  }
+  ForEachTile(w, ldw, ws, ldws, rows, n,
+              [&]<int MR>(int64_t m, int64_t j0, const Int8RowGroup& g, const int8_t* const* pf) {
+                Tile<MR, kG32>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group,
+                               g.nr, out + m * ldo + j0, ldo, pf, g.pfs);
+              });
 }
 
 void BlockPerChannel(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
                      int64_t rows, const int8_t* w, int64_t ldw, const float* ws, int64_t ldws,
                      int64_t n, int64_t k, float* out, int64_t ldo) {
-  for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const RowGroup g(w, ldw, ws, ldws, j0, n);
-    const int nr = g.nr;
-    const int8_t* const* wr = g.w;
-    const float* const* sr = g.s;
-    const int8_t* const* pf = g.pf;
-    // A tile's per-row x scales (xs[r * ldxs]) gathered contiguously.
-    float xs_tile[4] = {};
-    auto gather = [&](int64_t m0, int64_t count) {
-      for (int64_t r = 0; r < count; ++r) xs_tile[r] = xs[(m0 + r) * ldxs];
-    };
-    int64_t m = 0;
-    for (; m + 4 <= rows; m += 4) {
-      gather(m, 4);
-      TilePerChannel<4>(xq + m * ldxq, ldxq, xs_tile, wr, sr, k, nr, out + m * ldo + j0, ldo,
-                        m == 0 ? pf : wr);
-    }
-    const int64_t left = rows - m;
-    const int8_t* const* p = m == 0 ? pf : wr;
-    const int8_t* xr = xq + m * ldxq;
-    float* o = out + m * ldo + j0;
-    gather(m, left);
-    if (left == 3) TilePerChannel<3>(xr, ldxq, xs_tile, wr, sr, k, nr, o, ldo, p);
-    if (left == 2) TilePerChannel<2>(xr, ldxq, xs_tile, wr, sr, k, nr, o, ldo, p);
-    if (left == 1) TilePerChannel<1>(xr, ldxq, xs_tile, wr, sr, k, nr, o, ldo, p);
-  }
+  ForEachTile(w, ldw, ws, ldws, rows, n,
+              [&]<int MR>(int64_t m, int64_t j0, const Int8RowGroup& g, const int8_t* const* pf) {
+                float xs_tile[MR];  // the tile's per-row x scales, contiguous
+                for (int r = 0; r < MR; ++r) xs_tile[r] = xs[(m + r) * ldxs];
+                TilePerChannel<MR>(xq + m * ldxq, ldxq, xs_tile, g.w, g.s, k, g.nr,
+                                   out + m * ldo + j0, ldo, pf);
+              });
 }
 
 void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,

@@ -42,7 +42,7 @@ struct LinearW8A8Kernels {
 };
 
 // The table of `isa` (which must be CpuSupports-ed by the caller's CPU): on
-// the avx512 paths the VNNI kernels (vpdpbusd) when the CPU has AVX512_VNNI,
+// the avx512 paths the VNNI kernels (vpdpbusd) when CpuHasAvx512Vnni(),
 // else the AVX-512BW ones (vpmaddubsw + vpmaddwd).
 const LinearW8A8Kernels& LinearW8A8KernelsFor(CpuIsa isa);
 
@@ -51,8 +51,6 @@ const LinearW8A8Kernels& ScalarLinearW8A8Kernels();
 const LinearW8A8Kernels& Avx2LinearW8A8Kernels();
 const LinearW8A8Kernels& Avx512LinearW8A8Kernels();      // AVX-512 F/BW/VL
 const LinearW8A8Kernels& Avx512VnniLinearW8A8Kernels();  // plus AVX512_VNNI
-// True when this CPU has AVX512_VNNI (and the avx512 path).
-bool CpuHasAvx512Vnni();
 #endif
 
 }  // namespace tessera::cpu

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "ops_linear_int8_rows.h"
 #include "ops_linear_w8a8_kernels.h"
 
 #pragma GCC push_options
@@ -68,22 +69,15 @@ void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_
            const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
            int64_t group, float* out, int64_t ldo) {
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const int nr = static_cast<int>(std::min<int64_t>(4, n - j0));
-    const int8_t* wr[4];
-    const float* sr[4];
-    for (int j = 0; j < 4; ++j) {
-      const int64_t jj = j0 + std::min(j, nr - 1);
-      wr[j] = w + jj * ldw;
-      sr[j] = ws + jj * ldws;
-    }
+    const Int8RowGroup g(w, ldw, ws, ldws, j0, n);
     int64_t m = 0;
     for (; m + 2 <= rows; m += 2) {
-      Tile<2>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, wr, sr, k, group, nr, out + m * ldo + j0,
-              ldo);
+      Tile<2>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group, g.nr,
+              out + m * ldo + j0, ldo);
     }
     if (m < rows) {
-      Tile<1>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, wr, sr, k, group, nr, out + m * ldo + j0,
-              ldo);
+      Tile<1>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group, g.nr,
+              out + m * ldo + j0, ldo);
     }
   }
 }

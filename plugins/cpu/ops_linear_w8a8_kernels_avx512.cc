@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "ops_linear_int8_rows.h"
 #include "ops_linear_w8a8_kernels.h"
 
 #pragma GCC diagnostic push

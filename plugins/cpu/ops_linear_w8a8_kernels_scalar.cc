@@ -71,11 +71,4 @@ const LinearW8A8Kernels& LinearW8A8KernelsFor(CpuIsa isa) {
   return ScalarLinearW8A8Kernels();
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-bool CpuHasAvx512Vnni() {
-  __builtin_cpu_init();
-  return CpuSupports(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512vnni");
-}
-#endif
-
 }  // namespace tessera::cpu

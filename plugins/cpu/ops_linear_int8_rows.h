@@ -1,0 +1,38 @@
+// The groups of 4 weight rows the int8 linear kernels (v2:
+// ops_linear_w8_kernels_*.cc, v3: ops_linear_w8a8_kernels_*.cc) stream at
+// a time. Plain C++, header-only; included by the per-ISA kernel files.
+#ifndef TESSERA_PLUGINS_CPU_OPS_LINEAR_INT8_ROWS_H_
+#define TESSERA_PLUGINS_CPU_OPS_LINEAR_INT8_ROWS_H_
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tessera::cpu {
+
+// Rows j0 .. j0 + 3 of w [n, ldw] (int8) and of their scales s [n, lds]:
+// rows past n repeat the last real one (their outputs are not written);
+// pf are the next group's rows (these rows again for the last group), to
+// prefetch while this group streams, and pfs the next group's first scale
+// row.
+struct Int8RowGroup {
+  const int8_t* w[4];
+  const float* s[4];
+  const int8_t* pf[4];
+  const float* pfs;
+  int nr;  // real rows, 1..4
+  Int8RowGroup(const int8_t* w0, int64_t ldw, const float* s0, int64_t lds, int64_t j0,
+               int64_t n)
+      : nr(static_cast<int>(std::min<int64_t>(4, n - j0))) {
+    for (int j = 0; j < 4; ++j) {
+      const int64_t jj = j0 + std::min(j, nr - 1);
+      w[j] = w0 + jj * ldw;
+      s[j] = s0 + jj * lds;
+      pf[j] = j0 + 4 + j < n ? w[j] + 4 * ldw : w[j];
+    }
+    pfs = j0 + 4 < n ? s[0] + 4 * lds : s[0];
+  }
+};
+
+}  // namespace tessera::cpu
+
+#endif  // TESSERA_PLUGINS_CPU_OPS_LINEAR_INT8_ROWS_H_
