@@ -91,15 +91,12 @@ void OpChecks(CheckContext& ctx, PluginEnv& env) {
     if (!valid[i]) continue;
     const tsr_op_signature sig = ops[i];
     const std::vector<DType> dtypes(sig.dtypes, sig.dtypes + sig.num_args);
-    // "op.linear.f32_wi8" (v1 and the first version of a signature);
-    // later versions of the same op name theirs: "op.linear.f32_wi8.v3".
+    // "op.rms_norm.f32" for v1; later versions name theirs, since several
+    // versions share a signature: "op.linear.f32_wi8.v2", "...v3".
     const std::string prefix =
         fmt::format("op.{}.{}{}", reference::OpName(sig.op),
                     reference::SignatureTag(sig.op, dtypes),
-                    sig.version >= 2 && !(sig.op == TSR_OP_LINEAR &&
-                                          sig.version == reference::kLinearW8Version)
-                        ? fmt::format(".v{}", sig.version)
-                        : std::string());
+                    sig.version >= 2 ? fmt::format(".v{}", sig.version) : std::string());
     tsr_kernel kernel = nullptr;
     std::string resolve_error;
     bool resolved = false;
