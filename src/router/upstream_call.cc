@@ -59,19 +59,15 @@ void UpstreamCall::Run(std::string method, std::string path, std::string body,
     cv_.SignalAll();
     return true;
   };
+  bool cancelled;
   {
     MutexLock lock(&mu_);
-    if (cancelled_) {  // cancelled before it was sent: never send it
-      transport_failed_ = true;
-      error_ = httplib::to_string(httplib::Error::Canceled);
-      done_ = true;
-      cv_.SignalAll();
-      return;
-    }
+    cancelled = cancelled_;
   }
   httplib::Response response;
-  httplib::Error error = httplib::Error::Success;
-  const bool sent = client_->send(req, response, error);
+  httplib::Error error = httplib::Error::Canceled;
+  // A call cancelled before it was sent is never sent.
+  const bool sent = !cancelled && client_->send(req, response, error);
   {
     MutexLock lock(&mu_);
     if (!sent) {
@@ -113,11 +109,9 @@ bool UpstreamCall::WaitDoneFor(std::chrono::milliseconds timeout) {
       if (done_) return true;
       const auto now = std::chrono::steady_clock::now();
       if (now >= until) return false;
-      if (cancelled_) {
-        cv_.WaitFor(&mu_, std::min<std::chrono::steady_clock::duration>(kRestop, until - now));
-      } else {
-        cv_.WaitFor(&mu_, until - now);
-      }
+      const std::chrono::steady_clock::duration left = until - now;
+      cv_.WaitFor(&mu_, cancelled_ ? std::min<std::chrono::steady_clock::duration>(kRestop, left)
+                                   : left);
       if (done_) return true;
       cancelled = cancelled_;
     }
