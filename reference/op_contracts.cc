@@ -83,7 +83,8 @@ bool IsKnownVersion(tsr_op_id op, uint32_t version) {
   if (IsFusedOp(op)) {
     return version == kOpVersion ||
            (op == TSR_OP_DECODER_LAYER && (version == kDecoderLayerTpVersion ||
-                                           version == kDecoderLayerW8A8Version));
+                                           version == kDecoderLayerW8A8Version ||
+                                           version == kDecoderLayerW4A8Version));
   }
   return version == kOpVersion || IsLinearInt8(op, version) ||
          (op == TSR_OP_EMBEDDING && version == kEmbeddingShardVersion);
@@ -93,7 +94,7 @@ std::vector<std::string> ArgNames(tsr_op_id op, int num_inputs,
                                   int num_outputs, uint32_t version) {
   std::vector<std::string> in, out;
   switch (IsLinearInt8(op, version) ? 0 : op) {
-    case 0:  // linear v2, v3
+    case 0:  // linear v2, v3, v4
       in = {"x", "w", "w_scale", "bias"};
       out = {"y"};
       break;
@@ -238,11 +239,13 @@ StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
 std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
                                                   uint32_t version) {
   if (!IsKnownVersion(op, version)) return {};
-  if (IsLinearInt8(op, version)) {  // linear v2, v3
+  if (IsLinearInt8(op, version)) {  // linear v2, v3 (I8), v4 (packed U8)
+    const DType w = version == kLinearW4A8Version ? DType{TSR_DTYPE_U8}
+                                                  : DType{TSR_DTYPE_I8};
     std::vector<std::vector<DType>> out;
     for (DType a : {F32, BF16}) {
-      out.push_back({a, TSR_DTYPE_I8, F32, a});
-      out.push_back({a, TSR_DTYPE_I8, F32, a, a});
+      out.push_back({a, w, F32, a});
+      out.push_back({a, w, F32, a, a});
     }
     return out;
   }
@@ -250,8 +253,10 @@ std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
     case TSR_OP_DECODER_LAYER: {  // dtype classes (X, W, KV)
       std::vector<std::vector<DType>> out;
       const bool w8a8 = version == kDecoderLayerW8A8Version;  // W == I8 only
+      const bool w4a8 = version == kDecoderLayerW4A8Version;  // W == U8 only
       for (DType x : {F32, BF16}) {
-        for (DType w : {x, F16, DType{TSR_DTYPE_I8}}) {
+        for (DType w : {x, F16, DType{TSR_DTYPE_I8}, DType{TSR_DTYPE_U8}}) {
+          if (w4a8 != (w == TSR_DTYPE_U8)) continue;
           if (w8a8 && w != TSR_DTYPE_I8) continue;
           for (DType kv : {F32, BF16}) out.push_back({x, w, kv});
         }

@@ -21,14 +21,18 @@
 namespace tessera::reference {
 
 // The version every v1 op has; linear also has version 2 (ABI 1.1,
-// weight-only int8) and 3 (ABI 1.5, w8a8: same arguments and signatures).
+// weight-only int8), 3 (ABI 1.5, w8a8: same arguments and signatures) and
+// 4 (ABI 1.6, w4a8: the same arguments, w packed 4-bit as U8 [N, K / 2]).
 inline constexpr uint32_t kOpVersion = 1;
 inline constexpr uint32_t kLinearW8Version = 2;
 inline constexpr uint32_t kLinearW8A8Version = 3;
-// True for linear's int8-weight versions (v2, v3), which share arguments.
+inline constexpr uint32_t kLinearW4A8Version = 4;
+// True for linear's quantised-weight versions (v2, v3, v4), which share
+// argument names and counts (x, w, w_scale [, bias], y).
 inline bool IsLinearInt8(tsr_op_id op, uint32_t version) {
   return op == TSR_OP_LINEAR &&
-         (version == kLinearW8Version || version == kLinearW8A8Version);
+         (version == kLinearW8Version || version == kLinearW8A8Version ||
+          version == kLinearW4A8Version);
 }
 // decoder_layer v2 (ABI 1.4): one tensor-parallel rank's layer (params.comm).
 // Same tensors and signatures as v1; the reference runs it as v1 (without
@@ -37,6 +41,9 @@ inline constexpr uint32_t kDecoderLayerTpVersion = 2;
 // decoder_layer v3 (ABI 1.5): v2 with W == I8 only and its projections as
 // linear v3 (w8a8).
 inline constexpr uint32_t kDecoderLayerW8A8Version = 3;
+// decoder_layer v4 (ABI 1.6): v3 with W == U8 (4-bit weights packed as
+// linear v4's) and its projections as linear v4 (w4a8).
+inline constexpr uint32_t kDecoderLayerW4A8Version = 4;
 // embedding v2 (ABI 1.4): a vocabulary shard (params.row_begin; zeros for
 // ids outside it). Same arguments and signatures as v1.
 inline constexpr uint32_t kEmbeddingShardVersion = 2;

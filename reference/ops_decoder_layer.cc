@@ -40,24 +40,30 @@ Status Run(tsr_op_id op, uint32_t version, std::vector<HostTensor> in,
   return RunReferenceOp(op, version, in, out, params);
 }
 
-// linear v1 (W float) or, for W I8, v2 (or v3 when `w8a8`): y = x w^T
-// (+ bias).
+// linear v1 (W float) or, for quantised W (I8, or U8 in decoder_layer v4),
+// `quantized_version` (v2, v3 or v4): y = x w^T (+ bias).
 Status RunLinear(const HostTensor& x, const HostTensor& w,
                  const HostTensor& scale, const HostTensor& bias,
-                 const HostTensor& y, int32_t group_size, bool w8a8) {
+                 const HostTensor& y, int32_t group_size,
+                 uint32_t quantized_version) {
+  const bool quantized = w.dtype == TSR_DTYPE_I8 || w.dtype == TSR_DTYPE_U8;
   std::vector<HostTensor> in = {x, w};
-  if (w.dtype == TSR_DTYPE_I8) in.push_back(scale);
+  if (quantized) in.push_back(scale);
   if (Present(bias)) in.push_back(bias);
-  if (w.dtype != TSR_DTYPE_I8) return Run(TSR_OP_LINEAR, 1, in, {y}, nullptr);
-  // group_size 0 (decoder_layer v3, per channel): G is this projection's K.
+  if (!quantized) return Run(TSR_OP_LINEAR, 1, in, {y}, nullptr);
+  // group_size 0 (decoder_layer v3/v4, per channel): G is this projection's K.
   const int32_t g = group_size > 0 ? group_size : static_cast<int32_t>(x.shape[1]);
   const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), g};
-  return Run(TSR_OP_LINEAR, w8a8 ? kLinearW8A8Version : kLinearW8Version, in,
-             {y}, &p);
+  return Run(TSR_OP_LINEAR, quantized_version, in, {y}, &p);
 }
 
-// decoder_layer v1/v2 (w8a8 false) and v3 (w8a8 true: W must be I8).
-Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
+// decoder_layer v1/v2 (`version` 1, 2), v3 (W must be I8) and v4 (W must
+// be U8: packed 4-bit).
+Status DecoderLayerImpl(const OpCall& call, uint32_t version) {
+  const bool w8a8 = version == kDecoderLayerW8A8Version;
+  const bool w4a8 = version == kDecoderLayerW4A8Version;
+  const uint32_t linear_version =
+      w4a8 ? kLinearW4A8Version : (w8a8 ? kLinearW8A8Version : kLinearW8Version);
   const auto& in = call.in;
   const HostTensor& residual = in[kResidual];
   const HostTensor& residual_out = call.out[0];
@@ -66,11 +72,16 @@ Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
   TSR_ASSIGN_OR_RETURN(auto p, ReadParams<tsr_decoder_layer_params>(
                                    call, kDecoderLayerParamsSize));
   const DType x = residual.dtype, w = in[kWQkv].dtype, kv = k_cache.dtype;
-  const bool w8 = w == TSR_DTYPE_I8;
+  const bool w8 = w4a8 ? w == TSR_DTYPE_U8 : w == TSR_DTYPE_I8;  // quantised
   if (w8a8 && !w8) {
     return InvalidArgumentError(fmt::format(
         "{} v3 (w8a8) takes int8 weights only, not {}", call.op_name,
         DTypeName(w)));
+  }
+  if (w4a8 && !w8) {
+    return InvalidArgumentError(fmt::format(
+        "{} v4 (w4a8) takes packed 4-bit weights (U8) only, not {}",
+        call.op_name, DTypeName(w)));
   }
   TSR_RETURN_IF_ERROR(
       ExpectRank(call, residual, "residual", 2, "[T, H]"));
@@ -82,12 +93,12 @@ Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
         "== 0",
         call.op_name, hq, hk, d));
   }
-  // v3 also takes 0: per channel (each projection's G is its K).
-  const bool per_channel = w8a8 && p.weight_group_size == 0;
+  // v3 and v4 also take 0: per channel (each projection's G is its K).
+  const bool per_channel = (w8a8 || w4a8) && p.weight_group_size == 0;
   if (w8 && p.weight_group_size < 1 && !per_channel) {
     return InvalidArgumentError(fmt::format(
         "{}: int8 weights need params.weight_group_size >= 1{}, not {}",
-        call.op_name, w8a8 ? " (or 0 in v3: per channel)" : "",
+        call.op_name, w8a8 || w4a8 ? " (or 0 in v3/v4: per channel)" : "",
         p.weight_group_size));
   }
   const int64_t nqkv = (hq + 2 * hk) * d;
@@ -102,22 +113,24 @@ Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
     bool present;  // must be present (true) / absent (false)
   };
   const bool qk_norm = Present(in[kQNorm]);
+  // A weight's columns for K inputs: K, or K / 2 bytes packed 4-bit (v4).
+  auto cols = [&](int64_t k) { return w4a8 ? k / 2 : k; };
   auto scale_shape = [&](int64_t n, int64_t k) {
     if (per_channel) return std::vector<int64_t>{n, 1};
     return std::vector<int64_t>{n, p.weight_group_size > 0 ? k / p.weight_group_size : 0};
   };
   const std::vector<Want> wants = {
       {kInputNorm, "input_norm", x, {h}, true},
-      {kWQkv, "w_qkv", w, {nqkv, h}, true},
+      {kWQkv, "w_qkv", w, {nqkv, cols(h)}, true},
       {kWQkvScale, "w_qkv_scale", TSR_DTYPE_F32, scale_shape(nqkv, h), w8},
       {kQNorm, "q_norm", x, {d}, qk_norm},
       {kKNorm, "k_norm", x, {d}, qk_norm},
-      {kWO, "w_o", w, {h, hq * d}, true},
+      {kWO, "w_o", w, {h, cols(hq * d)}, true},
       {kWOScale, "w_o_scale", TSR_DTYPE_F32, scale_shape(h, hq * d), w8},
       {kPostNorm, "post_norm", x, {h}, true},
-      {kWGateUp, "w_gate_up", w, {2 * inter, h}, true},
+      {kWGateUp, "w_gate_up", w, {2 * inter, cols(h)}, true},
       {kWGateUpScale, "w_gate_up_scale", TSR_DTYPE_F32, scale_shape(2 * inter, h), w8},
-      {kWDown, "w_down", w, {h, inter}, true},
+      {kWDown, "w_down", w, {h, cols(inter)}, true},
       {kWDownScale, "w_down_scale", TSR_DTYPE_F32, scale_shape(h, inter), w8},
   };
   for (const Want& want : wants) {
@@ -165,7 +178,7 @@ Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
   TSR_RETURN_IF_ERROR(
       Run(TSR_OP_RMS_NORM, 1, {residual, in[kInputNorm]}, {n.view()}, &norm));
   TSR_RETURN_IF_ERROR(RunLinear(n.view(), in[kWQkv], in[kWQkvScale],
-                                in[kQkvBias], qkv.view(), g, w8a8));
+                                in[kQkvBias], qkv.view(), g, linear_version));
   const HostTensor q = HeadView(qkv.view(), 0, hq, d);
   const HostTensor k = HeadView(qkv.view(), hq * d, hk, d);
   const HostTensor v = HeadView(qkv.view(), (hq + hk) * d, hk, d);
@@ -209,24 +222,29 @@ Status DecoderLayerImpl(const OpCall& call, bool w8a8) {
   const HostTensor& attn = kv == x ? attn_flat : attn_cast.view();
   OwnedTensor hidden(x, {t, h}), n2(x, {t, h}), r(x, {t, h});
   TSR_RETURN_IF_ERROR(RunLinear(attn, in[kWO], in[kWOScale], in[kOBias],
-                                hidden.view(), g, w8a8));
+                                hidden.view(), g, linear_version));
   TSR_RETURN_IF_ERROR(Run(TSR_OP_ADD_RMS_NORM, 1,
                           {hidden.view(), residual, in[kPostNorm]},
                           {n2.view(), r.view()}, &norm));
   OwnedTensor gate_up(x, {t, 2 * inter}), act(x, {t, inter}), down(x, {t, h});
   const HostTensor none;
   TSR_RETURN_IF_ERROR(RunLinear(n2.view(), in[kWGateUp], in[kWGateUpScale],
-                                none, gate_up.view(), g, w8a8));
+                                none, gate_up.view(), g, linear_version));
   TSR_RETURN_IF_ERROR(
       Run(TSR_OP_SILU_AND_MUL, 1, {gate_up.view()}, {act.view()}, nullptr));
   TSR_RETURN_IF_ERROR(RunLinear(act.view(), in[kWDown], in[kWDownScale], none,
-                                down.view(), g, w8a8));
+                                down.view(), g, linear_version));
   return Run(TSR_OP_ADD, 1, {down.view(), r.view()}, {residual_out}, nullptr);
 }
 
 }  // namespace
 
-Status DecoderLayer(const OpCall& call) { return DecoderLayerImpl(call, false); }
-Status DecoderLayerW8A8(const OpCall& call) { return DecoderLayerImpl(call, true); }
+Status DecoderLayer(const OpCall& call) { return DecoderLayerImpl(call, kOpVersion); }
+Status DecoderLayerW8A8(const OpCall& call) {
+  return DecoderLayerImpl(call, kDecoderLayerW8A8Version);
+}
+Status DecoderLayerW4A8(const OpCall& call) {
+  return DecoderLayerImpl(call, kDecoderLayerW4A8Version);
+}
 
 }  // namespace tessera::reference::internal

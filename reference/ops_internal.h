@@ -41,6 +41,7 @@ Status AddRmsNorm(const OpCall& call);
 Status Linear(const OpCall& call);
 Status LinearW8(const OpCall& call);    // linear v2 (ABI 1.1)
 Status LinearW8A8(const OpCall& call);  // linear v3 (ABI 1.5)
+Status LinearW4A8(const OpCall& call);  // linear v4 (ABI 1.6)
 Status Rope(const OpCall& call);
 Status KvStore(const OpCall& call);
 Status PagedAttention(const OpCall& call);
@@ -52,6 +53,7 @@ Status Sample(const OpCall& call);
 Status Logprobs(const OpCall& call);
 Status DecoderLayer(const OpCall& call);      // fused, ABI 1.2 (v1, v2)
 Status DecoderLayerW8A8(const OpCall& call);  // decoder_layer v3, ABI 1.5
+Status DecoderLayerW4A8(const OpCall& call);  // decoder_layer v4, ABI 1.6
 
 // "rms_norm: w has rank 2, expected 1 ([H])".
 Status ExpectRank(const OpCall& call, const HostTensor& t,

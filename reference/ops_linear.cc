@@ -1,7 +1,10 @@
-// linear v1, v2 and v3 (tessera_plugin.h, TSR_OP_LINEAR).
+// linear v1, v2, v3 and v4 (tessera_plugin.h, TSR_OP_LINEAR).
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
+#include "reference/op_contracts.h"
 #include "reference/ops_internal.h"
 
 namespace tessera::reference::internal {
@@ -97,10 +100,14 @@ namespace {
 // linear v2: in x A [T, K], w I8 [N, K], w_scale F32 [N, K / G], optional
 // bias A [N]; out y A [T, N]. y[t, n] = sum_k x[t, k] * w[n, k] *
 // w_scale[n, k / G] (+ bias[n]), in double. params: tsr_linear_w8_params.
-// linear v3 (activations_int8): the same with x quantised per row in
-// blocks of G first (QuantizeDequantizeRowW8A8).
-Status LinearInt8(const OpCall& call, bool activations_int8) {
-  const char* op = activations_int8 ? "linear v3" : "linear v2";
+// linear v3: the same with x quantised per row in blocks of G first
+// (QuantizeDequantizeRowW8A8). linear v4: v3 with w U8 [N, K / 2], 4-bit
+// weights packed per 32-block (byte j: weight j low nibble, j + 16 high),
+// each nibble u the weight u - 8; K and G multiples of 32.
+Status LinearInt8(const OpCall& call, uint32_t version) {
+  const bool activations_int8 = version != kLinearW8Version;
+  const bool w4 = version == kLinearW4A8Version;
+  const std::string op = fmt::format("linear v{}", version);
   const HostTensor& x = call.in[0];
   const HostTensor& w = call.in[1];
   const HostTensor& scale = call.in[2];
@@ -114,37 +121,54 @@ Status LinearInt8(const OpCall& call, bool activations_int8) {
   tsr_linear_w8_params params;
   std::memcpy(&params, call.params, sizeof(params));
   TSR_RETURN_IF_ERROR(ExpectRank(call, x, "x", 2, "[T, K]"));
-  TSR_RETURN_IF_ERROR(ExpectRank(call, w, "w", 2, "[N, K]"));
+  TSR_RETURN_IF_ERROR(ExpectRank(call, w, "w", 2, w4 ? "[N, K / 2]" : "[N, K]"));
   const int64_t in_features = x.shape[1];
   const int64_t out_features = w.shape[0];
-  if (w.shape[1] != in_features) {
+  if (w4 && in_features % 32 != 0) {
     return InvalidArgumentError(fmt::format(
-        "{}: w has shape {} but x has shape {}; w must be [N, K] with K = {}",
-        op, ShapeString(w.shape), ShapeString(x.shape), in_features));
+        "{}: K = {} is not a multiple of 32 (4-bit weights are packed in "
+        "blocks of 32)", op, in_features));
   }
-  if (in_features > 1 && w.strides[1] != 1) {
+  const int64_t w_cols = w4 ? in_features / 2 : in_features;
+  if (w.shape[1] != w_cols) {
+    return InvalidArgumentError(fmt::format(
+        "{}: w has shape {} but x has shape {}; w must be [N, {}] = {}", op,
+        ShapeString(w.shape), ShapeString(x.shape),
+        w4 ? "K / 2" : "K", w_cols));
+  }
+  if (w_cols > 1 && w.strides[1] != 1) {
     return InvalidArgumentError(fmt::format(
         "{}: w has strides {}; the contract needs a unit innermost stride",
         op, ShapeString(w.strides)));
   }
   const int64_t group = params.group_size;
-  if (group < 1 || (in_features > 0 && in_features % group != 0)) {
+  if (group < 1 || (in_features > 0 && in_features % group != 0) ||
+      (w4 && group % 32 != 0)) {
     return InvalidArgumentError(fmt::format(
-        "{}: group_size {} must be >= 1 and divide K = {}", op, group,
-        in_features));
+        "{}: group_size {} must be >= 1{} and divide K = {}", op, group,
+        w4 ? ", a multiple of 32," : "", in_features));
   }
   TSR_RETURN_IF_ERROR(ExpectShape(call, scale, "w_scale",
                                   {out_features, in_features / group},
                                   "[N, K / group_size]"));
+  auto weight_value = [&](int64_t n, int64_t k) -> double {
+    if (!w4) return w.Load(n * w.strides[0] + k * w.strides[1]);
+    const int64_t byte = (k / 32) * 16 + k % 16;
+    const uint8_t packed = static_cast<const uint8_t*>(
+        w.data)[n * w.strides[0] + byte * w.strides[1]];
+    const int nibble = k % 32 < 16 ? packed & 0x0F : packed >> 4;
+    return nibble - 8;
+  };
   return CheckBiasAndRun(call, x, bias, y, out_features, [&](int64_t n, int64_t k) {
-    return w.Load(n * w.strides[0] + k * w.strides[1]) *
+    return weight_value(n, k) *
            scale.Load(n * scale.strides[0] + (k / group) * scale.strides[1]);
   }, activations_int8 ? group : 0);
 }
 
 }  // namespace
 
-Status LinearW8(const OpCall& call) { return LinearInt8(call, false); }
-Status LinearW8A8(const OpCall& call) { return LinearInt8(call, true); }
+Status LinearW8(const OpCall& call) { return LinearInt8(call, kLinearW8Version); }
+Status LinearW8A8(const OpCall& call) { return LinearInt8(call, kLinearW8A8Version); }
+Status LinearW4A8(const OpCall& call) { return LinearInt8(call, kLinearW4A8Version); }
 
 }  // namespace tessera::reference::internal

@@ -98,6 +98,46 @@ TEST(LinearW8A8Test, QuantisesActivationsPerBlockTiesToEven) {
   EXPECT_THAT(y, ValuesNear(std::vector<double>{2}));
 }
 
+TEST(LinearW4A8Test, UnpacksQ4NibblesAndQuantisesActivations) {
+  // x [1, 32] of integers with max |x| = 127: the activation scale is 1 and
+  // q = x. w [1, 32] 4-bit packed: byte j = j (low nibble: weight j is
+  // j - 8) | (15 - j) << 4 (high: weight j + 16 is 7 - j), scale 0.5.
+  std::vector<double> xs(32), bytes(16);
+  for (int k = 0; k < 32; ++k) xs[k] = k == 5 ? -127 : (k * 7) % 23 - 11;
+  for (int j = 0; j < 16; ++j) bytes[j] = j | (15 - j) << 4;
+  double want = 0;
+  for (int k = 0; k < 32; ++k) want += xs[k] * (k < 16 ? k - 8 : 7 - (k - 16)) * 0.5;
+  auto x = F32({1, 32}, xs);
+  auto w = OwnedTensor::FromValues(TSR_DTYPE_U8, {1, 16}, bytes);
+  auto s = F32({1, 1}, {0.5});
+  auto bias = F32({1}, {3});
+  OwnedTensor y(TSR_DTYPE_F32, {1, 1});
+  const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), 32};
+  std::vector<HostTensor> out = {y.view()};
+  ASSERT_TRUE(RunReferenceOp(TSR_OP_LINEAR, kLinearW4A8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s.view(),
+                                                     bias.view()},
+                             out, &p)
+                  .ok());
+  EXPECT_THAT(y, ValuesNear(std::vector<double>{want + 3}));
+  // Group sizes must be multiples of 32; w must be [N, K / 2].
+  const tsr_linear_w8_params g16{sizeof(tsr_linear_w8_params), 16};
+  auto s2 = F32({1, 2}, {0.5, 0.5});
+  Status st = RunReferenceOp(TSR_OP_LINEAR, kLinearW4A8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s2.view()}, out,
+                             &g16);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("multiple of 32"));
+  auto w_wide = OwnedTensor::FromValues(TSR_DTYPE_U8, {1, 32}, std::vector<double>(32, 0));
+  st = RunReferenceOp(TSR_OP_LINEAR, kLinearW4A8Version,
+                      std::vector<HostTensor>{x.view(), w_wide.view(), s.view()}, out, &p);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("K / 2"));
+  // U8 weights are not a v3 signature.
+  EXPECT_FALSE(RunReferenceOp(TSR_OP_LINEAR, kLinearW8A8Version,
+                              std::vector<HostTensor>{x.view(), w.view(), s.view()}, out,
+                              &p)
+                   .ok());
+}
+
 TEST(LinearTest, ValidationErrors) {
   auto x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   OwnedTensor y(TSR_DTYPE_F32, {2, 2});

@@ -63,6 +63,8 @@ const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
   if (op == TSR_OP_LINEAR && version == kLinearW8Version) return &kLinearW8;
   static const OpEntry kLinearW8A8{internal::LinearW8A8, {}};
   if (op == TSR_OP_LINEAR && version == kLinearW8A8Version) return &kLinearW8A8;
+  static const OpEntry kLinearW4A8{internal::LinearW4A8, {}};
+  if (op == TSR_OP_LINEAR && version == kLinearW4A8Version) return &kLinearW4A8;
   static const OpEntry kEmbeddingShard{internal::EmbeddingShard, {}};
   if (op == TSR_OP_EMBEDDING && version == kEmbeddingShardVersion) return &kEmbeddingShard;
   static const OpEntry kDecoderLayer{internal::DecoderLayer, {{0, 0}}};
@@ -73,6 +75,10 @@ const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
   static const OpEntry kDecoderLayerW8A8{internal::DecoderLayerW8A8, {{0, 0}}};
   if (op == TSR_OP_DECODER_LAYER && version == kDecoderLayerW8A8Version) {
     return &kDecoderLayerW8A8;
+  }
+  static const OpEntry kDecoderLayerW4A8{internal::DecoderLayerW4A8, {{0, 0}}};
+  if (op == TSR_OP_DECODER_LAYER && version == kDecoderLayerW4A8Version) {
+    return &kDecoderLayerW4A8;
   }
   static const OpEntry kEmbedding{internal::Embedding, {}};
   static const OpEntry kRmsNorm{internal::RmsNorm, {{0, 0}}};

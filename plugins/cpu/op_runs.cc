@@ -3,7 +3,7 @@
 // kit/op_table.h): linear v2, weight-only int8 (ABI 1.1), linear v3, w8a8
 // (ABI 1.5), and the fused decoder_layer (v1 since ABI 1.2, v2 — a
 // tensor-parallel rank — since 1.4, v3 — int8 projections as w8a8 — since
-// 1.5).
+// 1.5), linear v4 and decoder_layer v4 (4-bit weights, w4a8, ABI 1.6).
 #include "kit/decoder_layer_plan.h"
 #include "kit/op_checks.h"
 #include "ops.h"
@@ -25,6 +25,13 @@ const OpDef kLinearW8A8Def = {TSR_OP_LINEAR,
                               sizeof(tsr_linear_w8_params),
                               CheckLinearW8,
                               3};
+const OpDef kLinearW4A8Def = {TSR_OP_LINEAR,
+                              "linear",
+                              {"x", "w", "w_scale", "bias"},
+                              {"y"},
+                              sizeof(tsr_linear_w8_params),
+                              CheckLinearW8,
+                              4};
 const OpDef kEmbeddingShardDef = {TSR_OP_EMBEDDING,
                                   "embedding",
                                   {"ids", "table"},
@@ -34,10 +41,11 @@ const OpDef kEmbeddingShardDef = {TSR_OP_EMBEDDING,
                                   2};
 }  // namespace
 
-// Replaces the kit's weak default: v1 + linear v2 and v3 + embedding v2 +
-// decoder_layer v1, v2 and v3.
+// Replaces the kit's weak default: v1 + linear v2, v3 and v4 + embedding
+// v2 + decoder_layer v1, v2, v3 and v4.
 void ExtendOpTable(OpTableBuilder& table) {
   constexpr tsr_dtype I8 = TSR_DTYPE_I8;
+  constexpr tsr_dtype U8 = TSR_DTYPE_U8;
   constexpr tsr_dtype F32 = TSR_DTYPE_F32;
   constexpr tsr_dtype BF16 = TSR_DTYPE_BF16;
   for (tsr_dtype a : {F32, BF16}) {
@@ -45,6 +53,8 @@ void ExtendOpTable(OpTableBuilder& table) {
     table.Add(&kLinearW8Def, 4, {a, I8, F32, a, a});
     table.Add(&kLinearW8A8Def, 3, {a, I8, F32, a});
     table.Add(&kLinearW8A8Def, 4, {a, I8, F32, a, a});
+    table.Add(&kLinearW4A8Def, 3, {a, U8, F32, a});
+    table.Add(&kLinearW4A8Def, 4, {a, U8, F32, a, a});
   }
   for (tsr_dtype x : {F32, BF16, tsr_dtype{TSR_DTYPE_F16}}) {
     table.Add(&kEmbeddingShardDef, 2, {TSR_DTYPE_I32, x, x});
@@ -63,6 +73,10 @@ void ExtendOpTable(OpTableBuilder& table) {
         }
       }
     }
+    for (tsr_dtype kv : {F32, BF16}) {
+      table.AddFused(&DecoderLayerW4A8Def(), TSR_DECODER_LAYER_NUM_INPUTS,
+                     TSR_DECODER_LAYER_NUM_OUTPUTS, {x, U8, kv});
+    }
   }
 }
 
@@ -73,7 +87,7 @@ namespace tessera::cpu {
 OpRunFn FindOpRun(const OpDef& def) { return FindOpRun(def.id, def.version); }
 
 OpRunFn FindOpRun(tsr_op_id op, uint32_t version) {
-  if (version == 3) {
+  if (version == 3 || version == 4) {  // w8a8, w4a8: one driver
     if (op == TSR_OP_LINEAR) return RunLinearW8A8;
     return op == TSR_OP_DECODER_LAYER ? RunDecoderLayer : nullptr;
   }

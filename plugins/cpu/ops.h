@@ -7,6 +7,7 @@
 //   ops_linear.cc       linear
 //   ops_linear_w8.cc    linear v2 (int8 weights, ABI 1.1)
 //   ops_linear_w8a8.cc  linear v3 (int8 weights and activations, ABI 1.5)
+//                       and v4 (4-bit weights, int8 activations, ABI 1.6)
 //   ops_attention.cc    rope, kv_store, paged_attention
 //   ops_sampling.cc     argmax, sample, logprobs
 //   ops_decoder_layer.cc  decoder_layer (fused: the v1 kernels in one item)
@@ -44,7 +45,7 @@ TSR_CPU_DECLARE_OP(Argmax)
 TSR_CPU_DECLARE_OP(Sample)
 TSR_CPU_DECLARE_OP(Logprobs)
 TSR_CPU_DECLARE_OP(LinearW8)  // linear v2 (ops_linear_w8.cc)
-TSR_CPU_DECLARE_OP(LinearW8A8)  // linear v3 (ops_linear_w8a8.cc)
+TSR_CPU_DECLARE_OP(LinearW8A8)  // linear v3 and v4 (ops_linear_w8a8.cc)
 TSR_CPU_DECLARE_OP(EmbeddingShard)  // embedding v2 (ops_elementwise.cc)
 TSR_CPU_DECLARE_OP(DecoderLayer)  // fused, v1-v3 (ops_decoder_layer.cc)
 

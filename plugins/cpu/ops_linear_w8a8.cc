@@ -1,7 +1,8 @@
 // linear v3 (w8a8, ABI 1.5): x A (T, K), w I8 (N, K) with unit innermost
 // stride, w_scale F32 (N, K / G), optional bias A (N) -> y A (T, N), x
 // quantised per row in blocks of G and multiplied in int8 (the contract:
-// tessera_plugin.h).
+// tessera_plugin.h). linear v4 (w4a8, ABI 1.6) is the same with w U8
+// (N, K / 2), 4-bit weights packed as Q4_0 (the kernels' block_w4).
 //
 // The driver around the per-ISA kernels (ops_linear_w8a8_kernels.h):
 //  - x is made f32 (in place when it already is) and quantised once per
@@ -31,8 +32,11 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
   const int64_t t_count = c.t_count, k = c.k, group = c.group, groups = k / group;
 
   const LinearW8A8Kernels& kernels = LinearW8A8KernelsFor(ActiveCpuIsa());
+  // v4: every path's block_w4 takes the contract's G % 32 == 0.
   const LinearW8A8BlockFn block =
-      group % kernels.group_multiple == 0 ? kernels.block : ScalarLinearW8A8Kernels().block;
+      call.version == 4 ? kernels.block_w4
+      : group % kernels.group_multiple == 0 ? kernels.block
+                                            : ScalarLinearW8A8Kernels().block;
 
   // x as f32, then quantised: xq [T, K], xs [T, groups].
   std::vector<float> x_packed;

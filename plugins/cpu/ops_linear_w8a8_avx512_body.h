@@ -18,6 +18,13 @@
 //  Then per (row, weight row): convert to f32, times the two scales'
 //  product (lane halves), FMA. Weight rows of the next group are
 //  prefetched into L2 one cache line per step.
+//  4-bit weights (kW4, linear v4): a step's 64 weights are 32 bytes (two
+//  Q4_0 blocks), split into nibbles and put back in order (block 0's low
+//  nibbles, its high nibbles, block 1's low, high: one 128-bit lane
+//  shuffle), so the same x bytes and scale lanes apply. The nibbles u are
+//  u8 already: VNNI takes them as they are with the accumulator started at
+//  -8 * sum(x); BW multiplies u by x in vpmaddubsw and adds the same -8
+//  sum(x) (vpmaddubsw of 8s) after vpmaddwd.
 // Quantize: 16 floats per vector with masked tails, any G; the f32 steps
 // are the contract's, so q is bit-identical to the scalar path's.
 //
@@ -29,16 +36,51 @@ inline __m512 HalfScales(const float* s, int64_t b0, int64_t b1) {
 }
 
 // The int32 partial sums of a step: lanes of x . w (bytes 4l..4l+3).
-// VNNI: wv holds u = w ^ 0x80 and ncorr = -128 * (x's lane sums).
+// VNNI: wv holds u = w ^ 0x80 (kW4: the nibbles) and ncorr = -128 (kW4:
+// -8) * (x's lane sums). BW, kW4: wa holds the nibbles and ncorr is
+// VNNI's.
+template <bool kW4>
 inline __m512i StepDot(__m512i xv, __m512i wv, [[maybe_unused]] __m512i wa,
                        [[maybe_unused]] __mmask64 wneg, [[maybe_unused]] __m512i ncorr) {
 #if TSR_W8A8_VNNI
   return _mm512_dpbusd_epi32(ncorr, wv, xv);
 #else
   (void)wv;
-  const __m512i xs = _mm512_mask_sub_epi8(xv, wneg, _mm512_setzero_si512(), xv);
-  return _mm512_madd_epi16(_mm512_maddubs_epi16(wa, xs), _mm512_set1_epi16(1));
+  if constexpr (kW4) {
+    return _mm512_add_epi32(
+        _mm512_madd_epi16(_mm512_maddubs_epi16(wa, xv), _mm512_set1_epi16(1)), ncorr);
+  } else {
+    const __m512i xs = _mm512_mask_sub_epi8(xv, wneg, _mm512_setzero_si512(), xv);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(wa, xs), _mm512_set1_epi16(1));
+  }
 #endif
+}
+
+// -c * (x's lane sums) for the step's x bytes: the correction of weights
+// stored as u = w + c (c = 128 for int8 flipped to u8 on VNNI, 8 for
+// 4-bit nibbles).
+inline __m512i NegLaneSums(__m512i xv, char c) {
+#if TSR_W8A8_VNNI
+  const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(c), xv);
+#else
+  const __m512i sums = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(c), xv),
+                                         _mm512_set1_epi16(1));
+#endif
+  return _mm512_sub_epi32(_mm512_setzero_si512(), sums);
+}
+
+// One weight row's 4-bit step: 32 bytes at `w` (16 in the half-step tail),
+// as 64 nibbles in weight order (see the top), the next group's bytes
+// prefetched into L2.
+inline __attribute__((always_inline)) __m512i LoadWeightStep4(const int8_t* w, const int8_t* pf,
+                                                              bool half) {
+  const __m256i raw = _mm256_maskz_loadu_epi8(half ? 0xFFFFu : 0xFFFFFFFFu, w);
+  _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i lo = _mm256_and_si256(raw, low4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+  const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
 // One weight row's step: 64 bytes at `w` (`bytes` masks the half-step
@@ -73,7 +115,7 @@ inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
   }
 }
 
-template <int MR, bool kG32>
+template <int MR, bool kG32, bool kW4>
 inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, const float* xs,
                                                 int64_t ldxs, const int8_t* const* w,
                                                 const float* const* ws, int64_t k, int64_t group,
@@ -83,7 +125,6 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
   }
-  [[maybe_unused]] const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t i = 0; i < k; i += 64) {
     // A full step, or the K % 64 == 32 tail (upper bytes zero: their dot is 0).
     const bool half = i + 64 > k;
@@ -95,20 +136,25 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     __mmask64 wneg[4];
     __m512 wsv[4];
     for (int j = 0; j < 4; ++j) {
-      LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
+      if constexpr (kW4) {
+        wv[j] = wa[j] = LoadWeightStep4(w[j] + i / 2, pf[j] + i / 2, half);
+        wneg[j] = 0;
+      } else {
+        LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
+      }
       wsv[j] = StepScales<kG32>(ws[j], i, group, half);
     }
     for (int r = 0; r < MR; ++r) {
       const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
       const __m512 xsv = StepScales<kG32>(xs + r * ldxs, i, group, half);
-#if TSR_W8A8_VNNI
-      const __m512i ncorr = _mm512_sub_epi32(
-          _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, xv));
-#else
-      const __m512i ncorr = _mm512_setzero_si512();
-#endif
+      __m512i ncorr = _mm512_setzero_si512();
+      if constexpr (kW4) {
+        ncorr = NegLaneSums(xv, 8);
+      } else if (TSR_W8A8_VNNI) {
+        ncorr = NegLaneSums(xv, static_cast<char>(0x80));
+      }
       for (int j = 0; j < 4; ++j) {
-        const __m512 dot = _mm512_cvtepi32_ps(StepDot(xv, wv[j], wa[j], wneg[j], ncorr));
+        const __m512 dot = _mm512_cvtepi32_ps(StepDot<kW4>(xv, wv[j], wa[j], wneg[j], ncorr));
         acc[r][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(xsv, wsv[j]), acc[r][j]);
       }
     }
@@ -149,7 +195,7 @@ inline __attribute__((always_inline)) void TilePerChannel(
 #else
       for (int j = 0; j < 4; ++j) {
         acc[r][j] = _mm512_add_epi32(
-            acc[r][j], StepDot(xv, wv[j], wa[j], wneg[j], _mm512_setzero_si512()));
+            acc[r][j], StepDot<false>(xv, wv[j], wa[j], wneg[j], _mm512_setzero_si512()));
       }
 #endif
     }
@@ -183,13 +229,13 @@ inline __attribute__((always_inline)) void ForEachTile(const int8_t* w, int64_t 
   }
 }
 
-template <bool kG32>
+template <bool kG32, bool kW4>
 void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
                const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
                int64_t group, float* out, int64_t ldo) {
   ForEachTile(w, ldw, ws, ldws, rows, n,
               [&]<int MR>(int64_t m, int64_t j0, const Int8RowGroup& g, const int8_t* const* pf) {
-                Tile<MR, kG32>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group,
+                Tile<MR, kG32, kW4>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group,
                                g.nr, out + m * ldo + j0, ldo, pf, g.pfs);
               });
 }
@@ -212,9 +258,20 @@ void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_
   if (group == k) {
     BlockPerChannel(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, out, ldo);
   } else if (group == 32) {
-    BlockImpl<true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
+    BlockImpl<true, false>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
   } else {
-    BlockImpl<false>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
+    BlockImpl<false, false>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
+  }
+}
+
+// 4-bit weights (packed bytes, ldw in bytes): G % 32 == 0, K % 32 == 0.
+void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
+             const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+             int64_t group, float* out, int64_t ldo) {
+  if (group == 32) {
+    BlockImpl<true, true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
+  } else {
+    BlockImpl<false, true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
   }
 }
 

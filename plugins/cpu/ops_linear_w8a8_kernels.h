@@ -1,5 +1,6 @@
-// The per-ISA kernels of linear v3 (w8a8, ABI 1.5): int8 weights times
-// int8 activations, the computation of llama.cpp's Q8_0 x Q8_0 dot. One
+// The per-ISA kernels of linear v3 (w8a8, ABI 1.5) and v4 (w4a8, 1.6):
+// int8 (or packed 4-bit) weights times int8 activations, the computations
+// of llama.cpp's Q8_0 x Q8_0 and Q4_0 x Q8_0 dots. One
 // table of plain functions per instruction-set path (cpu_isa.h), each
 // compiled for that path only (GCC target pragmas in
 // ops_linear_w8a8_kernels_<isa>.cc).
@@ -17,6 +18,14 @@
 // with unit innermost strides, out f32 [rows, n]. A path's block handles
 // G % group_multiple == 0 (any K that G divides); other group sizes go to
 // the scalar block (any G). Nothing is read past a row's K elements.
+//
+// `block_w4` (linear v4, w4a8, ABI 1.6) is `block` with 4-bit weights: w
+// points to packed bytes [n, ldw] (ldw in bytes, >= K / 2), each block of
+// 32 weights 16 bytes, byte j holding weight j (low nibble) and j + 16
+// (high nibble), a nibble u meaning u - 8 (Q4_0's layout):
+//   out[m * ldo + j] = sum_b xs[m, b] * ws[j, b] *
+//                      (sum_{k in b} xq[m, k] * (nibble(j, k) - 8)).
+// Every path's block_w4 takes K % 32 == 0 and G % 32 == 0 (the contract's).
 // Pure; thread-safe.
 #ifndef TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
 #define TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
@@ -39,6 +48,7 @@ struct LinearW8A8Kernels {
   QuantizeW8A8Fn quantize = nullptr;
   LinearW8A8BlockFn block = nullptr;
   int64_t group_multiple = 1;  // block needs G % group_multiple == 0
+  LinearW8A8BlockFn block_w4 = nullptr;  // 4-bit weights (packed bytes)
 };
 
 // The table of `isa` (which must be CpuSupports-ed by the caller's CPU): on

@@ -31,7 +31,7 @@ namespace {
 namespace tessera::cpu {
 
 const LinearW8A8Kernels& Avx512LinearW8A8Kernels() {
-  static const LinearW8A8Kernels kernels{"avx512", &Quantize, &Block, 32};
+  static const LinearW8A8Kernels kernels{"avx512", &Quantize, &Block, 32, &BlockW4};
   return kernels;
 }
 

@@ -47,10 +47,37 @@ void BlockScalar(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, 
   }
 }
 
+// One 4-bit weight (linear v4's packing) of row `wr`: nibble - 8.
+inline int32_t Weight4(const int8_t* wr, int64_t k) {
+  const auto byte = static_cast<uint8_t>(wr[(k >> 5) * 16 + (k & 15)]);
+  return static_cast<int32_t>((k & 16) ? byte >> 4 : byte & 0x0F) - 8;
+}
+
+void BlockScalarW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
+                   int64_t rows, const int8_t* w, int64_t ldw, const float* ws, int64_t ldws,
+                   int64_t n, int64_t k, int64_t group, float* out, int64_t ldo) {
+  for (int64_t j = 0; j < n; ++j) {
+    const int8_t* wr = w + j * ldw;
+    const float* wsr = ws + j * ldws;
+    for (int64_t m = 0; m < rows; ++m) {
+      const int8_t* xr = xq + m * ldxq;
+      const float* xsr = xs + m * ldxs;
+      float acc = 0.0f;
+      for (int64_t b0 = 0, b = 0; b0 < k; b0 += group, ++b) {
+        int32_t dot = 0;
+        for (int64_t i = b0; i < b0 + group; ++i) dot += int32_t{xr[i]} * Weight4(wr, i);
+        acc += xsr[b] * wsr[b] * static_cast<float>(dot);
+      }
+      out[m * ldo + j] = acc;
+    }
+  }
+}
+
 }  // namespace
 
 const LinearW8A8Kernels& ScalarLinearW8A8Kernels() {
-  static const LinearW8A8Kernels kernels{"scalar", &QuantizeScalar, &BlockScalar, 1};
+  static const LinearW8A8Kernels kernels{"scalar", &QuantizeScalar, &BlockScalar, 1,
+                                         &BlockScalarW4};
   return kernels;
 }
 

@@ -10,7 +10,11 @@
 //    tails), n 1..67 (4-row weight groups), K % 64 == 32 (the half-step
 //    tail), G == K (the per-channel blocks: int sums over the whole row),
 //    and extreme weights (-128, 127) that would overflow a careless
-//    i16 pair sum.
+//    i16 pair sum;
+//  - block_w4 (linear v4's packed 4-bit weights) equals f64 math on the
+//    unpacked nibbles - 8 for the same tile tails, K % 64 == 32, G = 32,
+//    64, 96 and K, and the extreme nibbles (0 = -8 and 15 = 7) against
+//    x = +-127.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -121,6 +125,65 @@ TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
       std::vector<float> out(sh.rows * ldo, -7.0f);
       t->block(xq.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws.data(), groups,
                sh.n, sh.k, sh.g, out.data(), ldo);
+      for (int64_t m = 0; m < sh.rows; ++m) {
+        for (int64_t j = 0; j < sh.n; ++j) {
+          const double e = want[m * sh.n + j];
+          EXPECT_NEAR(out[m * ldo + j], e, 1e-5 * (std::fabs(e) + 1.0)) << "m=" << m << " j=" << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> qdist(-127, 127), udist(0, 255);
+  std::uniform_real_distribution<float> sdist(0.001f, 0.02f);
+  struct Shape {
+    int64_t rows, n, k, g;
+  };
+  const Shape shapes[] = {{1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},
+                          {3, 9, 160, 32},  {4, 8, 64, 64},    {5, 13, 192, 96},
+                          {6, 4, 128, 128}, {9, 67, 224, 32},  {7, 3, 32, 32},
+                          {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64}};
+  for (const Shape& sh : shapes) {
+    const int64_t groups = sh.k / sh.g, ldw = sh.k / 2 + 8;  // bytes
+    std::vector<int8_t> xq(sh.rows * sh.k), w(sh.n * ldw);
+    std::vector<float> xs(sh.rows * groups), ws(sh.n * groups);
+    for (int8_t& v : xq) v = static_cast<int8_t>(qdist(rng));
+    for (int8_t& v : w) v = static_cast<int8_t>(udist(rng));
+    for (float& v : xs) v = sdist(rng);
+    for (float& v : ws) v = sdist(rng);
+    // Extremes: x = +-127 against nibbles 0 (-8) and 15 (7).
+    for (int64_t i = 0; i < 16; ++i) {
+      xq[i] = i % 2 ? 127 : -127;
+      xq[i + 16] = i % 2 ? -127 : 127;
+      w[i] = static_cast<int8_t>(i % 2 ? 0xF0 : 0x0F);
+    }
+    auto weight = [&](int64_t j, int64_t i) {
+      const auto byte = static_cast<uint8_t>(w[j * ldw + (i / 32) * 16 + i % 16]);
+      return (i % 32 < 16 ? byte & 15 : byte >> 4) - 8;
+    };
+    std::vector<double> want(sh.rows * sh.n);
+    for (int64_t m = 0; m < sh.rows; ++m) {
+      for (int64_t j = 0; j < sh.n; ++j) {
+        double acc = 0;
+        for (int64_t b = 0; b < groups; ++b) {
+          int64_t dot = 0;
+          for (int64_t i = b * sh.g; i < (b + 1) * sh.g; ++i) dot += xq[m * sh.k + i] * weight(j, i);
+          acc += double{xs[m * groups + b]} * ws[j * groups + b] * static_cast<double>(dot);
+        }
+        want[m * sh.n + j] = acc;
+      }
+    }
+    for (const LinearW8A8Kernels* t : Tables()) {
+      SCOPED_TRACE(::testing::Message() << t->name << " rows=" << sh.rows << " n=" << sh.n
+                                        << " K=" << sh.k << " G=" << sh.g);
+      ASSERT_NE(t->block_w4, nullptr);
+      const int64_t ldo = sh.n + 3;
+      std::vector<float> out(sh.rows * ldo, -7.0f);
+      t->block_w4(xq.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws.data(),
+                  groups, sh.n, sh.k, sh.g, out.data(), ldo);
       for (int64_t m = 0; m < sh.rows; ++m) {
         for (int64_t j = 0; j < sh.n; ++j) {
           const double e = want[m * sh.n + j];

@@ -67,6 +67,13 @@ const OpDef kDecoderLayerW8A8Def = {TSR_OP_DECODER_LAYER,
                                     CheckDecoderLayer,
                                     3,
                                     DecoderLayerArgDType};
+const OpDef kDecoderLayerW4A8Def = {TSR_OP_DECODER_LAYER,
+                                    "decoder_layer",
+                                    TSR_DECODER_LAYER_ARG_NAMES,
+                                    sizeof(tsr_decoder_layer_params),
+                                    CheckDecoderLayer,
+                                    4,
+                                    DecoderLayerArgDType};
 
 const char kScratchMarker = 0;
 
@@ -75,8 +82,8 @@ bool Present(const TensorView& t) { return t.dtype != TSR_DTYPE_INVALID; }
 // Builds the plan; the arena grows as intermediates are added.
 class Planner {
  public:
-  // `int8_version`: the linear version of int8 projections (2, or 3 for
-  // decoder_layer v3's w8a8).
+  // `int8_version`: the linear version of quantised projections (2, 3 for
+  // decoder_layer v3's w8a8, 4 for v4's w4a8).
   Planner(DecoderLayerPlan* plan, uint32_t int8_version)
       : plan_(plan), int8_version_(int8_version) {}
 
@@ -132,13 +139,13 @@ class Planner {
   Status Linear(const char* what, const TensorView& x, const TensorView& w,
                 const TensorView& scale, const TensorView& bias, const TensorView& y,
                 int32_t group_size) {
-    if (w.dtype != TSR_DTYPE_I8) {
+    if (w.dtype != TSR_DTYPE_I8 && w.dtype != TSR_DTYPE_U8) {
       if (Present(bias)) {
         return Step(what, TSR_OP_LINEAR, 1, {x, w, bias}, {y}, nullptr, 0, CheckLinear);
       }
       return Step(what, TSR_OP_LINEAR, 1, {x, w}, {y}, nullptr, 0, CheckLinear);
     }
-    // v3's per-channel layer (group_size 0): G is this projection's K.
+    // v3's / v4's per-channel layer (group_size 0): G is this projection's K.
     const int32_t g = group_size > 0 ? group_size : static_cast<int32_t>(x.dim(1));
     const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), g};
     if (Present(bias)) {
@@ -202,6 +209,7 @@ Status RequirePacked(const OpCall& call) {
 const OpDef& DecoderLayerDef() { return kDecoderLayerDef; }
 const OpDef& DecoderLayerTpDef() { return kDecoderLayerTpDef; }
 const OpDef& DecoderLayerW8A8Def() { return kDecoderLayerW8A8Def; }
+const OpDef& DecoderLayerW4A8Def() { return kDecoderLayerW4A8Def; }
 
 const void* ScratchMarker() { return &kScratchMarker; }
 
@@ -235,7 +243,9 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
   const int64_t nqkv = (hq + 2 * hk) * d;
   TSR_KIT_RETURN_IF_ERROR(
       RequireDim(in[kDlWQkv], "w_qkv", 0, nqkv, "(Hq + 2 Hk) D from the params"));
-  TSR_KIT_RETURN_IF_ERROR(RequireDim(in[kDlWO], "w_o", 1, hq * d, "Hq D from the params"));
+  const bool w4a8 = fused.version == 4;  // weights packed 4-bit: K / 2 bytes a row
+  TSR_KIT_RETURN_IF_ERROR(RequireDim(in[kDlWO], "w_o", 1, w4a8 ? hq * d / 2 : hq * d,
+                                     w4a8 ? "Hq D / 2 from the params" : "Hq D from the params"));
   TSR_KIT_RETURN_IF_ERROR(RequireDim(k_cache, "k_cache", 1, hk, "Hk from the params"));
   if (Present(in[kDlQNorm]) != Present(in[kDlKNorm])) {
     return InvalidArgument("q_norm and k_norm must be both present or both absent");
@@ -263,12 +273,22 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
     return InvalidArgument("decoder_layer v3 (w8a8) takes int8 weights only, not ",
                            DTypeName(in[kDlWQkv].dtype));
   }
-  if (in[kDlWQkv].dtype == TSR_DTYPE_I8 && (w8a8 ? g < 0 : g < 1)) {
+  if (w4a8 && in[kDlWQkv].dtype != TSR_DTYPE_U8) {
+    return InvalidArgument("decoder_layer v4 (w4a8) takes packed 4-bit weights (U8) only, not ",
+                           DTypeName(in[kDlWQkv].dtype));
+  }
+  if (!w4a8 && in[kDlWQkv].dtype == TSR_DTYPE_U8) {
+    return InvalidArgument("U8 (packed 4-bit) weights need decoder_layer v4, not v",
+                           fused.version);
+  }
+  const bool quantized = w8a8 || w4a8 || in[kDlWQkv].dtype == TSR_DTYPE_I8;
+  if (quantized && (w8a8 || w4a8 ? g < 0 : g < 1)) {
     return InvalidArgument("params.weight_group_size = ", g, " must be >= 1",
-                           w8a8 ? " (or 0 in v3: per channel)" : "", " for int8 weights");
+                           w8a8 || w4a8 ? " (or 0 in v3/v4: per channel)" : "",
+                           " for quantised weights");
   }
   plan->comm = fused.version >= 2 ? p.comm : nullptr;
-  Planner pl(plan, w8a8 ? 3 : 2);
+  Planner pl(plan, w4a8 ? 4 : (w8a8 ? 3 : 2));
   const TensorView normed = pl.Scratch(x, {t, h});
   const TensorView qkv = pl.Scratch(x, {t, nqkv});
   const TensorView qkv_kv = kv == x ? qkv : pl.Scratch(kv, {t, nqkv});

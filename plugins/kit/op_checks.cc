@@ -95,10 +95,19 @@ Status CheckCast(const OpCall& call) {
 namespace {
 
 // x [T, K] and w [N, K] with a unit innermost stride (linear v1 and v2).
-Status RequireLinearXW(const TensorView& x, const TensorView& w) {
+// `packed4`: w is linear v4's U8 [N, K / 2] (two 4-bit weights a byte).
+Status RequireLinearXW(const TensorView& x, const TensorView& w, bool packed4 = false) {
   TSR_KIT_RETURN_IF_ERROR(RequireRank(x, "x", 2));
   TSR_KIT_RETURN_IF_ERROR(RequireRank(w, "w", 2));
-  TSR_KIT_RETURN_IF_ERROR(RequireDim(w, "w", 1, x.dim(1), "K (x's dim 1)"));
+  if (packed4) {
+    if (x.dim(1) % 32 != 0) {
+      return InvalidArgument("K = ", x.dim(1),
+                             " (x's dim 1) must be a multiple of 32 for 4-bit weights");
+    }
+    TSR_KIT_RETURN_IF_ERROR(RequireDim(w, "w", 1, x.dim(1) / 2, "K / 2 (x's dim 1, packed)"));
+  } else {
+    TSR_KIT_RETURN_IF_ERROR(RequireDim(w, "w", 1, x.dim(1), "K (x's dim 1)"));
+  }
   if (w.dim(1) > 1 && w.stride(1) != 1) {
     return InvalidArgument("w must have a unit innermost stride, but its strides are [",
                            w.stride(0), ", ", w.stride(1), "]");
@@ -128,12 +137,17 @@ Status CheckLinear(const OpCall& call) {
 
 Status CheckLinearW8(const OpCall& call) {
   const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
-  TSR_KIT_RETURN_IF_ERROR(RequireLinearXW(x, w));
+  const bool packed4 = call.version == 4;  // linear v4: w4a8
+  TSR_KIT_RETURN_IF_ERROR(RequireLinearXW(x, w, packed4));
   const int64_t k = x.dim(1);
   const int32_t g = call.params.linear_w8.group_size;
   if (g < 1 || (k > 0 && k % g != 0)) {
     return InvalidArgument("params.group_size = ", g, " must be >= 1 and divide K = ", k,
                            " (use K for one scale per output channel)");
+  }
+  if (packed4 && g % 32 != 0) {
+    return InvalidArgument("params.group_size = ", g,
+                           " must be a multiple of 32 for 4-bit weights (linear v4)");
   }
   TSR_KIT_RETURN_IF_ERROR(RequireRank(scale, "w_scale", 2));
   TSR_KIT_RETURN_IF_ERROR(RequireDim(scale, "w_scale", 0, w.dim(0), "N (w's dim 0)"));

@@ -94,6 +94,8 @@ const OpDef& DecoderLayerTpDef();
 // decoder_layer v3 (ABI 1.5): v2 with int8 weights only, projections as
 // linear v3 (w8a8).
 const OpDef& DecoderLayerW8A8Def();
+// decoder_layer v4 (w4a8).
+const OpDef& DecoderLayerW4A8Def();
 
 // "input 1 (table)" / "output 0 (y)".
 std::string ArgLabel(const OpDef& def, bool output, size_t index);

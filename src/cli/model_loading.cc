@@ -35,16 +35,20 @@ int ModelFailureCode(const Status& status) {
 CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value) {
   return app
       ->add_option("--quantization", *value,
-                   "weight quantization: auto (w8a8_int8 for a GGUF with "
-                   "quantized weights, else none); none; int8 (decoder "
+                   "weight quantization: auto (int4 for a GGUF whose decoder "
+                   "weights are Q4_0, w8a8_int8 for other quantized GGUFs, "
+                   "else none); none; int8 (decoder "
                    "linear weights as int8, a scale per 32 inputs, "
                    "activations in floating point); int8-per-channel (a "
                    "scale per output row); w8a8_int8 (int8 weights and "
                    "activations, a scale per 32 of each, int8 dot products: "
                    "llama.cpp's Q8_0); w8a8_int8-per-channel (a scale per "
-                   "weight row and per token: the fastest)")
+                   "weight row and per token: the fastest int8); int4 (alias "
+                   "q4_0: 4-bit decoder weights with a scale per 32, int8 "
+                   "activations: llama.cpp's Q4_0)")
       ->check(CLI::IsMember({"auto", "none", "int8", "int8-per-channel",
-                             "w8a8_int8", "w8a8_int8-per-channel"}))
+                             "w8a8_int8", "w8a8_int8-per-channel", "int4",
+                             "q4_0"}))
       ->capture_default_str();
 }
 
@@ -53,11 +57,18 @@ void ApplyQuantizationFlag(const std::string& value,
                            model::ModelRunnerOptions* options) {
   const std::vector<std::string> quantized = checkpoint.QuantizedLinearTypes();
   std::string resolved = value;
-  if (value == "auto") resolved = quantized.empty() ? "none" : "w8a8_int8";
+  if (value == "auto") {
+    resolved = quantized.empty() ? "none"
+               : quantized == std::vector<std::string>{"q4_0"} ? "int4"
+                                                               : "w8a8_int8";
+  }
+  if (resolved == "q4_0") resolved = "int4";
+  const bool int4 = resolved == "int4";
   options->quantization = resolved == "none" ? model::WeightQuantization::kNone
+                          : int4             ? model::WeightQuantization::kInt4
                                              : model::WeightQuantization::kInt8;
-  options->int8_activations =
-      resolved == "w8a8_int8" || resolved == "w8a8_int8-per-channel";
+  options->int8_activations = int4 || resolved == "w8a8_int8" ||
+                              resolved == "w8a8_int8-per-channel";
   options->int8_group_size = resolved == "int8-per-channel" ||
                                      resolved == "w8a8_int8-per-channel"
                                  ? 0
@@ -69,6 +80,17 @@ void ApplyQuantizationFlag(const std::string& value,
         "{}: decoder weights stored as {} are widened to the activation "
         "dtype at load (--quantization none): about 2 bytes per weight "
         "instead of under 1",
+        checkpoint.dir(), types);
+  } else if (int4 && quantized == std::vector<std::string>{"q4_0"}) {
+    TSR_LOG_INFO("{}: q4_0 decoder weights load as 4-bit with a scale per 32 "
+                 "(the same numbers), activations quantised per 32 as "
+                 "llama.cpp does",
+                 checkpoint.dir());
+  } else if (int4) {
+    TSR_LOG_WARN(
+        "{}: decoder weights stored as {} are converted at load to 4-bit "
+        "with a scale per 32 (Q4_0's format; --quantization w8a8_int8 keeps "
+        "more of the file's precision at about twice the bytes)",
         checkpoint.dir(), types);
   } else if (quantized == std::vector<std::string>{"q8_0"} &&
              options->int8_group_size == model::kDefaultInt8GroupSize) {

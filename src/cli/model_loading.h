@@ -26,7 +26,7 @@ std::vector<int32_t> EosIds(const model::Checkpoint& checkpoint,
 int ModelFailureCode(const Status& status);
 
 // Adds `--quantization auto|none|int8|int8-per-channel|w8a8_int8|
-// w8a8_int8-per-channel` to `app`,
+// w8a8_int8-per-channel|int4|q4_0` to `app`,
 // bound to `value` ("auto" by default): int8 makes the decoder layers'
 // linear weights (and the head) int8 with a scale per 32 inputs at load
 // (model/weights.h), run weight-only (linear v2: activations stay float);
@@ -36,11 +36,15 @@ int ModelFailureCode(const Status& status);
 // Q8_0 computation); w8a8_int8-per-channel does the same with one scale
 // per weight row and one per activation row (token) — SGLang's w8a8_int8
 // scheme, whose int sums run over whole rows (the fastest int8 path, a
-// little less accurate); none keeps the checkpoint's float weights (widening
-// a quantized GGUF's to the activation dtype); auto is w8a8_int8 for a
-// GGUF whose linear weights are block-quantized (Q8_0 maps onto int8
-// exactly, 4-/5-/6-bit types are re-quantized to it: the computation
-// llama.cpp runs on such a file) and none otherwise.
+// little less accurate); int4 (alias q4_0) stores the decoder layers'
+// weights 4-bit with a scale per 32 (Q4_0's numbers; a weight whose K is
+// not a multiple of 32, and the head, stay int8) and runs them as linear
+// v4 (w4a8, llama.cpp's Q4_0 x Q8_0); none keeps the checkpoint's float
+// weights (widening a quantized GGUF's to the activation dtype); auto is
+// int4 for a GGUF whose decoder weights are all Q4_0 (loaded with the same
+// numbers), w8a8_int8 for another block-quantized GGUF (Q8_0 maps onto
+// int8 exactly, 4-/5-/6-bit K-quants are re-quantized to it) and none
+// otherwise.
 CLI::Option* AddQuantizationOption(CLI::App* app, std::string* value);
 // Sets options->quantization, int8_group_size and int8_activations from a
 // validated

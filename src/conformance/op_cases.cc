@@ -100,12 +100,12 @@ TensorSpec AliasOf(const std::vector<TensorSpec>& args, int arg) {
 CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes,
                      uint32_t version) {
   CaseList out;
-  if (op == TSR_OP_DECODER_LAYER && version >= 1 && version <= 3) {
+  if (op == TSR_OP_DECODER_LAYER && version >= 1 && version <= 4) {
     AddDecoderLayerCases(out, dtypes, version);  // dtypes: the classes (X, W, KV)
     return out;
   }
   if (version != 1) {
-    if (op == TSR_OP_LINEAR && (version == 2 || version == 3)) {
+    if (op == TSR_OP_LINEAR && version >= 2 && version <= 4) {
       AddLinearW8Cases(out, dtypes, version);
     }
     if (op == TSR_OP_EMBEDDING && version == 2) AddEmbeddingShardCases(out, dtypes);

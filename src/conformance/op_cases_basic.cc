@@ -239,6 +239,8 @@ void AddLinearCases(CaseList& out, std::span<const DType> dtypes) {
 // linear v3 (w8a8, ABI 1.5; version 3) takes the same cases plus K % 64 ==
 // 32 and G = 64: its activation quantisation is bit-exact by contract, so
 // the same tolerance applies.
+// linear v4 (w4a8, ABI 1.6; version 4): w U8 [N, K / 2], random packed
+// nibbles, K and G multiples of 32; its own shapes (the same roles).
 void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t version) {
   const DType a = dtypes[0];
   const bool bias = dtypes.size() == 5;
@@ -256,8 +258,14 @@ void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t ver
                      const double s = 1.0 / (127.0 * std::sqrt(static_cast<double>(
                                                          std::max<int64_t>(k, 1))));
                      TensorSpec x = b.Uniform(a, {t, k}, -1, 1);
+                     const bool w4 = version == 4;  // 4-bit weights are within +-8
                      TensorSpec w = b.Uniform(TSR_DTYPE_I8, {n, k}, -127, 127);
-                     TensorSpec sc = b.Uniform(TSR_DTYPE_F32, {n, k / g}, 0.25 * s, 2 * s);
+                     if (w4) {
+                       w = b.Ints({n, k / 2}, 0, 256);
+                       w.dtype = TSR_DTYPE_U8;
+                     }
+                     const double ws = w4 ? s * 127.0 / 8.0 : s;
+                     TensorSpec sc = b.Uniform(TSR_DTYPE_F32, {n, k / g}, 0.25 * ws, 2 * ws);
                      TensorSpec bs = b.Uniform(a, {n}, -1, 1);
                      TensorSpec y = b.Output(a, {t, n});
                      if (l == kStrided) {
@@ -275,6 +283,21 @@ void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t ver
                      return c;
                    }});
   };
+  if (version == 4) {
+    add("tiny", 1, 32, 1, 32, kPacked);
+    add("basic", 3, 64, 5, 32, kPacked);
+    add("wide", 17, 96, 129, 32, kPacked);
+    add("per_channel", 5, 128, 17, 128, kPacked);
+    add("gemv", 1, 512, 33, 32, kPacked);
+    add("gemv_per_channel", 3, 4096, 9, 4096, kPacked);
+    add("prefill", 70, 256, 64, 32, kPacked);
+    add("group64", 6, 192, 21, 64, kPacked);
+    add("k_tail32", 3, 96, 11, 32, kPacked);
+    add("strided", 7, 64, 17, 32, kStrided);
+    add("x_transposed", 9, 64, 13, 32, kTransposedX);
+    add("t0", 0, 64, 5, 32, kPacked);
+    return;
+  }
   add("tiny", 1, 1, 1, 1, kPacked);
   add("basic", 3, 64, 5, 32, kPacked);
   add("wide", 17, 96, 129, 32, kPacked);

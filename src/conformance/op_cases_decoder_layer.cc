@@ -24,12 +24,20 @@ struct LayerSpec {
   int32_t group = 8;     // int8 weights: scales per 8 weights (v3: 0, per channel)
 };
 
-// Weight [n, k] in W, and its F32 scales [n, k / G] (absent unless I8).
-// Effective weights are uniform in about +-range.
+// Weight [n, k] in W (U8: packed 4-bit, [n, k / 2]), and its F32 scales
+// [n, k / G] (absent unless I8 or U8). Effective weights are uniform in
+// about +-range.
 std::pair<TensorSpec, TensorSpec> Weight(CaseBuilder& b, DType w, int64_t n, int64_t k,
                                          int32_t group, double range) {
   TensorSpec absent;
   absent.dtype = TSR_DTYPE_INVALID;
+  if (w == TSR_DTYPE_U8) {
+    TensorSpec q = b.Ints({n, k / 2}, 0, 256);
+    q.dtype = TSR_DTYPE_U8;
+    TensorSpec s = b.Uniform(TSR_DTYPE_F32, {n, group > 0 ? k / group : 1}, 0.5 * range / 8,
+                             range / 8);
+    return {q, s};
+  }
   if (w != TSR_DTYPE_I8) return {b.Uniform(w, {n, k}, -range, range), absent};
   TensorSpec q = b.Ints({n, k}, -127, 128);
   q.dtype = TSR_DTYPE_I8;
@@ -124,7 +132,7 @@ OpCase MakeLayer(CaseBuilder& b, std::span<const DType> classes, const LayerSpec
   p.num_q_heads = static_cast<int32_t>(a.hq);
   p.num_kv_heads = static_cast<int32_t>(a.hk);
   p.head_dim = static_cast<int32_t>(a.d);
-  p.weight_group_size = w == TSR_DTYPE_I8 ? a.group : 0;
+  p.weight_group_size = w == TSR_DTYPE_I8 || w == TSR_DTYPE_U8 ? a.group : 0;
   p.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.d)));
   p.page_size = static_cast<int32_t>(a.page_size);
   c.SetParams(p);
@@ -142,9 +150,15 @@ OpCase MakeLayer(CaseBuilder& b, std::span<const DType> classes, const LayerSpec
 // signature's classes (X, W, KV). Group 8 keeps the shapes small (the cpu
 // plugin's v3 then runs its scalar block; its SIMD blocks are in the
 // linear v3 cases).
+// v4 (w4a8, W U8: packed 4-bit) needs every K a multiple of 32: its
+// layers have I = 32 and G = 32.
 void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes, uint32_t version) {
   const std::vector<DType> classes(dtypes.begin(), dtypes.end());
   auto add = [&](std::string name, LayerSpec spec) {
+    if (version == 4) {
+      spec.inter = 32;
+      if (spec.group != 0) spec.group = 32;
+    }
     out.push_back({name, [=](CaseBuilder& b) {
                      OpCase c = MakeLayer(b, classes, spec);
                      c.version = version;  // v2: params.comm stays NULL
@@ -169,7 +183,7 @@ void AddDecoderLayerCases(CaseList& out, std::span<const DType> dtypes, uint32_t
   llama.seqs = {{4, 2}, {1, 1}};
   llama.inplace = true;
   add("llama", llama);
-  if (version == 3 && classes[1] == TSR_DTYPE_I8) {
+  if ((version == 3 && classes[1] == TSR_DTYPE_I8) || version == 4) {
     LayerSpec per_channel = mixed;  // weight_group_size 0: G = each K
     per_channel.group = 0;
     add("per_channel", per_channel);

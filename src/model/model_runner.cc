@@ -240,9 +240,10 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   // else runs them as op sequences with an all_reduce after o and down;
   // decode graphs capture the collectives with the rest (every rank
   // captures and replays the same buckets in step).
-  if (options.int8_activations &&
-      options.quantization == WeightQuantization::kInt8) {
-    r->int8_linear_version_ = 3;  // w8a8
+  if ((options.int8_activations &&
+       options.quantization == WeightQuantization::kInt8) ||
+      options.quantization == WeightQuantization::kInt4) {
+    r->int8_linear_version_ = 3;  // w8a8 (int4: its int8 weights)
   }
   if (options.fused_decoder_layer) r->ResolveFusedLayer();
   if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
@@ -501,8 +502,9 @@ Status ModelRunner::LaunchLinear(const tsr_tensor& x, const DeviceWeight& w,
   if (bias.present()) in.push_back(bias.View());
   const tsr_linear_w8_params params{sizeof(tsr_linear_w8_params),
                                     static_cast<int32_t>(w.group_size)};
+  // 4-bit weights: linear v4 (w4a8); int8: v2 or v3.
   return Launch(TSR_OP_LINEAR, in, outs, &params, sizeof(params), layer, what,
-                int8_linear_version_);
+                w.packed4 ? 4u : int8_linear_version_);
 }
 
 tsr_paged_attention_params ModelRunner::AttentionParams() const {
@@ -660,10 +662,12 @@ void ModelRunner::ResolveFusedLayer() {
   }
   // One weight dtype and int8 group size for every layer's projections —
   // or, for w8a8 (decoder_layer v3), every int8 weight per channel (G = its
-  // K), passed as weight_group_size 0.
+  // K), passed as weight_group_size 0. 4-bit weights (U8) run as
+  // decoder_layer v4.
   const LayerWeights& first = weights_->layer(0);
   const DType w = first.qkv.dtype;
   const bool w8a8 = w == TSR_DTYPE_I8 && int8_linear_version_ == 3;
+  const bool w4a8 = w == TSR_DTYPE_U8 && first.qkv.packed4;
   bool same_group = true, per_channel = true;
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     const LayerWeights& lw = weights_->layer(l);
@@ -676,15 +680,16 @@ void ModelRunner::ResolveFusedLayer() {
       per_channel = per_channel && dw->group_size == dw->shape[1];
     }
   }
-  if (w == TSR_DTYPE_I8 && !same_group && !(w8a8 && per_channel)) {
-    TSR_LOG_DEBUG("model runner: layers run unfused (mixed int8 group sizes)");
+  if ((w == TSR_DTYPE_I8 || w4a8) && !same_group && !(w8a8 && per_channel)) {
+    TSR_LOG_DEBUG("model runner: layers run unfused (mixed quantisation group sizes)");
     return;
   }
   fused_group_size_ = w8a8 && per_channel ? 0 : first.qkv.group_size;
   const tsr_dtype classes[] = {act_dtype_, w, kv_dtype_};  // (X, W, KV)
-  // v3 for w8a8 (its comm may be NULL), v2 for a tensor-parallel rank.
+  // v4 for w4a8 and v3 for w8a8 (their comm may be NULL), v2 for a
+  // tensor-parallel rank.
   const tsr_op_signature sig = runtime::MakeSignature(
-      TSR_OP_DECODER_LAYER, w8a8 ? 3 : (tp_.enabled() ? 2 : 1), classes);
+      TSR_OP_DECODER_LAYER, w4a8 ? 4 : (w8a8 ? 3 : (tp_.enabled() ? 2 : 1)), classes);
   auto resolved = runtime_.dispatcher().ResolveFused(device_.ordinal(), sig);
   if (!resolved.ok()) {
     TSR_LOG_DEBUG("model runner: layers run as op sequences ({})",

@@ -19,7 +19,8 @@
 //              linear qkv (+ bias)        -> qkv [T, (Hq + 2 Hk) D]
 //              (every layer linear is linear v2 on int8 weights when the
 //              runner was created with WeightQuantization::kInt8, v3
-//              — w8a8 — with int8_activations too)
+//              — w8a8 — with int8_activations too; linear v4 — w4a8 —
+//              on the 4-bit weights of kInt4)
 //              [q/k norm] rms_norm over q [T, Hq, D] and k [T, Hk, D] views
 //              rope (positions per token) -> q, k in place
 //              kv_store(k, v, slots)      -> this layer's K/V slabs
@@ -90,6 +91,9 @@ struct ModelRunnerOptions {
   // weights' group size, int8 dot products, as llama.cpp's Q8_0) and the
   // fused layer as decoder_layer v3; --quantization w8a8_int8. Otherwise
   // linear v2 (weight-only: activations stay floating point).
+  // kInt4 (4-bit layer weights, linear v4 / decoder_layer v4) always
+  // quantises activations: its int8 weights (the head, K % 32 != 0) run as
+  // linear v3.
   bool int8_activations = false;
   // Weight-upload progress on stderr, only when stderr is a terminal.
   bool show_progress = true;

@@ -49,4 +49,33 @@ void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
   }
 }
 
+void QuantizeInt4Rows(const float* src, int64_t rows, int64_t k, uint8_t* packed,
+                      float* scales) {
+  const int64_t groups = k / kInt4GroupSize;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* w = src + r * k + g * kInt4GroupSize;
+      float m = 0.0f, amax = 0.0f;
+      for (int64_t i = 0; i < kInt4GroupSize; ++i) {
+        if (std::fabs(w[i]) > amax) {
+          amax = std::fabs(w[i]);
+          m = w[i];
+        }
+      }
+      const float scale = amax > 0.0f && std::isfinite(amax) ? m / -8.0f : 1.0f;
+      const float inv = 1.0f / scale;
+      uint8_t u[kInt4GroupSize];
+      for (int64_t i = 0; i < kInt4GroupSize; ++i) {
+        const float v = w[i] * inv + 8.5f;  // floor by truncation (v > 0); NaN -> 0
+        u[i] = v >= 15.0f ? 15 : (v > 0.0f ? static_cast<uint8_t>(v) : 0);
+      }
+      uint8_t* out = packed + r * (k / 2) + g * (kInt4GroupSize / 2);
+      for (int64_t j = 0; j < kInt4GroupSize / 2; ++j) {
+        out[j] = static_cast<uint8_t>(u[j] | (u[j + 16] << 4));
+      }
+      scales[r * groups + g] = scale;
+    }
+  }
+}
+
 }  // namespace tessera::model

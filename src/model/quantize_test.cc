@@ -1,6 +1,9 @@
 // The int8 quantiser: exact on representable rows, error within half a
 // scale step, scales from the group's largest magnitude, zero groups,
-// and the group-size choice (fallback to per channel).
+// and the group-size choice (fallback to per channel). The 4-bit one: Q4_0
+// blocks (as llama.cpp writes them: f16 scale, the largest magnitude at
+// nibble 0) come back bit for bit, the packing is linear v4's, and random
+// rows stay within half a step.
 #include "model/quantize.h"
 
 #include <gtest/gtest.h>
@@ -64,6 +67,63 @@ TEST(QuantizeTest, ErrorBoundOnRandomRowsPerGroupAndPerChannel) {
     }
     // 8-bit symmetric: relative RMS error well under 1%.
     EXPECT_LT(std::sqrt(err2 / ref2), 0.01) << "group " << group;
+  }
+}
+
+// Weight i of a packed 4-bit row: nibble - 8 (linear v4's layout).
+int Nibble(const std::vector<uint8_t>& packed, int64_t row_bytes, int64_t r, int64_t i) {
+  const uint8_t byte = packed[r * row_bytes + (i / 32) * 16 + i % 16];
+  return i % 32 < 16 ? byte & 15 : byte >> 4;
+}
+
+TEST(QuantizeTest, Int4GivesBackQ4_0BlocksExactly) {
+  // Blocks as llama.cpp's Q4_0 quantiser leaves them: a scale d (f16), the
+  // largest |w| at nibble 0 (w = -8 d), other nibbles anything.
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> nib(0, 15);
+  const int64_t rows = 3, k = 128, groups = k / kInt4GroupSize;
+  const float ds[] = {0.0125f, -0.5f, 3.0517578e-05f, 0.0f, 1.5f, -0.0009765625f};
+  std::vector<int> want(rows * k);
+  std::vector<float> want_s(rows * groups), w(rows * k);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float d = ds[(r * groups + g) % 6];
+      want_s[r * groups + g] = d == 0.0f ? 1.0f : d;
+      for (int64_t i = 0; i < kInt4GroupSize; ++i) {
+        const int64_t at = r * k + g * kInt4GroupSize + i;
+        want[at] = d == 0.0f ? 8 : (i == 7 ? 0 : nib(rng));
+        w[at] = static_cast<float>(want[at] - 8) * d;
+      }
+    }
+  }
+  std::vector<uint8_t> packed(rows * k / 2);
+  std::vector<float> s(rows * groups);
+  QuantizeInt4Rows(w.data(), rows, k, packed.data(), s.data());
+  EXPECT_EQ(s, want_s);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < k; ++i) {
+      ASSERT_EQ(Nibble(packed, k / 2, r, i), want[r * k + i]) << "row " << r << " k " << i;
+    }
+  }
+}
+
+TEST(QuantizeTest, Int4ErrorBoundOnRandomRows) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  const int64_t rows = 4, k = 256, groups = k / kInt4GroupSize;
+  std::vector<float> w(rows * k);
+  for (float& v : w) v = dist(rng);
+  std::vector<uint8_t> packed(rows * k / 2);
+  std::vector<float> s(rows * groups);
+  QuantizeInt4Rows(w.data(), rows, k, packed.data(), s.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < k; ++i) {
+      const float scale = s[r * groups + i / kInt4GroupSize];
+      const float back = static_cast<float>(Nibble(packed, k / 2, r, i) - 8) * scale;
+      // Half a step, except values past +7 steps, which clamp to 7.
+      EXPECT_LE(std::fabs(back - w[r * k + i]), std::fabs(scale) * 1.0001f)
+          << "row " << r << " k " << i;
+    }
   }
 }
 

@@ -126,6 +126,12 @@ class ReducedPrecisionAccuracyTest : public ::testing::Test {
   int64_t capacity_ = 0;
 };
 
+// 4-bit weights lose more than int8 on a model this small (its 64-wide
+// rows are two groups each); the bar is set a little under what the cpu
+// plugin measures (see docs/BENCHMARKS.md), llama.cpp's Q4_0 being in the
+// same range on the same model (tests/e2e/gguf_model_test.cc).
+constexpr double kInt4MinAgreement = 0.90;
+
 TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
   TSR_REQUIRE_SHARED_FIXTURE(golden, "models/stories260k/golden_greedy.jsonl");
@@ -156,7 +162,28 @@ TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
                 v.name, agreement, sequences_.size());
     EXPECT_GE(agreement, 0.98);
   }
-  // linear v2 and v3 ran on the cpu plugin itself (no fallback).
+  // 4-bit (--quantization int4): the layers' weights whose K is a multiple
+  // of 32 (q/k/v, o, gate/up: K = 64) packed 4-bit, down (K = 172) and the
+  // head int8; linear v4 and v3.
+  {
+    SCOPED_TRACE("int4");
+    auto int4 = MakeRunner(*checkpoint_, WeightQuantization::kInt4, kDefaultInt8GroupSize,
+                           capacity_, std::nullopt, true);
+    ASSERT_NE(int4, nullptr);
+    const LayerWeights& l0 = int4->weights().layer(0);
+    EXPECT_TRUE(l0.qkv.packed4);
+    EXPECT_EQ(l0.qkv.dtype, TSR_DTYPE_U8);
+    EXPECT_EQ(l0.qkv.group_size, kInt4GroupSize);
+    EXPECT_TRUE(l0.gate_up.packed4);
+    EXPECT_FALSE(l0.down.packed4);
+    EXPECT_EQ(l0.down.dtype, TSR_DTYPE_I8);
+    EXPECT_EQ(int4->weights().lm_head().dtype, TSR_DTYPE_I8);
+    const double agreement = Agreement(*base, *int4, sequences_);
+    std::printf("stories260k int4 (w4a8, group 32): top-1 agreement %.4f over %zu sequences\n",
+                agreement, sequences_.size());
+    EXPECT_GE(agreement, kInt4MinAgreement);
+  }
+  // linear v2, v3 and v4 ran on the cpu plugin itself (no fallback).
   EXPECT_EQ(runtime_->dispatcher().FallbackCount(TSR_OP_LINEAR), 0u);
 }
 

@@ -61,19 +61,24 @@ class ModelWeights::Loader {
 
   // The slices stacked along their first dimension into one device weight.
   // `linear`: a weight of the linear op (may stay F16). `quantizable`: a
-  // decoder-layer linear weight (int8 when asked for).
+  // decoder-layer linear weight or the head (int8 when asked for);
+  // `int4_ok`: 4-bit under kInt4 when its K is a multiple of 32 (the
+  // decoder layers' weights; the head stays int8, as llama.cpp keeps its
+  // output tensor at higher precision).
   StatusOr<DeviceWeight> Stacked(const std::vector<TensorSlice>& slices,
-                                 bool linear, bool quantizable = false) {
+                                 bool linear, bool quantizable = false,
+                                 bool int4_ok = true) {
     std::vector<Part> parts;
     for (const TensorSlice& slice : slices) {
       TSR_ASSIGN_OR_RETURN(TensorRef ref, checkpoint_.Get(slice.name));
       TSR_ASSIGN_OR_RETURN(Part part, MakePart(ref, slice));
       parts.push_back(part);
     }
-    if (quantizable &&
-        options_.quantization == WeightQuantization::kInt8 &&
+    if (quantizable && options_.quantization != WeightQuantization::kNone &&
         parts[0].ref.shape().size() == 2) {
-      return QuantizedStack(parts);
+      return QuantizedStack(parts, int4_ok &&
+                                       options_.quantization == WeightQuantization::kInt4 &&
+                                       parts[0].cols % kInt4GroupSize == 0);
     }
     DeviceWeight weight;
     weight.shape = parts[0].ref.shape();
@@ -107,8 +112,8 @@ class ModelWeights::Loader {
   }
 
   StatusOr<DeviceWeight> Single(const TensorSlice& slice, bool linear,
-                                bool quantizable = false) {
-    return Stacked({slice}, linear, quantizable);
+                                bool quantizable = false, bool int4_ok = true) {
+    return Stacked({slice}, linear, quantizable, int4_ok);
   }
 
  private:
@@ -152,23 +157,28 @@ class ModelWeights::Loader {
   }
 
   // `parts` ([N_i, K] each) stacked into one I8 [sum N_i, K] weight with
-  // F32 scales [sum N_i, K / G], quantised row block by row block.
-  StatusOr<DeviceWeight> QuantizedStack(const std::vector<Part>& parts) {
+  // F32 scales [sum N_i, K / G] — or, `int4`, packed 4-bit U8
+  // [sum N_i, K / 2] with scales [sum N_i, K / 32] — quantised row block by
+  // row block.
+  StatusOr<DeviceWeight> QuantizedStack(const std::vector<Part>& parts, bool int4) {
     DeviceWeight weight;
-    weight.dtype = TSR_DTYPE_I8;
+    weight.dtype = int4 ? TSR_DTYPE_U8 : TSR_DTYPE_I8;
+    weight.packed4 = int4;
     weight.shape = {0, parts[0].cols};
     for (const Part& part : parts) weight.shape[0] += part.rows;
     const int64_t n = weight.shape[0], k = weight.shape[1];
-    weight.group_size = Int8GroupFor(k, options_.int8_group_size);
+    weight.group_size = int4 ? kInt4GroupSize : Int8GroupFor(k, options_.int8_group_size);
     const int64_t groups = k / weight.group_size;
-    const uint64_t q_bytes = static_cast<uint64_t>(n * k);
+    const int64_t row_bytes = int4 ? k / 2 : k;  // of the quantised weight
+    const uint64_t q_bytes = static_cast<uint64_t>(n * row_bytes);
     const uint64_t s_bytes = static_cast<uint64_t>(n * groups) * sizeof(float);
     for (bool scales : {false, true}) {
       auto buffer = device_.AllocateUncached(scales ? s_bytes : q_bytes);
       if (!buffer.ok()) {
         return buffer.status().WithContext(fmt::format(
-            "cannot hold int8 weight {} ({} + {} bytes of scales) on {}",
-            parts[0].ref.name(), q_bytes, s_bytes, device_.Label()));
+            "cannot hold {} weight {} ({} + {} bytes of scales) on {}",
+            int4 ? "4-bit" : "int8", parts[0].ref.name(), q_bytes, s_bytes,
+            device_.Label()));
       }
       (scales ? weight.scale : weight.buffer) = std::move(buffer).value();
     }
@@ -182,24 +192,31 @@ class ModelWeights::Loader {
       for (int64_t r = 0; r < part.rows; r += block) {
         const int64_t nr = std::min(block, part.rows - r);
         rows_f32.resize(static_cast<size_t>(nr * k));
-        rows_q.resize(static_cast<size_t>(nr * k));
+        rows_q.resize(static_cast<size_t>(nr * row_bytes));
         rows_s.resize(static_cast<size_t>(nr * groups));
         ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
         ParallelRows(nr, k, [&](int64_t begin, int64_t end) {
-          QuantizeInt8Rows(rows_f32.data() + begin * k, end - begin, k,
-                           weight.group_size, rows_q.data() + begin * k,
-                           rows_s.data() + begin * groups);
+          if (int4) {
+            QuantizeInt4Rows(rows_f32.data() + begin * k, end - begin, k,
+                             reinterpret_cast<uint8_t*>(rows_q.data()) + begin * row_bytes,
+                             rows_s.data() + begin * groups);
+          } else {
+            QuantizeInt8Rows(rows_f32.data() + begin * k, end - begin, k,
+                             weight.group_size, rows_q.data() + begin * k,
+                             rows_s.data() + begin * groups);
+          }
         });
         Status status = weight.buffer->CopyFromHost(
-            static_cast<uint64_t>((row0 + r) * k), rows_q.data(), nr * k);
+            static_cast<uint64_t>((row0 + r) * row_bytes), rows_q.data(), nr * row_bytes);
         if (status.ok()) {
           status = weight.scale->CopyFromHost(
               static_cast<uint64_t>((row0 + r) * groups) * sizeof(float),
               rows_s.data(), nr * groups * sizeof(float));
         }
         if (!status.ok()) {
-          return status.WithContext(fmt::format(
-              "uploading int8 {} from {}", part.ref.name(), part.ref.path()));
+          return status.WithContext(fmt::format("uploading {} {} from {}",
+                                                int4 ? "4-bit" : "int8",
+                                                part.ref.name(), part.ref.path()));
         }
       }
       row0 += part.rows;
@@ -337,14 +354,14 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
   // then gets its own int8 copy (per decode step it streams the whole
   // table, so it is the biggest single weight read; the lookup reads a
   // few rows and keeps the exact table).
-  const bool int8_head = options.quantization == WeightQuantization::kInt8;
+  const bool int8_head = options.quantization != WeightQuantization::kNone;
   if ((!config.tie_word_embeddings || int8_head) && !options.skip_lm_head) {
     const std::string head(config.tie_word_embeddings ? kEmbedTokensName
                                                       : kLmHeadName);
     TSR_ASSIGN_OR_RETURN(
         w->lm_head_,
         load.Single(tp.vocab_split ? rows(head, tp.vocab_begin, tp.vocab) : whole(head),
-                    true, int8_head));
+                    true, int8_head, /*int4_ok=*/false));
   }
   return w;
 }

@@ -16,6 +16,9 @@
 //     (qkv, o_proj, gate_up, down; not the embeddings, not lm_head) are
 //     quantised on the host (quantize.h) to I8 [N, K] plus F32 scales
 //     [N, K / G], for linear v2; device_bytes() counts those bytes;
+//   - with WeightQuantization::kInt4, those of them whose K is a multiple
+//     of 32 become packed 4-bit instead (quantize.h: U8 [N, K / 2] with a
+//     scale per 32, for linear v4); the others and the head are int8;
 //   - with a tensor-parallel shard (WeightLoadOptions::tp, see
 //     tensor_parallel.h) only the rank's slices are read and uploaded: qkv
 //     holds its heads' rows, gate_up its [I/n] gate rows then up rows,
@@ -49,17 +52,23 @@ namespace tessera::model {
 
 // One weight on the device; absent when buffer is null. An int8 weight
 // (dtype I8) also has per-group scales: F32 [shape[0], shape[1] / group_size].
+// A 4-bit weight (packed4, dtype U8) is the same with its [N, K] (shape)
+// weights packed two per byte (linear v4's layout): U8 [N, K / 2].
 struct DeviceWeight {
   runtime::BufferPtr buffer;
   DType dtype = TSR_DTYPE_INVALID;
-  std::vector<int64_t> shape;
-  runtime::BufferPtr scale;  // int8 weights only
-  int64_t group_size = 0;    // int8 weights only: G, divides shape[1]
+  std::vector<int64_t> shape;  // logical: [N, K] also when packed4
+  runtime::BufferPtr scale;  // int8 / 4-bit weights only
+  int64_t group_size = 0;    // int8 / 4-bit weights only: G, divides shape[1]
+  bool packed4 = false;      // 4-bit: the buffer holds [N, K / 2] bytes
 
   bool present() const { return buffer != nullptr; }
   bool quantized() const { return scale != nullptr; }
-  // The contiguous view of the whole weight.
-  tsr_tensor View() const { return buffer->View(dtype, shape); }
+  // The contiguous view of the whole weight (packed4: U8 [N, K / 2]).
+  tsr_tensor View() const {
+    if (packed4) return buffer->View(dtype, {shape[0], shape[1] / 2});
+    return buffer->View(dtype, shape);
+  }
   // The scales' contiguous view (quantized() only).
   tsr_tensor ScaleView() const {
     return scale->View(TSR_DTYPE_F32, {shape[0], shape[1] / group_size});
@@ -85,6 +94,8 @@ enum class WeightQuantization {
           // per-group F32 scales (a tied head gets its own int8 copy of the
           // embedding table; the table itself stays in the activation
           // dtype for the lookup)
+  kInt4,  // as kInt8, but decoder-layer linear weights whose K is a
+          // multiple of 32 are packed 4-bit with a scale per 32 (Q4_0)
 };
 
 struct WeightLoadOptions {

@@ -41,7 +41,7 @@ TEST(PluginWrapperTest, IdentityBeforeInit) {
   auto plugin = LoadMinimal();
   ASSERT_NE(plugin, nullptr);
   EXPECT_EQ(plugin->name(), "minimal");
-  EXPECT_EQ(plugin->AbiVersion(), "1.5");  // built against the 1.5 header
+  EXPECT_EQ(plugin->AbiVersion(), "1.6");  // built against the 1.6 header
   EXPECT_EQ(plugin->Probe(), 1);
   EXPECT_FALSE(plugin->initialized());
   EXPECT_TRUE(plugin->ops().empty());

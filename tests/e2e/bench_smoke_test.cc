@@ -123,7 +123,7 @@ TEST(BenchSmokeTest, QuantizationsRunFusedAndShrinkTheWeights) {
       Tessera("make-model --preset tiny --arch qwen3 --seed 2 --out " + ShellQuote(model));
   ASSERT_EQ(made.exit_code, 0) << made.err;
   std::map<std::string, uint64_t> weight_bytes;
-  for (const char* q : {"none", "int8", "w8a8_int8", "w8a8_int8-per-channel"}) {
+  for (const char* q : {"none", "int8", "w8a8_int8", "w8a8_int8-per-channel", "int4", "q4_0"}) {
     SCOPED_TRACE(q);
     const Result r = Tessera("bench --one-batch --smoke --json --no-bandwidth --platform cpu "
                              "--quantization " +
@@ -140,6 +140,9 @@ TEST(BenchSmokeTest, QuantizationsRunFusedAndShrinkTheWeights) {
   EXPECT_EQ(weight_bytes["w8a8_int8"], weight_bytes["int8"]);
   EXPECT_LT(weight_bytes["w8a8_int8-per-channel"], weight_bytes["w8a8_int8"]);
   EXPECT_LT(weight_bytes["int8"], weight_bytes["none"]);
+  // 4-bit layers (the head stays int8): well under the int8 bytes.
+  EXPECT_LT(weight_bytes["int4"], weight_bytes["w8a8_int8"] * 3 / 4);
+  EXPECT_EQ(weight_bytes["q4_0"], weight_bytes["int4"]);
   // A name that is not a scheme is refused with the list.
   const Result bad = Tessera("bench --one-batch --smoke --quantization w4a4 --model-path x");
   EXPECT_EQ(bad.exit_code, 2);

@@ -266,7 +266,8 @@ void CheckAccuracy(const std::string& f32, const std::vector<std::string>& types
                    const std::string& runner_binary) {
   auto runtime = model::testing::CreateRuntime();
   ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
-  // --quantization auto (as `serve` runs the file: w8a8_int8 for a
+  // --quantization auto (as `serve` runs the file: int4 — w4a8 — for a
+  // file whose decoder weights are all Q4_0, w8a8_int8 for another
   // quantized file, activations quantised per 32 as llama.cpp's Q8_0 dot
   // does) with F32 activations, as llama.cpp computes.
   auto tessera = [&](const std::string& path, std::string* stored_types) {
@@ -284,9 +285,12 @@ void CheckAccuracy(const std::string& f32, const std::vector<std::string>& types
     options.max_batch_tokens = 256;
     options.show_progress = false;
     options.activation_dtype = TSR_DTYPE_F32;
-    if (!(*checkpoint)->QuantizedLinearTypes().empty()) {
-      options.quantization = model::WeightQuantization::kInt8;
-      options.int8_activations = true;  // auto's w8a8_int8, as llama.cpp
+    const std::vector<std::string> quantized = (*checkpoint)->QuantizedLinearTypes();
+    if (!quantized.empty()) {
+      options.quantization = quantized == std::vector<std::string>{"q4_0"}
+                                 ? model::WeightQuantization::kInt4
+                                 : model::WeightQuantization::kInt8;
+      options.int8_activations = true;  // auto's w8a8_int8 / int4, as llama.cpp
     }
     auto runner = model::ModelRunner::Create(**runtime, **checkpoint, options);
     EXPECT_TRUE(runner.ok()) << runner.status().ToString();

@@ -68,9 +68,11 @@ extern "C" {
  * tensor-parallel rank, its two all-reduces inside) and embedding v2 (a
  * vocabulary shard); 1.5 adds linear v3 (int8 weights AND activations,
  * integer dot products: w8a8) and decoder_layer v3 (v2 with its int8
- * projections as linear v3). A plugin need not list any op of a later
- * minor. */
-#define TSR_PLUGIN_ABI_MINOR 5
+ * projections as linear v3); 1.6 adds linear v4 (4-bit weights packed two
+ * per byte, Q4_0's layout, times int8 activations: w4a8) and
+ * decoder_layer v4 (v3 with those weights). A plugin need not list any op
+ * of a later minor. */
+#define TSR_PLUGIN_ABI_MINOR 6
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -324,7 +326,24 @@ enum {
    *   G <= 2^16); the outer sum is accumulated in at least f32 and rounded
    *   once to A. So q is bit-exact across plugins and only the outer
    *   accumulation order differs. A plugin that does not list linear v3
-   *   leaves it to the host's cpu fallback. */
+   *   leaves it to the host's cpu fallback.
+   * linear v4 (since 1.6; the same id, version 4): w4a8, 4-bit weights
+   *   (llama.cpp's Q4_0 x Q8_0 product). in x A [T, K], w U8 [N, K / 2]
+   *   (packed), w_scale F32 [N, K / G], optional bias A [N]; out y A [T, N].
+   *   K % 32 == 0 and G % 32 == 0 (G divides K; G == K is one scale per
+   *   output channel). Packing, per block of 32 consecutive weights of a
+   *   row (16 bytes, block c at byte offset 16 c of the row): byte j holds
+   *   weight 32 c + j in its low nibble and weight 32 c + j + 16 in its
+   *   high nibble; a nibble u in [0, 15] is the weight u - 8, so
+   *     W[n, k] = (nibble(n, k) - 8) * w_scale[n, k / G].
+   *   x is quantised exactly as in v3 (blocks of G), and
+   *     y[t, n] = sum_b s[t, b] * w_scale[n, b] *
+   *               (sum_{k in b} q[t, k] (nibble(n, k) - 8)) (+ bias[n])
+   *   with v3's exactness rules. Signatures (A, U8, F32, A) and
+   *   (A, U8, F32, A, A) with A in {F32, BF16}; strides and K == 0 as v2
+   *   (w's rows are whole bytes: a unit innermost stride). params:
+   *   tsr_linear_w8_params. A plugin that does not list linear v4 leaves it
+   *   to the host's cpu fallback. */
   TSR_OP_LINEAR = 4,
   /* rope v1: in positions I32 [T], inv_freq F32 [R/2], q X [T, Hq, D],
    *   k X [T, Hk, D]; out q_out X [T, Hq, D], k_out X [T, Hk, D].
@@ -483,6 +502,12 @@ enum {
    *   activations quantised per row: SGLang's w8a8_int8), so each *_scale
    *   is [N, 1]. params: tsr_decoder_layer_params, all of it (comm NULL:
    *   no parallelism).
+   * decoder_layer v4 (since 1.6; the same id and tensors): v3 with W == U8,
+   *   4-bit weights packed as linear v4's (each weight [N, K / 2] bytes for
+   *   a projection of K inputs, its *_scale [N, K / G]), each projection
+   *   computed as linear v4; weight_group_size is G (a multiple of 32
+   *   dividing every K) or 0 (per channel, as v3). The signature's W class
+   *   is U8. params: as v3.
    */
   TSR_OP_DECODER_LAYER = TSR_OP_FUSED_BASE
 };
@@ -515,7 +540,7 @@ typedef struct tsr_embedding_shard_params {
   int64_t row_begin;  /* the shard's first vocabulary row, >= 0 */
 } tsr_embedding_shard_params;
 
-/* linear v2 (since 1.1) and v3 (since 1.5). */
+/* linear v2 (since 1.1), v3 (since 1.5) and v4 (since 1.6). */
 typedef struct tsr_linear_w8_params {
   uint32_t struct_size;
   int32_t group_size; /* G: weights per scale along K; >= 1, divides K */
@@ -530,9 +555,9 @@ typedef struct tsr_decoder_layer_params {
   int32_t num_q_heads;        /* Hq */
   int32_t num_kv_heads;       /* Hk; Hq % Hk == 0 */
   int32_t head_dim;           /* D */
-  int32_t weight_group_size;  /* W == I8: G, divides every K (v3 also 0:
-                                 per channel, G = each projection's K);
-                                 else ignored */
+  int32_t weight_group_size;  /* W == I8 (v4: U8): G, divides every K
+                                 (v3, v4 also 0: per channel, G = each
+                                 projection's K); else ignored */
   /* As tsr_paged_attention_params. */
   float attn_scale;
   int32_t page_size;
