@@ -32,9 +32,20 @@ TEST(OpContractsTest, UnknownOpAndVersion) {
   std::vector<DType> sig = {TSR_DTYPE_F32, TSR_DTYPE_F32, TSR_DTYPE_F32};
   EXPECT_EQ(ValidateSignature(0, 1, sig).code(), StatusCode::kNotFound);
   EXPECT_EQ(ValidateSignature(1001, 1, sig).code(), StatusCode::kNotFound);
-  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 4, sig).code(),
+  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 5, sig).code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 4, sig).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 5, sig).code(), StatusCode::kNotFound);
+  // v4 (ABI 1.6, w4a8) exists for packed 4-bit (U8) weights only.
+  EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 4, sig).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateSignature(TSR_OP_DECODER_LAYER, 4,
+                                std::vector<DType>{TSR_DTYPE_BF16, TSR_DTYPE_U8, TSR_DTYPE_F32})
+                  .ok());
+  EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 4, sig).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateSignature(TSR_OP_LINEAR, 4,
+                                std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_U8, TSR_DTYPE_F32,
+                                                   TSR_DTYPE_F32})
+                  .ok());
   // v3 (ABI 1.5, w8a8) exists for int8 weights only.
   EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 3, sig).code(),
             StatusCode::kInvalidArgument);

@@ -344,13 +344,13 @@ TEST_F(CpuPluginTest, ListOpsCoversEveryV1Op) {
     EXPECT_EQ(ops[i].struct_size, sizeof(tsr_op_signature));
     // Version 1 everywhere, plus linear v2 (ABI 1.1; ops_linear_w8_test.cc),
     // embedding v2 (a vocabulary shard) and decoder_layer v2 (a
-    // tensor-parallel rank), both ABI 1.4, and linear / decoder_layer v3
-    // (w8a8, ABI 1.5).
+    // tensor-parallel rank), both ABI 1.4, linear / decoder_layer v3
+    // (w8a8, ABI 1.5) and v4 (w4a8, ABI 1.6).
     EXPECT_TRUE(ops[i].version == 1u ||
                 (ops[i].version == 2u &&
                  (ops[i].op == TSR_OP_LINEAR || ops[i].op == TSR_OP_EMBEDDING ||
                   ops[i].op == TSR_OP_DECODER_LAYER)) ||
-                (ops[i].version == 3u &&
+                ((ops[i].version == 3u || ops[i].version == 4u) &&
                  (ops[i].op == TSR_OP_LINEAR || ops[i].op == TSR_OP_DECODER_LAYER)))
         << "entry " << i;
     const uint32_t op = ops[i].op;

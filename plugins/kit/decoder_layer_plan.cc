@@ -29,7 +29,7 @@ tsr_dtype DecoderLayerArgDType(const tsr_op_signature& sig, size_t arg, bool* op
     case kDlWQkv: case kDlWO: case kDlWGateUp: case kDlWDown:
       return w;
     case kDlWQkvScale: case kDlWOScale: case kDlWGateUpScale: case kDlWDownScale:
-      return w == TSR_DTYPE_I8 ? TSR_DTYPE_F32 : TSR_DTYPE_INVALID;
+      return w == TSR_DTYPE_I8 || w == TSR_DTYPE_U8 ? TSR_DTYPE_F32 : TSR_DTYPE_INVALID;
     case kDlQkvBias: case kDlQNorm: case kDlKNorm: case kDlOBias:
       *optional = true;
       return x;

@@ -127,10 +127,11 @@ class ReducedPrecisionAccuracyTest : public ::testing::Test {
 };
 
 // 4-bit weights lose more than int8 on a model this small (its 64-wide
-// rows are two groups each); the bar is set a little under what the cpu
-// plugin measures (see docs/BENCHMARKS.md), llama.cpp's Q4_0 being in the
-// same range on the same model (tests/e2e/gguf_model_test.cc).
-constexpr double kInt4MinAgreement = 0.90;
+// rows are two groups each): the cpu plugin measures 85.4% (see
+// docs/BENCHMARKS.md); llama.cpp's Q4_0 on the same model is held against
+// it in tests/e2e/gguf_model_test.cc. The bar catches a broken 4-bit path
+// (which falls far lower), not the last point.
+constexpr double kInt4MinAgreement = 0.83;
 
 TEST_F(ReducedPrecisionAccuracyTest, Stories260kTeacherForcedTopOneAgreement) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
