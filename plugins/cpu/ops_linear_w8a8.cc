@@ -47,6 +47,9 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
   ctx.pool->ParallelFor(t_count, RowGrain(k, 1 << 15), [&](int64_t begin, int64_t end) {
     kernels.quantize(xp + begin * ldx, ldx, end - begin, k, group, xq.data() + begin * k, k,
                      xs.data() + begin * groups, groups);
+    if (call.version == 4 && kernels.permute_w4 != nullptr) {
+      kernels.permute_w4(xq.data() + begin * k, k, end - begin, k);
+    }
   });
 
   RunLinearItems<A>(ctx, call.out[0], c.bias_f, t_count, c.n, k, k,

@@ -31,8 +31,9 @@
 // Needs: <immintrin.h>, <algorithm>, ops_linear_w8a8_kernels.h,
 // ops_linear_int8_rows.h, and TSR_W8A8_VNNI defined.
 
-inline __m512 HalfScales(const float* s, int64_t b0, int64_t b1) {
-  return _mm512_mask_mov_ps(_mm512_set1_ps(s[b0]), 0xFF00, _mm512_set1_ps(s[b1]));
+// s[b0] in the lanes of `lanes1`'s zero bits, s[b1] in its one bits.
+inline __m512 HalfScales(const float* s, int64_t b0, int64_t b1, __mmask16 lanes1 = 0xFF00) {
+  return _mm512_mask_mov_ps(_mm512_set1_ps(s[b0]), lanes1, _mm512_set1_ps(s[b1]));
 }
 
 // The int32 partial sums of a step: lanes of x . w (bytes 4l..4l+3).
@@ -69,9 +70,24 @@ inline __m512i NegLaneSums(__m512i xv, char c) {
   return _mm512_sub_epi32(_mm512_setzero_si512(), sums);
 }
 
-// One weight row's 4-bit step: 32 bytes at `w` (16 in the half-step tail),
-// as 64 nibbles in weight order (see the top), the next group's bytes
+// One weight row's full 4-bit step: 32 bytes at `w` (two Q4_0 blocks)
+// broadcast to both 256-bit halves, the upper half shifted right by 4: the
+// low nibbles of both blocks, then their high nibbles — weights [0-15,
+// 32-47, 16-31, 48-63] of the step, the order PermuteW4Rows leaves x in —
+// in three instructions (no lane shuffle); the next group's bytes
 // prefetched into L2.
+inline __attribute__((always_inline)) __m512i LoadWeightStep4Interleaved(const int8_t* w,
+                                                                         const int8_t* pf) {
+  const __m512i raw =
+      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+  _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+  const __m512i shifted = _mm512_mask_srli_epi16(raw, 0xFFFF0000u, raw, 4);
+  return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+}
+
+// The K % 64 == 32 tail's 4-bit half step: 16 bytes at `w` (one block) as
+// its 32 nibbles in weight order in the low 256 bits (x's tail is not
+// permuted), zeros above.
 inline __attribute__((always_inline)) __m512i LoadWeightStep4(const int8_t* w, const int8_t* pf,
                                                               bool half) {
   const __m256i raw = _mm256_maskz_loadu_epi8(half ? 0xFFFFu : 0xFFFFFFFFu, w);
@@ -105,13 +121,16 @@ inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const
 // The scale pair of step i (64 bytes from byte i): lanes 0-7 the block of
 // byte i, 8-15 that of byte i + 32 (the same block when G >= 64 or in the
 // half-step tail). kG32: G == 32, so the pair is s[i / 32], s[i / 32 + 1].
-template <bool kG32>
+// kW4 full steps hold the halves interleaved (lanes 0-3 and 8-11 the
+// first half, 4-7 and 12-15 the second: see LoadWeightStep4Interleaved).
+template <bool kG32, bool kW4 = false>
 inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
+  const __mmask16 lanes1 = kW4 && !half ? 0xF0F0 : 0xFF00;
   if constexpr (kG32) {
-    return HalfScales(s, i >> 5, half ? i >> 5 : (i >> 5) + 1);
+    return HalfScales(s, i >> 5, half ? i >> 5 : (i >> 5) + 1, lanes1);
   } else {
     const int64_t b0 = i / group;
-    return HalfScales(s, b0, half ? b0 : (i + 32) / group);
+    return HalfScales(s, b0, half ? b0 : (i + 32) / group, lanes1);
   }
 }
 
@@ -137,16 +156,17 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     __m512 wsv[4];
     for (int j = 0; j < 4; ++j) {
       if constexpr (kW4) {
-        wv[j] = wa[j] = LoadWeightStep4(w[j] + i / 2, pf[j] + i / 2, half);
+        wv[j] = wa[j] = half ? LoadWeightStep4(w[j] + i / 2, pf[j] + i / 2, true)
+                             : LoadWeightStep4Interleaved(w[j] + i / 2, pf[j] + i / 2);
         wneg[j] = 0;
       } else {
         LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
       }
-      wsv[j] = StepScales<kG32>(ws[j], i, group, half);
+      wsv[j] = StepScales<kG32, kW4>(ws[j], i, group, half);
     }
     for (int r = 0; r < MR; ++r) {
       const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
-      const __m512 xsv = StepScales<kG32>(xs + r * ldxs, i, group, half);
+      const __m512 xsv = StepScales<kG32, kW4>(xs + r * ldxs, i, group, half);
       __m512i ncorr = _mm512_setzero_si512();
       if constexpr (kW4) {
         ncorr = NegLaneSums(xv, 8);
@@ -264,7 +284,8 @@ void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_
   }
 }
 
-// 4-bit weights (packed bytes, ldw in bytes): G % 32 == 0, K % 32 == 0.
+// 4-bit weights (packed bytes, ldw in bytes): G % 32 == 0, K % 32 == 0;
+// xq as PermuteW4Rows left it.
 void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
              const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
              int64_t group, float* out, int64_t ldo) {
@@ -272,6 +293,20 @@ void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int6
     BlockImpl<true, true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
   } else {
     BlockImpl<false, true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
+  }
+}
+
+// BlockW4's x order: each full 64-byte step of each row as bytes [0-15,
+// 32-47, 16-31, 48-63] (LoadWeightStep4Interleaved's weight order); a
+// K % 64 == 32 tail stays as it is.
+void PermuteW4Rows(int8_t* q, int64_t ldq, int64_t rows, int64_t k) {
+  const __m512i order = _mm512_set_epi64(7, 6, 3, 2, 5, 4, 1, 0);  // 16-byte quarters 0 2 1 3
+  for (int64_t m = 0; m < rows; ++m) {
+    int8_t* qr = q + m * ldq;
+    for (int64_t i = 0; i + 64 <= k; i += 64) {
+      const __m512i v = _mm512_loadu_si512(qr + i);
+      _mm512_storeu_si512(qr + i, _mm512_permutexvar_epi64(order, v));
+    }
   }
 }
 

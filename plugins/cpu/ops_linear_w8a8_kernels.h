@@ -26,6 +26,9 @@
 //   out[m * ldo + j] = sum_b xs[m, b] * ws[j, b] *
 //                      (sum_{k in b} xq[m, k] * (nibble(j, k) - 8)).
 // Every path's block_w4 takes K % 32 == 0 and G % 32 == 0 (the contract's).
+// Where a table has `permute_w4`, block_w4 reads xq as permute_w4(xq, ldq,
+// rows, K) left it (in place, once per call: an x order that spares the
+// kernel a shuffle per weight step); quantize's output is what it permutes.
 // Pure; thread-safe.
 #ifndef TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
 #define TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
@@ -49,6 +52,7 @@ struct LinearW8A8Kernels {
   LinearW8A8BlockFn block = nullptr;
   int64_t group_multiple = 1;  // block needs G % group_multiple == 0
   LinearW8A8BlockFn block_w4 = nullptr;  // 4-bit weights (packed bytes)
+  void (*permute_w4)(int8_t* q, int64_t ldq, int64_t rows, int64_t k) = nullptr;
 };
 
 // The table of `isa` (which must be CpuSupports-ed by the caller's CPU): on

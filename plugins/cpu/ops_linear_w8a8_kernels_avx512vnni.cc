@@ -31,7 +31,8 @@ namespace {
 namespace tessera::cpu {
 
 const LinearW8A8Kernels& Avx512VnniLinearW8A8Kernels() {
-  static const LinearW8A8Kernels kernels{"avx512vnni", &Quantize, &Block, 32, &BlockW4};
+  static const LinearW8A8Kernels kernels{"avx512vnni", &Quantize, &Block, 32, &BlockW4,
+                                         &PermuteW4Rows};
   return kernels;
 }
 

@@ -182,7 +182,9 @@ TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
       ASSERT_NE(t->block_w4, nullptr);
       const int64_t ldo = sh.n + 3;
       std::vector<float> out(sh.rows * ldo, -7.0f);
-      t->block_w4(xq.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws.data(),
+      std::vector<int8_t> xq_t = xq;  // in the table's x order
+      if (t->permute_w4 != nullptr) t->permute_w4(xq_t.data(), sh.k, sh.rows, sh.k);
+      t->block_w4(xq_t.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws.data(),
                   groups, sh.n, sh.k, sh.g, out.data(), ldo);
       for (int64_t m = 0; m < sh.rows; ++m) {
         for (int64_t j = 0; j < sh.n; ++j) {
