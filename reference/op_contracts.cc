@@ -240,12 +240,13 @@ std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
                                                   uint32_t version) {
   if (!IsKnownVersion(op, version)) return {};
   if (IsLinearInt8(op, version)) {  // linear v2, v3 (I8), v4 (packed U8)
-    const DType w = version == kLinearW4A8Version ? DType{TSR_DTYPE_U8}
-                                                  : DType{TSR_DTYPE_I8};
+    const bool w4 = version == kLinearW4A8Version;  // Q4_0: f16 scales
+    const DType w = w4 ? DType{TSR_DTYPE_U8} : DType{TSR_DTYPE_I8};
+    const DType sc = w4 ? F16 : F32;
     std::vector<std::vector<DType>> out;
     for (DType a : {F32, BF16}) {
-      out.push_back({a, w, F32, a});
-      out.push_back({a, w, F32, a, a});
+      out.push_back({a, w, sc, a});
+      out.push_back({a, w, sc, a, a});
     }
     return out;
   }

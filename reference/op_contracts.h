@@ -22,7 +22,8 @@ namespace tessera::reference {
 
 // The version every v1 op has; linear also has version 2 (ABI 1.1,
 // weight-only int8), 3 (ABI 1.5, w8a8: same arguments and signatures) and
-// 4 (ABI 1.6, w4a8: the same arguments, w packed 4-bit as U8 [N, K / 2]).
+// 4 (ABI 1.6, w4a8: the same arguments, w packed 4-bit as U8 [N, K / 2]
+// with F16 scales).
 inline constexpr uint32_t kOpVersion = 1;
 inline constexpr uint32_t kLinearW8Version = 2;
 inline constexpr uint32_t kLinearW8A8Version = 3;

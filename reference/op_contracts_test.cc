@@ -43,7 +43,7 @@ TEST(OpContractsTest, UnknownOpAndVersion) {
                   .ok());
   EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 4, sig).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(ValidateSignature(TSR_OP_LINEAR, 4,
-                                std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_U8, TSR_DTYPE_F32,
+                                std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_U8, TSR_DTYPE_F16,
                                                    TSR_DTYPE_F32})
                   .ok());
   // v3 (ABI 1.5, w8a8) exists for int8 weights only.

@@ -113,8 +113,10 @@ Status DecoderLayerImpl(const OpCall& call, uint32_t version) {
     bool present;  // must be present (true) / absent (false)
   };
   const bool qk_norm = Present(in[kQNorm]);
-  // A weight's columns for K inputs: K, or K / 2 bytes packed 4-bit (v4).
+  // A weight's columns for K inputs: K, or K / 2 bytes packed 4-bit (v4,
+  // whose scales are F16: Q4_0's).
   auto cols = [&](int64_t k) { return w4a8 ? k / 2 : k; };
+  const DType sdt = w4a8 ? TSR_DTYPE_F16 : TSR_DTYPE_F32;
   auto scale_shape = [&](int64_t n, int64_t k) {
     if (per_channel) return std::vector<int64_t>{n, 1};
     return std::vector<int64_t>{n, p.weight_group_size > 0 ? k / p.weight_group_size : 0};
@@ -122,16 +124,16 @@ Status DecoderLayerImpl(const OpCall& call, uint32_t version) {
   const std::vector<Want> wants = {
       {kInputNorm, "input_norm", x, {h}, true},
       {kWQkv, "w_qkv", w, {nqkv, cols(h)}, true},
-      {kWQkvScale, "w_qkv_scale", TSR_DTYPE_F32, scale_shape(nqkv, h), w8},
+      {kWQkvScale, "w_qkv_scale", sdt, scale_shape(nqkv, h), w8},
       {kQNorm, "q_norm", x, {d}, qk_norm},
       {kKNorm, "k_norm", x, {d}, qk_norm},
       {kWO, "w_o", w, {h, cols(hq * d)}, true},
-      {kWOScale, "w_o_scale", TSR_DTYPE_F32, scale_shape(h, hq * d), w8},
+      {kWOScale, "w_o_scale", sdt, scale_shape(h, hq * d), w8},
       {kPostNorm, "post_norm", x, {h}, true},
       {kWGateUp, "w_gate_up", w, {2 * inter, cols(h)}, true},
-      {kWGateUpScale, "w_gate_up_scale", TSR_DTYPE_F32, scale_shape(2 * inter, h), w8},
+      {kWGateUpScale, "w_gate_up_scale", sdt, scale_shape(2 * inter, h), w8},
       {kWDown, "w_down", w, {h, cols(inter)}, true},
-      {kWDownScale, "w_down_scale", TSR_DTYPE_F32, scale_shape(h, inter), w8},
+      {kWDownScale, "w_down_scale", sdt, scale_shape(h, inter), w8},
   };
   for (const Want& want : wants) {
     const HostTensor& a = in[want.arg];

@@ -101,7 +101,7 @@ TEST(LinearW8A8Test, QuantisesActivationsPerBlockTiesToEven) {
 TEST(LinearW4A8Test, UnpacksQ4NibblesAndQuantisesActivations) {
   // x [1, 32] of integers with max |x| = 127: the activation scale is 1 and
   // q = x. w [1, 32] 4-bit packed: byte j = j (low nibble: weight j is
-  // j - 8) | (15 - j) << 4 (high: weight j + 16 is 7 - j), scale 0.5.
+  // j - 8) | (15 - j) << 4 (high: weight j + 16 is 7 - j), scale 0.5 (F16).
   std::vector<double> xs(32), bytes(16);
   for (int k = 0; k < 32; ++k) xs[k] = k == 5 ? -127 : (k * 7) % 23 - 11;
   for (int j = 0; j < 16; ++j) bytes[j] = j | (15 - j) << 4;
@@ -109,7 +109,7 @@ TEST(LinearW4A8Test, UnpacksQ4NibblesAndQuantisesActivations) {
   for (int k = 0; k < 32; ++k) want += xs[k] * (k < 16 ? k - 8 : 7 - (k - 16)) * 0.5;
   auto x = F32({1, 32}, xs);
   auto w = OwnedTensor::FromValues(TSR_DTYPE_U8, {1, 16}, bytes);
-  auto s = F32({1, 1}, {0.5});
+  auto s = OwnedTensor::FromValues(TSR_DTYPE_F16, {1, 1}, {0.5});
   auto bias = F32({1}, {3});
   OwnedTensor y(TSR_DTYPE_F32, {1, 1});
   const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), 32};
@@ -122,7 +122,7 @@ TEST(LinearW4A8Test, UnpacksQ4NibblesAndQuantisesActivations) {
   EXPECT_THAT(y, ValuesNear(std::vector<double>{want + 3}));
   // Group sizes must be multiples of 32; w must be [N, K / 2].
   const tsr_linear_w8_params g16{sizeof(tsr_linear_w8_params), 16};
-  auto s2 = F32({1, 2}, {0.5, 0.5});
+  auto s2 = OwnedTensor::FromValues(TSR_DTYPE_F16, {1, 2}, {0.5, 0.5});
   Status st = RunReferenceOp(TSR_OP_LINEAR, kLinearW4A8Version,
                              std::vector<HostTensor>{x.view(), w.view(), s2.view()}, out,
                              &g16);
@@ -131,9 +131,14 @@ TEST(LinearW4A8Test, UnpacksQ4NibblesAndQuantisesActivations) {
   st = RunReferenceOp(TSR_OP_LINEAR, kLinearW4A8Version,
                       std::vector<HostTensor>{x.view(), w_wide.view(), s.view()}, out, &p);
   EXPECT_THAT(st.message(), ::testing::HasSubstr("K / 2"));
-  // U8 weights are not a v3 signature.
+  // U8 weights are not a v3 signature, nor F32 scales a v4 one.
   EXPECT_FALSE(RunReferenceOp(TSR_OP_LINEAR, kLinearW8A8Version,
                               std::vector<HostTensor>{x.view(), w.view(), s.view()}, out,
+                              &p)
+                   .ok());
+  auto s32 = F32({1, 1}, {0.5});
+  EXPECT_FALSE(RunReferenceOp(TSR_OP_LINEAR, kLinearW4A8Version,
+                              std::vector<HostTensor>{x.view(), w.view(), s32.view()}, out,
                               &p)
                    .ok());
 }

@@ -47,14 +47,15 @@ void ExtendOpTable(OpTableBuilder& table) {
   constexpr tsr_dtype I8 = TSR_DTYPE_I8;
   constexpr tsr_dtype U8 = TSR_DTYPE_U8;
   constexpr tsr_dtype F32 = TSR_DTYPE_F32;
+  constexpr tsr_dtype F16 = TSR_DTYPE_F16;
   constexpr tsr_dtype BF16 = TSR_DTYPE_BF16;
   for (tsr_dtype a : {F32, BF16}) {
     table.Add(&kLinearW8Def, 3, {a, I8, F32, a});
     table.Add(&kLinearW8Def, 4, {a, I8, F32, a, a});
     table.Add(&kLinearW8A8Def, 3, {a, I8, F32, a});
     table.Add(&kLinearW8A8Def, 4, {a, I8, F32, a, a});
-    table.Add(&kLinearW4A8Def, 3, {a, U8, F32, a});
-    table.Add(&kLinearW4A8Def, 4, {a, U8, F32, a, a});
+    table.Add(&kLinearW4A8Def, 3, {a, U8, F16, a});
+    table.Add(&kLinearW4A8Def, 4, {a, U8, F16, a, a});
   }
   for (tsr_dtype x : {F32, BF16, tsr_dtype{TSR_DTYPE_F16}}) {
     table.Add(&kEmbeddingShardDef, 2, {TSR_DTYPE_I32, x, x});

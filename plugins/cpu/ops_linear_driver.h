@@ -82,27 +82,34 @@ void LinearWriteBiasRows(const TensorView& y, const std::vector<float>& bias_f,
   }
 }
 
-// The int8 linears' w_scale (N, K / G; any strides) as f32 [N, *lds] with
-// a unit inner stride: in place when it already has one, else packed into
-// `storage`.
-inline const float* LinearScalesF32(const TensorView& scale, int64_t n, int64_t groups,
-                                    std::vector<float>* storage, int64_t* lds) {
+// The int8 linears' w_scale (N, K / G; any strides) as S [N, *lds] with a
+// unit inner stride (S: float for F32 scales, uint16_t bits for linear v4's
+// F16): in place when it already has one, else packed into `storage`.
+template <typename S>
+const S* LinearScalesAs(const TensorView& scale, int64_t n, int64_t groups,
+                        std::vector<S>* storage, int64_t* lds) {
   if (scale.stride(1) == 1 || groups <= 1) {
     *lds = scale.stride(0);
-    return scale.as<float>();
+    return scale.as<S>();
   }
   storage->resize(static_cast<size_t>(n * groups));
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t g = 0; g < groups; ++g) {
-      (*storage)[j * groups + g] = scale.as<float>()[j * scale.stride(0) + g * scale.stride(1)];
+      (*storage)[j * groups + g] = scale.as<S>()[j * scale.stride(0) + g * scale.stride(1)];
     }
   }
   *lds = groups;
   return storage->data();
 }
 
-// What linear v2 and v3 (int8 weights: x, w I8, w_scale F32, optional
-// bias) read from their call before the kernels. w_scale is f32 [N, lds]
+inline const float* LinearScalesF32(const TensorView& scale, int64_t n, int64_t groups,
+                                    std::vector<float>* storage, int64_t* lds) {
+  return LinearScalesAs<float>(scale, n, groups, storage, lds);
+}
+
+// What linear v2, v3 and v4 (int8 or 4-bit weights: x, w I8 / U8, w_scale
+// F32 / F16, optional bias) read from their call before the kernels.
+// w_scale is f32 (v4: f16) [N, lds]
 // with a unit inner stride (`scales` points into the call's tensor or into
 // `scales_packed`, so the struct stays where PrepareLinearInt8 filled it).
 struct LinearInt8Call {
@@ -111,12 +118,14 @@ struct LinearInt8Call {
   LinearInt8Call& operator=(const LinearInt8Call&) = delete;
 
   int64_t t_count = 0, k = 0, n = 0, group = 0;
-  const int8_t* w = nullptr;  // [N, ldw]
+  const int8_t* w = nullptr;  // [N, ldw] (v4: packed bytes)
   int64_t ldw = 0;
   std::vector<float> bias_f;  // [N], zeros without a bias
-  const float* scales = nullptr;
+  const float* scales = nullptr;       // F32 scales (v2, v3)
+  const uint16_t* scales16 = nullptr;  // F16 scales' bits (v4)
   int64_t lds = 0;
   std::vector<float> scales_packed;
+  std::vector<uint16_t> scales16_packed;
 };
 
 // Fills *out from `call`. False when nothing is left to compute: T or N is
@@ -134,8 +143,13 @@ bool PrepareLinearInt8(const OpCall& call, LinearInt8Call* out) {
     LinearWriteBiasRows<A>(y, out->bias_f, out->t_count, out->n);
     return false;
   }
-  out->scales =
-      LinearScalesF32(scale, out->n, out->k / out->group, &out->scales_packed, &out->lds);
+  if (scale.dtype == TSR_DTYPE_F16) {
+    out->scales16 = LinearScalesAs<uint16_t>(scale, out->n, out->k / out->group,
+                                             &out->scales16_packed, &out->lds);
+  } else {
+    out->scales =
+        LinearScalesF32(scale, out->n, out->k / out->group, &out->scales_packed, &out->lds);
+  }
   out->w = w.as<int8_t>();
   out->ldw = w.stride(0);
   return true;

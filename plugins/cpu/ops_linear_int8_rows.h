@@ -9,19 +9,19 @@
 
 namespace tessera::cpu {
 
-// Rows j0 .. j0 + 3 of w [n, ldw] (int8) and of their scales s [n, lds]:
-// rows past n repeat the last real one (their outputs are not written);
-// pf are the next group's rows (these rows again for the last group), to
-// prefetch while this group streams, and pfs the next group's first scale
-// row.
-struct Int8RowGroup {
+// Rows j0 .. j0 + 3 of w [n, ldw] (int8, or packed 4-bit bytes) and of
+// their scales s [n, lds] (S: float, or uint16_t f16 bits): rows past n
+// repeat the last real one (their outputs are not written); pf are the next
+// group's rows (these rows again for the last group), to prefetch while
+// this group streams, and pfs the next group's first scale row.
+template <typename S>
+struct RowGroup {
   const int8_t* w[4];
-  const float* s[4];
+  const S* s[4];
   const int8_t* pf[4];
-  const float* pfs;
+  const S* pfs;
   int nr;  // real rows, 1..4
-  Int8RowGroup(const int8_t* w0, int64_t ldw, const float* s0, int64_t lds, int64_t j0,
-               int64_t n)
+  RowGroup(const int8_t* w0, int64_t ldw, const S* s0, int64_t lds, int64_t j0, int64_t n)
       : nr(static_cast<int>(std::min<int64_t>(4, n - j0))) {
     for (int j = 0; j < 4; ++j) {
       const int64_t jj = j0 + std::min(j, nr - 1);
@@ -32,6 +32,7 @@ struct Int8RowGroup {
     pfs = j0 + 4 < n ? s[0] + 4 * lds : s[0];
   }
 };
+using Int8RowGroup = RowGroup<float>;
 
 }  // namespace tessera::cpu
 

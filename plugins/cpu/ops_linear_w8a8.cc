@@ -2,7 +2,8 @@
 // stride, w_scale F32 (N, K / G), optional bias A (N) -> y A (T, N), x
 // quantised per row in blocks of G and multiplied in int8 (the contract:
 // tessera_plugin.h). linear v4 (w4a8, ABI 1.6) is the same with w U8
-// (N, K / 2), 4-bit weights packed as Q4_0 (the kernels' block_w4).
+// (N, K / 2), 4-bit weights packed as Q4_0, and F16 scales (the kernels'
+// block_w4).
 //
 // The driver around the per-ISA kernels (ops_linear_w8a8_kernels.h):
 //  - x is made f32 (in place when it already is) and quantised once per
@@ -33,10 +34,9 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
 
   const LinearW8A8Kernels& kernels = LinearW8A8KernelsFor(ActiveCpuIsa());
   // v4: every path's block_w4 takes the contract's G % 32 == 0.
+  const bool w4 = call.version == 4;
   const LinearW8A8BlockFn block =
-      call.version == 4 ? kernels.block_w4
-      : group % kernels.group_multiple == 0 ? kernels.block
-                                            : ScalarLinearW8A8Kernels().block;
+      group % kernels.group_multiple == 0 ? kernels.block : ScalarLinearW8A8Kernels().block;
 
   // x as f32, then quantised: xq [T, K], xs [T, groups].
   std::vector<float> x_packed;
@@ -47,16 +47,23 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
   ctx.pool->ParallelFor(t_count, RowGrain(k, 1 << 15), [&](int64_t begin, int64_t end) {
     kernels.quantize(xp + begin * ldx, ldx, end - begin, k, group, xq.data() + begin * k, k,
                      xs.data() + begin * groups, groups);
-    if (call.version == 4 && kernels.permute_w4 != nullptr) {
+    if (w4 && kernels.permute_w4 != nullptr) {
       kernels.permute_w4(xq.data() + begin * k, k, end - begin, k);
     }
   });
 
   RunLinearItems<A>(ctx, call.out[0], c.bias_f, t_count, c.n, k, k,
                     [&](int64_t row, int64_t rows, int64_t n0, int64_t nb, float* out) {
-                      block(xq.data() + row * k, k, xs.data() + row * groups, groups, rows,
-                            c.w + n0 * c.ldw, c.ldw, c.scales + n0 * c.lds, c.lds, nb, k,
-                            group, out, kLinearBlockN);
+                      if (w4) {
+                        kernels.block_w4(xq.data() + row * k, k, xs.data() + row * groups,
+                                         groups, rows, c.w + n0 * c.ldw, c.ldw,
+                                         c.scales16 + n0 * c.lds, c.lds, nb, k, group, out,
+                                         kLinearBlockN);
+                      } else {
+                        block(xq.data() + row * k, k, xs.data() + row * groups, groups, rows,
+                              c.w + n0 * c.ldw, c.ldw, c.scales + n0 * c.lds, c.lds, nb, k,
+                              group, out, kLinearBlockN);
+                      }
                     });
   return OkStatus();
 }

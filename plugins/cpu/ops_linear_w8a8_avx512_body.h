@@ -29,11 +29,18 @@
 // are the contract's, so q is bit-identical to the scalar path's.
 //
 // Needs: <immintrin.h>, <algorithm>, ops_linear_w8a8_kernels.h,
-// ops_linear_int8_rows.h, and TSR_W8A8_VNNI defined.
+// ops_linear_int8_rows.h, TSR_W8A8_VNNI defined and F16C enabled (4-bit
+// weights' f16 scales).
+
+// A scale: f32, or f16 bits (4-bit weights' scales).
+inline float ScaleAt(const float* s, int64_t b) { return s[b]; }
+inline float ScaleAt(const uint16_t* s, int64_t b) { return _cvtsh_ss(s[b]); }
 
 // s[b0] in the lanes of `lanes1`'s zero bits, s[b1] in its one bits.
-inline __m512 HalfScales(const float* s, int64_t b0, int64_t b1, __mmask16 lanes1 = 0xFF00) {
-  return _mm512_mask_mov_ps(_mm512_set1_ps(s[b0]), lanes1, _mm512_set1_ps(s[b1]));
+template <typename S>
+inline __m512 HalfScales(const S* s, int64_t b0, int64_t b1, __mmask16 lanes1 = 0xFF00) {
+  return _mm512_mask_mov_ps(_mm512_set1_ps(ScaleAt(s, b0)), lanes1,
+                            _mm512_set1_ps(ScaleAt(s, b1)));
 }
 
 // The int32 partial sums of a step: lanes of x . w (bytes 4l..4l+3).
@@ -123,8 +130,8 @@ inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const
 // half-step tail). kG32: G == 32, so the pair is s[i / 32], s[i / 32 + 1].
 // kW4 full steps hold the halves interleaved (lanes 0-3 and 8-11 the
 // first half, 4-7 and 12-15 the second: see LoadWeightStep4Interleaved).
-template <bool kG32, bool kW4 = false>
-inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
+template <bool kG32, bool kW4 = false, typename S>
+inline __m512 StepScales(const S* s, int64_t i, int64_t group, bool half) {
   const __mmask16 lanes1 = kW4 && !half ? 0xF0F0 : 0xFF00;
   if constexpr (kG32) {
     return HalfScales(s, i >> 5, half ? i >> 5 : (i >> 5) + 1, lanes1);
@@ -134,12 +141,12 @@ inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
   }
 }
 
-template <int MR, bool kG32, bool kW4>
+template <int MR, bool kG32, bool kW4, typename S>
 inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, const float* xs,
                                                 int64_t ldxs, const int8_t* const* w,
-                                                const float* const* ws, int64_t k, int64_t group,
+                                                const S* const* ws, int64_t k, int64_t group,
                                                 int nr, float* out, int64_t ldo,
-                                                const int8_t* const* pf, const float* pfs) {
+                                                const int8_t* const* pf, const S* pfs) {
   __m512 acc[MR][4];
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -233,13 +240,13 @@ inline __attribute__((always_inline)) void TilePerChannel(
 // are left, then the 1-3 left. pf is the next group's rows for a group's
 // first tile (prefetched while it streams) and the group's own, already
 // cached, rows for the others.
-template <typename TileFn>
+template <typename S, typename TileFn>
 inline __attribute__((always_inline)) void ForEachTile(const int8_t* w, int64_t ldw,
-                                                       const float* ws, int64_t ldws,
+                                                       const S* ws, int64_t ldws,
                                                        int64_t rows, int64_t n,
                                                        const TileFn& tile) {
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const Int8RowGroup g(w, ldw, ws, ldws, j0, n);
+    const RowGroup<S> g(w, ldw, ws, ldws, j0, n);
     int64_t m = 0;
     for (; m + 4 <= rows; m += 4) tile.template operator()<4>(m, j0, g, m == 0 ? g.pf : g.w);
     const int8_t* const* pf = m == 0 ? g.pf : g.w;
@@ -249,12 +256,12 @@ inline __attribute__((always_inline)) void ForEachTile(const int8_t* w, int64_t 
   }
 }
 
-template <bool kG32, bool kW4>
+template <bool kG32, bool kW4, typename S>
 void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
-               const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+               const int8_t* w, int64_t ldw, const S* ws, int64_t ldws, int64_t n, int64_t k,
                int64_t group, float* out, int64_t ldo) {
   ForEachTile(w, ldw, ws, ldws, rows, n,
-              [&]<int MR>(int64_t m, int64_t j0, const Int8RowGroup& g, const int8_t* const* pf) {
+              [&]<int MR>(int64_t m, int64_t j0, const RowGroup<S>& g, const int8_t* const* pf) {
                 Tile<MR, kG32, kW4>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group,
                                g.nr, out + m * ldo + j0, ldo, pf, g.pfs);
               });
@@ -287,7 +294,7 @@ void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_
 // 4-bit weights (packed bytes, ldw in bytes): G % 32 == 0, K % 32 == 0;
 // xq as PermuteW4Rows left it.
 void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
-             const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+             const int8_t* w, int64_t ldw, const uint16_t* ws, int64_t ldws, int64_t n, int64_t k,
              int64_t group, float* out, int64_t ldo) {
   if (group == 32) {
     BlockImpl<true, true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);

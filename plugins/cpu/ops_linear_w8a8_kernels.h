@@ -22,8 +22,9 @@
 // `block_w4` (linear v4, w4a8, ABI 1.6) is `block` with 4-bit weights: w
 // points to packed bytes [n, ldw] (ldw in bytes, >= K / 2), each block of
 // 32 weights 16 bytes, byte j holding weight j (low nibble) and j + 16
-// (high nibble), a nibble u meaning u - 8 (Q4_0's layout):
-//   out[m * ldo + j] = sum_b xs[m, b] * ws[j, b] *
+// (high nibble), a nibble u meaning u - 8 (Q4_0's layout), and ws holds
+// f16 scales' bits:
+//   out[m * ldo + j] = sum_b xs[m, b] * f32(ws[j, b]) *
 //                      (sum_{k in b} xq[m, k] * (nibble(j, k) - 8)).
 // Every path's block_w4 takes K % 32 == 0 and G % 32 == 0 (the contract's).
 // Where a table has `permute_w4`, block_w4 reads xq as permute_w4(xq, ldq,
@@ -46,12 +47,17 @@ using LinearW8A8BlockFn = void (*)(const int8_t* xq, int64_t ldxq, const float* 
                                    const float* ws, int64_t ldws, int64_t n, int64_t k,
                                    int64_t group, float* out, int64_t ldo);
 
+using LinearW4A8BlockFn = void (*)(const int8_t* xq, int64_t ldxq, const float* xs,
+                                   int64_t ldxs, int64_t rows, const int8_t* w, int64_t ldw,
+                                   const uint16_t* ws, int64_t ldws, int64_t n, int64_t k,
+                                   int64_t group, float* out, int64_t ldo);
+
 struct LinearW8A8Kernels {
   const char* name = "";  // "scalar", "avx2", "avx512", "avx512vnni"
   QuantizeW8A8Fn quantize = nullptr;
   LinearW8A8BlockFn block = nullptr;
   int64_t group_multiple = 1;  // block needs G % group_multiple == 0
-  LinearW8A8BlockFn block_w4 = nullptr;  // 4-bit weights (packed bytes)
+  LinearW4A8BlockFn block_w4 = nullptr;  // 4-bit weights (packed bytes)
   void (*permute_w4)(int8_t* q, int64_t ldq, int64_t rows, int64_t k) = nullptr;
 };
 

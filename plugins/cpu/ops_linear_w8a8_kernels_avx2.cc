@@ -21,7 +21,7 @@
 #include "ops_linear_w8a8_kernels.h"
 
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 
 namespace tessera::cpu {
 namespace {
@@ -33,10 +33,14 @@ inline float HSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-template <int MR, bool kW4>
+// A scale: f32, or f16 bits (4-bit weights' scales).
+inline float ScaleAt(const float* s, int64_t b) { return s[b]; }
+inline float ScaleAt(const uint16_t* s, int64_t b) { return _cvtsh_ss(s[b]); }
+
+template <int MR, bool kW4, typename S>
 inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, const float* xs,
                                                 int64_t ldxs, const int8_t* const* w,
-                                                const float* const* ws, int64_t k, int64_t group,
+                                                const S* const* ws, int64_t k, int64_t group,
                                                 int nr, float* out, int64_t ldo) {
   __m256 acc[MR][4];
   for (int r = 0; r < MR; ++r) {
@@ -69,7 +73,7 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
           sums = _mm256_madd_epi16(_mm256_maddubs_epi16(wa[j], _mm256_sign_epi8(xv, wv[j])), ones);
         }
         const __m256 dot = _mm256_cvtepi32_ps(sums);
-        acc[r][j] = _mm256_fmadd_ps(dot, _mm256_set1_ps(xsv * ws[j][b]), acc[r][j]);
+        acc[r][j] = _mm256_fmadd_ps(dot, _mm256_set1_ps(xsv * ScaleAt(ws[j], b)), acc[r][j]);
       }
     }
     in_block += 32;
@@ -83,12 +87,12 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
   }
 }
 
-template <bool kW4>
+template <bool kW4, typename S>
 void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
-               const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+               const int8_t* w, int64_t ldw, const S* ws, int64_t ldws, int64_t n, int64_t k,
                int64_t group, float* out, int64_t ldo) {
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
-    const Int8RowGroup g(w, ldw, ws, ldws, j0, n);
+    const RowGroup<S> g(w, ldw, ws, ldws, j0, n);
     int64_t m = 0;
     for (; m + 2 <= rows; m += 2) {
       Tile<2, kW4>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group, g.nr,
@@ -108,7 +112,7 @@ void Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_
 }
 
 void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
-             const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n, int64_t k,
+             const int8_t* w, int64_t ldw, const uint16_t* ws, int64_t ldws, int64_t n, int64_t k,
              int64_t group, float* out, int64_t ldo) {
   BlockImpl<true>(xq, ldxq, xs, ldxs, rows, w, ldw, ws, ldws, n, k, group, out, ldo);
 }

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <vector>
+
+#include "kit/half.h"
 #include "ops_linear_w8a8_kernels.h"
 
 namespace tessera::cpu {
@@ -54,11 +57,12 @@ inline int32_t Weight4(const int8_t* wr, int64_t k) {
 }
 
 void BlockScalarW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
-                   int64_t rows, const int8_t* w, int64_t ldw, const float* ws, int64_t ldws,
-                   int64_t n, int64_t k, int64_t group, float* out, int64_t ldo) {
+                   int64_t rows, const int8_t* w, int64_t ldw, const uint16_t* ws,
+                   int64_t ldws, int64_t n, int64_t k, int64_t group, float* out, int64_t ldo) {
+  std::vector<float> wsr(static_cast<size_t>(k / group));
   for (int64_t j = 0; j < n; ++j) {
     const int8_t* wr = w + j * ldw;
-    const float* wsr = ws + j * ldws;
+    for (int64_t b = 0; b < k / group; ++b) wsr[b] = plugin_kit::F16ToF32(ws[j * ldws + b]);
     for (int64_t m = 0; m < rows; ++m) {
       const int8_t* xr = xq + m * ldxq;
       const float* xsr = xs + m * ldxs;

@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "kit/half.h"
 #include "ops_linear_w8a8_kernels.h"
 
 namespace tessera::cpu {
@@ -150,10 +151,14 @@ TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
     const int64_t groups = sh.k / sh.g, ldw = sh.k / 2 + 8;  // bytes
     std::vector<int8_t> xq(sh.rows * sh.k), w(sh.n * ldw);
     std::vector<float> xs(sh.rows * groups), ws(sh.n * groups);
+    std::vector<uint16_t> ws16(sh.n * groups);  // the kernels' f16 scales
     for (int8_t& v : xq) v = static_cast<int8_t>(qdist(rng));
     for (int8_t& v : w) v = static_cast<int8_t>(udist(rng));
     for (float& v : xs) v = sdist(rng);
-    for (float& v : ws) v = sdist(rng);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      ws16[i] = plugin_kit::F32ToF16(sdist(rng));
+      ws[i] = plugin_kit::F16ToF32(ws16[i]);
+    }
     // Extremes: x = +-127 against nibbles 0 (-8) and 15 (7).
     for (int64_t i = 0; i < 16; ++i) {
       xq[i] = i % 2 ? 127 : -127;
@@ -184,7 +189,7 @@ TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
       std::vector<float> out(sh.rows * ldo, -7.0f);
       std::vector<int8_t> xq_t = xq;  // in the table's x order
       if (t->permute_w4 != nullptr) t->permute_w4(xq_t.data(), sh.k, sh.rows, sh.k);
-      t->block_w4(xq_t.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws.data(),
+      t->block_w4(xq_t.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws16.data(),
                   groups, sh.n, sh.k, sh.g, out.data(), ldo);
       for (int64_t m = 0; m < sh.rows; ++m) {
         for (int64_t j = 0; j < sh.n; ++j) {

@@ -29,7 +29,10 @@ tsr_dtype DecoderLayerArgDType(const tsr_op_signature& sig, size_t arg, bool* op
     case kDlWQkv: case kDlWO: case kDlWGateUp: case kDlWDown:
       return w;
     case kDlWQkvScale: case kDlWOScale: case kDlWGateUpScale: case kDlWDownScale:
-      return w == TSR_DTYPE_I8 || w == TSR_DTYPE_U8 ? TSR_DTYPE_F32 : TSR_DTYPE_INVALID;
+      // int8: F32 scales; packed 4-bit (decoder_layer v4): F16 (Q4_0's).
+      return w == TSR_DTYPE_I8 ? TSR_DTYPE_F32
+             : w == TSR_DTYPE_U8 ? TSR_DTYPE_F16
+                                 : TSR_DTYPE_INVALID;
     case kDlQkvBias: case kDlQNorm: case kDlKNorm: case kDlOBias:
       *optional = true;
       return x;

@@ -240,7 +240,8 @@ void AddLinearCases(CaseList& out, std::span<const DType> dtypes) {
 // 32 and G = 64: its activation quantisation is bit-exact by contract, so
 // the same tolerance applies.
 // linear v4 (w4a8, ABI 1.6; version 4): w U8 [N, K / 2], random packed
-// nibbles, K and G multiples of 32; its own shapes (the same roles).
+// nibbles, F16 scales, K and G multiples of 32; its own shapes (the same
+// roles).
 void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t version) {
   const DType a = dtypes[0];
   const bool bias = dtypes.size() == 5;
@@ -265,7 +266,8 @@ void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t ver
                        w.dtype = TSR_DTYPE_U8;
                      }
                      const double ws = w4 ? s * 127.0 / 8.0 : s;
-                     TensorSpec sc = b.Uniform(TSR_DTYPE_F32, {n, k / g}, 0.25 * ws, 2 * ws);
+                     TensorSpec sc = b.Uniform(w4 ? TSR_DTYPE_F16 : TSR_DTYPE_F32, {n, k / g},
+                                               0.25 * ws, 2 * ws);
                      TensorSpec bs = b.Uniform(a, {n}, -1, 1);
                      TensorSpec y = b.Output(a, {t, n});
                      if (l == kStrided) {

@@ -24,8 +24,8 @@ struct LayerSpec {
   int32_t group = 8;     // int8 weights: scales per 8 weights (v3: 0, per channel)
 };
 
-// Weight [n, k] in W (U8: packed 4-bit, [n, k / 2]), and its F32 scales
-// [n, k / G] (absent unless I8 or U8). Effective weights are uniform in
+// Weight [n, k] in W (U8: packed 4-bit, [n, k / 2]), and its scales
+// [n, k / G] (F32 for I8, F16 for U8; absent otherwise). Effective weights are uniform in
 // about +-range.
 std::pair<TensorSpec, TensorSpec> Weight(CaseBuilder& b, DType w, int64_t n, int64_t k,
                                          int32_t group, double range) {
@@ -34,7 +34,7 @@ std::pair<TensorSpec, TensorSpec> Weight(CaseBuilder& b, DType w, int64_t n, int
   if (w == TSR_DTYPE_U8) {
     TensorSpec q = b.Ints({n, k / 2}, 0, 256);
     q.dtype = TSR_DTYPE_U8;
-    TensorSpec s = b.Uniform(TSR_DTYPE_F32, {n, group > 0 ? k / group : 1}, 0.5 * range / 8,
+    TensorSpec s = b.Uniform(TSR_DTYPE_F16, {n, group > 0 ? k / group : 1}, 0.5 * range / 8,
                              range / 8);
     return {q, s};
   }

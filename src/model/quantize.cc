@@ -1,5 +1,7 @@
 #include "model/quantize.h"
 
+#include "base/dtype.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -50,30 +52,45 @@ void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
 }
 
 void QuantizeInt4Rows(const float* src, int64_t rows, int64_t k, uint8_t* packed,
-                      float* scales) {
+                      uint16_t* scales) {
+  // Written so the compiler vectorizes the max and the nibble loops (as
+  // QuantizeInt8Rows: |w| compared as integer bits; the floor is a
+  // truncating conversion of a value clamped to [0, 15], NaN to 0).
   const int64_t groups = k / kInt4GroupSize;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
       const float* w = src + r * k + g * kInt4GroupSize;
-      float m = 0.0f, amax = 0.0f;
+      int32_t amax_bits = 0;
       for (int64_t i = 0; i < kInt4GroupSize; ++i) {
-        if (std::fabs(w[i]) > amax) {
-          amax = std::fabs(w[i]);
+        const int32_t bits = std::bit_cast<int32_t>(w[i]) & 0x7fffffff;
+        amax_bits = bits > amax_bits ? bits : amax_bits;
+      }
+      float m = 0.0f;  // the first w with the largest |w|, sign kept
+      for (int64_t i = 0; i < kInt4GroupSize; ++i) {
+        if ((std::bit_cast<int32_t>(w[i]) & 0x7fffffff) == amax_bits) {
           m = w[i];
+          break;
         }
       }
-      const float scale = amax > 0.0f && std::isfinite(amax) ? m / -8.0f : 1.0f;
-      const float inv = 1.0f / scale;
+      const float amax = std::bit_cast<float>(amax_bits);
+      // The f16 scale (f16's largest finite value bounds it); u from it.
+      float scale = amax > 0.0f && std::isfinite(amax) ? m / -8.0f : 1.0f;
+      scale = std::clamp(scale, -65504.0f, 65504.0f);
+      const uint16_t scale16 = FloatToF16(scale);
+      scale = F16ToFloat(scale16);
+      const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
       uint8_t u[kInt4GroupSize];
       for (int64_t i = 0; i < kInt4GroupSize; ++i) {
-        const float v = w[i] * inv + 8.5f;  // floor by truncation (v > 0); NaN -> 0
-        u[i] = v >= 15.0f ? 15 : (v > 0.0f ? static_cast<uint8_t>(v) : 0);
+        float v = w[i] * inv + 8.5f;
+        v = v >= 0.0f ? v : 0.0f;  // also NaN -> 0
+        v = v <= 15.0f ? v : 15.0f;
+        u[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
       }
       uint8_t* out = packed + r * (k / 2) + g * (kInt4GroupSize / 2);
       for (int64_t j = 0; j < kInt4GroupSize / 2; ++j) {
         out[j] = static_cast<uint8_t>(u[j] | (u[j + 16] << 4));
       }
-      scales[r * groups + g] = scale;
+      scales[r * groups + g] = scale16;
     }
   }
 }

@@ -7,12 +7,13 @@
 // so that w ~= q * scale with |error| <= scale / 2 per element. G == K is
 // one scale per output channel.
 //
-// 4-bit, as linear v4 (ABI 1.6) consumes it: Q4_0's numbers, a scale per
-// group of 32 (Q4_0 dequantised and quantised again gives back its nibbles
-// and scales exactly):
+// 4-bit, as linear v4 (ABI 1.6) consumes it: Q4_0's numbers, an f16 scale
+// per group of 32 (Q4_0 dequantised and quantised again gives back its
+// nibbles and scales exactly):
 //   m           = the w of the group with the largest |w| (sign kept)
-//   scale[n, g] = m / -8 (1 when all are 0), so m itself is nibble 0
-//   u[n, k]     = min(15, floor(w / scale + 8.5)), the weight (u - 8) scale
+//   scale[n, g] = f16(m / -8) (1 when all are 0), so m is about nibble 0
+//   u[n, k]     = min(15, floor(w / scale + 8.5)) with that f16 scale, the
+//                 weight (u - 8) scale
 // packed per 32-block as linear v4 says (byte j: weight j low nibble, weight
 // j + 16 high). Pure functions; thread-safe.
 #ifndef TESSERA_MODEL_QUANTIZE_H_
@@ -42,10 +43,10 @@ void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
 inline constexpr int64_t kInt4GroupSize = 32;
 
 // Quantises `rows` rows of `k` floats (src, row-major, contiguous; k % 32
-// == 0) to 4 bits: packed [rows, k / 2] bytes and scales [rows, k / 32],
-// both row-major and contiguous.
+// == 0) to 4 bits: packed [rows, k / 2] bytes and f16 scales' bits
+// [rows, k / 32], both row-major and contiguous.
 void QuantizeInt4Rows(const float* src, int64_t rows, int64_t k, uint8_t* packed,
-                      float* scales);
+                      uint16_t* scales);
 
 }  // namespace tessera::model
 

@@ -6,6 +6,8 @@
 // rows stay within half a step.
 #include "model/quantize.h"
 
+#include "base/dtype.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,11 +86,12 @@ TEST(QuantizeTest, Int4GivesBackQ4_0BlocksExactly) {
   const int64_t rows = 3, k = 128, groups = k / kInt4GroupSize;
   const float ds[] = {0.0125f, -0.5f, 3.0517578e-05f, 0.0f, 1.5f, -0.0009765625f};
   std::vector<int> want(rows * k);
-  std::vector<float> want_s(rows * groups), w(rows * k);
+  std::vector<uint16_t> want_s(rows * groups);
+  std::vector<float> w(rows * k);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
-      const float d = ds[(r * groups + g) % 6];
-      want_s[r * groups + g] = d == 0.0f ? 1.0f : d;
+      const float d = F16ToFloat(FloatToF16(ds[(r * groups + g) % 6]));  // as stored
+      want_s[r * groups + g] = FloatToF16(d == 0.0f ? 1.0f : d);
       for (int64_t i = 0; i < kInt4GroupSize; ++i) {
         const int64_t at = r * k + g * kInt4GroupSize + i;
         want[at] = d == 0.0f ? 8 : (i == 7 ? 0 : nib(rng));
@@ -97,7 +100,7 @@ TEST(QuantizeTest, Int4GivesBackQ4_0BlocksExactly) {
     }
   }
   std::vector<uint8_t> packed(rows * k / 2);
-  std::vector<float> s(rows * groups);
+  std::vector<uint16_t> s(rows * groups);
   QuantizeInt4Rows(w.data(), rows, k, packed.data(), s.data());
   EXPECT_EQ(s, want_s);
   for (int64_t r = 0; r < rows; ++r) {
@@ -114,11 +117,11 @@ TEST(QuantizeTest, Int4ErrorBoundOnRandomRows) {
   std::vector<float> w(rows * k);
   for (float& v : w) v = dist(rng);
   std::vector<uint8_t> packed(rows * k / 2);
-  std::vector<float> s(rows * groups);
+  std::vector<uint16_t> s(rows * groups);
   QuantizeInt4Rows(w.data(), rows, k, packed.data(), s.data());
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < k; ++i) {
-      const float scale = s[r * groups + i / kInt4GroupSize];
+      const float scale = F16ToFloat(s[r * groups + i / kInt4GroupSize]);
       const float back = static_cast<float>(Nibble(packed, k / 2, r, i) - 8) * scale;
       // Half a step, except values past +7 steps, which clamp to 7.
       EXPECT_LE(std::fabs(back - w[r * k + i]), std::fabs(scale) * 1.0001f)

@@ -158,8 +158,8 @@ class ModelWeights::Loader {
 
   // `parts` ([N_i, K] each) stacked into one I8 [sum N_i, K] weight with
   // F32 scales [sum N_i, K / G] — or, `int4`, packed 4-bit U8
-  // [sum N_i, K / 2] with scales [sum N_i, K / 32] — quantised row block by
-  // row block.
+  // [sum N_i, K / 2] with F16 scales [sum N_i, K / 32] — quantised row
+  // block by row block.
   StatusOr<DeviceWeight> QuantizedStack(const std::vector<Part>& parts, bool int4) {
     DeviceWeight weight;
     weight.dtype = int4 ? TSR_DTYPE_U8 : TSR_DTYPE_I8;
@@ -171,7 +171,8 @@ class ModelWeights::Loader {
     const int64_t groups = k / weight.group_size;
     const int64_t row_bytes = int4 ? k / 2 : k;  // of the quantised weight
     const uint64_t q_bytes = static_cast<uint64_t>(n * row_bytes);
-    const uint64_t s_bytes = static_cast<uint64_t>(n * groups) * sizeof(float);
+    const uint64_t scale_size = int4 ? sizeof(uint16_t) : sizeof(float);  // f16 / f32
+    const uint64_t s_bytes = static_cast<uint64_t>(n * groups) * scale_size;
     for (bool scales : {false, true}) {
       auto buffer = device_.AllocateUncached(scales ? s_bytes : q_bytes);
       if (!buffer.ok()) {
@@ -187,19 +188,24 @@ class ModelWeights::Loader {
     std::vector<float> rows_f32;
     std::vector<int8_t> rows_q;
     std::vector<float> rows_s;
+    std::vector<uint16_t> rows_s16;  // int4's f16 scales
     int64_t row0 = 0;
     for (const Part& part : parts) {
       for (int64_t r = 0; r < part.rows; r += block) {
         const int64_t nr = std::min(block, part.rows - r);
         rows_f32.resize(static_cast<size_t>(nr * k));
         rows_q.resize(static_cast<size_t>(nr * row_bytes));
-        rows_s.resize(static_cast<size_t>(nr * groups));
+        if (int4) {
+          rows_s16.resize(static_cast<size_t>(nr * groups));
+        } else {
+          rows_s.resize(static_cast<size_t>(nr * groups));
+        }
         ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
         ParallelRows(nr, k, [&](int64_t begin, int64_t end) {
           if (int4) {
             QuantizeInt4Rows(rows_f32.data() + begin * k, end - begin, k,
                              reinterpret_cast<uint8_t*>(rows_q.data()) + begin * row_bytes,
-                             rows_s.data() + begin * groups);
+                             rows_s16.data() + begin * groups);
           } else {
             QuantizeInt8Rows(rows_f32.data() + begin * k, end - begin, k,
                              weight.group_size, rows_q.data() + begin * k,
@@ -210,8 +216,9 @@ class ModelWeights::Loader {
             static_cast<uint64_t>((row0 + r) * row_bytes), rows_q.data(), nr * row_bytes);
         if (status.ok()) {
           status = weight.scale->CopyFromHost(
-              static_cast<uint64_t>((row0 + r) * groups) * sizeof(float),
-              rows_s.data(), nr * groups * sizeof(float));
+              static_cast<uint64_t>((row0 + r) * groups) * scale_size,
+              int4 ? static_cast<const void*>(rows_s16.data()) : rows_s.data(),
+              nr * groups * scale_size);
         }
         if (!status.ok()) {
           return status.WithContext(fmt::format("uploading {} {} from {}",

@@ -17,8 +17,8 @@
 //     quantised on the host (quantize.h) to I8 [N, K] plus F32 scales
 //     [N, K / G], for linear v2; device_bytes() counts those bytes;
 //   - with WeightQuantization::kInt4, those of them whose K is a multiple
-//     of 32 become packed 4-bit instead (quantize.h: U8 [N, K / 2] with a
-//     scale per 32, for linear v4); the others and the head are int8;
+//     of 32 become packed 4-bit instead (quantize.h: U8 [N, K / 2] with an
+//     F16 scale per 32, for linear v4); the others and the head are int8;
 //   - with a tensor-parallel shard (WeightLoadOptions::tp, see
 //     tensor_parallel.h) only the rank's slices are read and uploaded: qkv
 //     holds its heads' rows, gate_up its [I/n] gate rows then up rows,
@@ -53,7 +53,8 @@ namespace tessera::model {
 // One weight on the device; absent when buffer is null. An int8 weight
 // (dtype I8) also has per-group scales: F32 [shape[0], shape[1] / group_size].
 // A 4-bit weight (packed4, dtype U8) is the same with its [N, K] (shape)
-// weights packed two per byte (linear v4's layout): U8 [N, K / 2].
+// weights packed two per byte (linear v4's layout): U8 [N, K / 2], and F16
+// scales.
 struct DeviceWeight {
   runtime::BufferPtr buffer;
   DType dtype = TSR_DTYPE_INVALID;
@@ -69,9 +70,11 @@ struct DeviceWeight {
     if (packed4) return buffer->View(dtype, {shape[0], shape[1] / 2});
     return buffer->View(dtype, shape);
   }
-  // The scales' contiguous view (quantized() only).
+  // The scales' contiguous view (quantized() only): F32, or F16 for 4-bit
+  // weights (Q4_0's).
   tsr_tensor ScaleView() const {
-    return scale->View(TSR_DTYPE_F32, {shape[0], shape[1] / group_size});
+    return scale->View(packed4 ? TSR_DTYPE_F16 : TSR_DTYPE_F32,
+                       {shape[0], shape[1] / group_size});
   }
 };
 

@@ -329,7 +329,8 @@ enum {
    *   leaves it to the host's cpu fallback.
    * linear v4 (since 1.6; the same id, version 4): w4a8, 4-bit weights
    *   (llama.cpp's Q4_0 x Q8_0 product). in x A [T, K], w U8 [N, K / 2]
-   *   (packed), w_scale F32 [N, K / G], optional bias A [N]; out y A [T, N].
+   *   (packed), w_scale F16 [N, K / G] (Q4_0's scales), optional bias
+   *   A [N]; out y A [T, N].
    *   K % 32 == 0 and G % 32 == 0 (G divides K; G == K is one scale per
    *   output channel). Packing, per block of 32 consecutive weights of a
    *   row (16 bytes, block c at byte offset 16 c of the row): byte j holds
@@ -339,8 +340,8 @@ enum {
    *   x is quantised exactly as in v3 (blocks of G), and
    *     y[t, n] = sum_b s[t, b] * w_scale[n, b] *
    *               (sum_{k in b} q[t, k] (nibble(n, k) - 8)) (+ bias[n])
-   *   with v3's exactness rules. Signatures (A, U8, F32, A) and
-   *   (A, U8, F32, A, A) with A in {F32, BF16}; strides and K == 0 as v2
+   *   with v3's exactness rules. Signatures (A, U8, F16, A) and
+   *   (A, U8, F16, A, A) with A in {F32, BF16}; strides and K == 0 as v2
    *   (w's rows are whole bytes: a unit innermost stride). params:
    *   tsr_linear_w8_params. A plugin that does not list linear v4 leaves it
    *   to the host's cpu fallback. */
@@ -504,7 +505,7 @@ enum {
    *   no parallelism).
    * decoder_layer v4 (since 1.6; the same id and tensors): v3 with W == U8,
    *   4-bit weights packed as linear v4's (each weight [N, K / 2] bytes for
-   *   a projection of K inputs, its *_scale [N, K / G]), each projection
+   *   a projection of K inputs, its *_scale F16 [N, K / G]), each projection
    *   computed as linear v4; weight_group_size is G (a multiple of 32
    *   dividing every K) or 0 (per channel, as v3). The signature's W class
    *   is U8. params: as v3.
