@@ -28,7 +28,7 @@
 // Quantize: 16 floats per vector with masked tails, any G; the f32 steps
 // are the contract's, so q is bit-identical to the scalar path's.
 //
-// Needs: <immintrin.h>, <algorithm>, ops_linear_w8a8_kernels.h,
+// Needs: <immintrin.h>, <algorithm>, <cstring>, <type_traits>, ops_linear_w8a8_kernels.h,
 // ops_linear_int8_rows.h, TSR_W8A8_VNNI defined and F16C enabled (4-bit
 // weights' f16 scales).
 
@@ -81,13 +81,14 @@ inline __m512i NegLaneSums(__m512i xv, char c) {
 // broadcast to both 256-bit halves, the upper half shifted right by 4: the
 // low nibbles of both blocks, then their high nibbles — weights [0-15,
 // 32-47, 16-31, 48-63] of the step, the order PermuteW4Rows leaves x in —
-// in three instructions (no lane shuffle); the next group's bytes
-// prefetched into L2.
+// in three instructions (no lane shuffle); with `prefetch`, the next
+// group's 64 bytes at pf prefetched into L2 (every other step: a line).
 inline __attribute__((always_inline)) __m512i LoadWeightStep4Interleaved(const int8_t* w,
-                                                                         const int8_t* pf) {
+                                                                         const int8_t* pf,
+                                                                         bool prefetch) {
   const __m512i raw =
       _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-  _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+  if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
   const __m512i shifted = _mm512_mask_srli_epi16(raw, 0xFFFF0000u, raw, 4);
   return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
 }
@@ -132,6 +133,16 @@ inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const
 // first half, 4-7 and 12-15 the second: see LoadWeightStep4Interleaved).
 template <bool kG32, bool kW4 = false, typename S>
 inline __m512 StepScales(const S* s, int64_t i, int64_t group, bool half) {
+  if constexpr (kG32 && std::is_same_v<S, uint16_t>) {
+    if (!half) {  // the step's two f16 scales in one load and one conversion
+      uint32_t pair;
+      std::memcpy(&pair, s + (i >> 5), sizeof(pair));
+      const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(pair)));
+      const __m512i lanes = kW4 ? _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
+                                : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+      return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(f));
+    }
+  }
   const __mmask16 lanes1 = kW4 && !half ? 0xF0F0 : 0xFF00;
   if constexpr (kG32) {
     return HalfScales(s, i >> 5, half ? i >> 5 : (i >> 5) + 1, lanes1);
@@ -164,7 +175,8 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     for (int j = 0; j < 4; ++j) {
       if constexpr (kW4) {
         wv[j] = wa[j] = half ? LoadWeightStep4(w[j] + i / 2, pf[j] + i / 2, true)
-                             : LoadWeightStep4Interleaved(w[j] + i / 2, pf[j] + i / 2);
+                             : LoadWeightStep4Interleaved(w[j] + i / 2, pf[j] + i / 2,
+                                                          (i & 127) == 0);  // a line per 2 steps
         wneg[j] = 0;
       } else {
         LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);

@@ -6,6 +6,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "ops_linear_int8_rows.h"
 #include "ops_linear_w8a8_kernels.h"

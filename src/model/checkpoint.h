@@ -116,6 +116,12 @@ class TensorRef {
   const std::string& path() const { return *t_->path; }
   // "bf16", or the GGUF type ("q4_k") for a quantized tensor.
   std::string StorageName() const;
+  // Whether data() holds GGUF Q4_0 blocks in row order (rows not
+  // reordered): each row width / 32 blocks of an f16 scale and 16 bytes of
+  // nibbles, the layout 4-bit weights load from without decoding.
+  bool raw_q4_0() const {
+    return t_->gguf_type == gguf::TensorType::kQ4_0 && t_->interleaved_head_dim == 0;
+  }
 
   // The tensor viewed as a matrix [rows, width] (rows = shape[0], width =
   // the product of the other dimensions; a 1-D tensor is [n, 1], a scalar

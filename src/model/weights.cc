@@ -193,25 +193,36 @@ class ModelWeights::Loader {
     for (const Part& part : parts) {
       for (int64_t r = 0; r < part.rows; r += block) {
         const int64_t nr = std::min(block, part.rows - r);
-        rows_f32.resize(static_cast<size_t>(nr * k));
         rows_q.resize(static_cast<size_t>(nr * row_bytes));
         if (int4) {
           rows_s16.resize(static_cast<size_t>(nr * groups));
         } else {
           rows_s.resize(static_cast<size_t>(nr * groups));
         }
-        ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
-        ParallelRows(nr, k, [&](int64_t begin, int64_t end) {
-          if (int4) {
-            QuantizeInt4Rows(rows_f32.data() + begin * k, end - begin, k,
-                             reinterpret_cast<uint8_t*>(rows_q.data()) + begin * row_bytes,
-                             rows_s16.data() + begin * groups);
-          } else {
-            QuantizeInt8Rows(rows_f32.data() + begin * k, end - begin, k,
-                             weight.group_size, rows_q.data() + begin * k,
-                             rows_s.data() + begin * groups);
+        if (int4 && part.ref.raw_q4_0() && part.cols == part.width) {
+          // Q4_0 rows as they are (the same layout): each 18-byte block's
+          // f16 scale and 16 bytes of nibbles split, nothing decoded.
+          const std::byte* src = part.ref.data() + (part.row0 + r) * groups * 18;
+          auto* q = reinterpret_cast<uint8_t*>(rows_q.data());
+          for (int64_t b = 0; b < nr * groups; ++b) {
+            std::memcpy(&rows_s16[b], src + b * 18, 2);
+            std::memcpy(q + b * 16, src + b * 18 + 2, 16);
           }
-        });
+        } else {
+          rows_f32.resize(static_cast<size_t>(nr * k));
+          ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
+          ParallelRows(nr, k, [&](int64_t begin, int64_t end) {
+            if (int4) {
+              QuantizeInt4Rows(rows_f32.data() + begin * k, end - begin, k,
+                               reinterpret_cast<uint8_t*>(rows_q.data()) + begin * row_bytes,
+                               rows_s16.data() + begin * groups);
+            } else {
+              QuantizeInt8Rows(rows_f32.data() + begin * k, end - begin, k,
+                               weight.group_size, rows_q.data() + begin * k,
+                               rows_s.data() + begin * groups);
+            }
+          });
+        }
         Status status = weight.buffer->CopyFromHost(
             static_cast<uint64_t>((row0 + r) * row_bytes), rows_q.data(), nr * row_bytes);
         if (status.ok()) {

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -37,6 +38,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model_runner.h"
+#include "model/quantize.h"
 #include "model/runner_test_util.h"
 #include "testing/fixtures.h"
 #include "testing/goldens.h"
@@ -231,6 +233,49 @@ TEST_F(GgufTest, LlamaCppQuantizationsDecodeToTheirWeights) {
 }
 
 // Top-1 id after every position of `tokens`, fed in one prefill.
+// --quantization int4 on a llama.cpp Q4_0 file: the 4-bit weights are the
+// file's blocks as they are (nibbles and f16 scales split, nothing decoded),
+// and the same bytes the quantiser makes from the decoded weights (Q4_0's
+// numbers come back exactly), so a Q4_0 file is not re-rounded either way.
+TEST_F(GgufTest, Q4_0WeightsLoadAsTheFilesBlocks) {
+  REQUIRE_LLAMACPP();
+  const std::string f32 = SmallF32Gguf();
+  ASSERT_FALSE(f32.empty());
+  auto checkpoint = model::Checkpoint::Open(Quantize(f32, "q4_0"));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
+  auto runtime = model::testing::CreateRuntime();
+  ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+  model::ModelRunnerOptions options;
+  options.kv_capacity_tokens = 64;
+  options.show_progress = false;
+  options.quantization = model::WeightQuantization::kInt4;
+  options.int8_activations = true;
+  auto runner = model::ModelRunner::Create(**runtime, **checkpoint, options);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  const model::DeviceWeight& o = (*runner)->weights().layer(0).o_proj;
+  ASSERT_TRUE(o.packed4);
+  auto ref = (*checkpoint)->Get("model.layers.0.self_attn.o_proj.weight");
+  ASSERT_TRUE(ref.ok());
+  ASSERT_EQ(ref->StorageName(), "q4_0");
+  const int64_t n = o.shape[0], k = o.shape[1], groups = k / 32;
+  std::vector<uint8_t> nibbles(size_t(n * k / 2));
+  std::vector<uint16_t> scales(size_t(n * groups));
+  ASSERT_TRUE(o.buffer->CopyToHost(nibbles.data(), 0, nibbles.size()).ok());
+  ASSERT_TRUE(o.scale->CopyToHost(scales.data(), 0, scales.size() * 2).ok());
+  const std::byte* blocks = ref->data();
+  for (int64_t b = 0; b < n * groups; ++b) {
+    ASSERT_EQ(std::memcmp(&scales[b], blocks + b * 18, 2), 0) << "block " << b;
+    ASSERT_EQ(std::memcmp(&nibbles[b * 16], blocks + b * 18 + 2, 16), 0) << "block " << b;
+  }
+  std::vector<float> decoded(size_t(n * k));
+  ref->ReadRows(0, n, 0, k, TSR_DTYPE_F32, decoded.data());
+  std::vector<uint8_t> again(nibbles.size());
+  std::vector<uint16_t> again_scales(scales.size());
+  model::QuantizeInt4Rows(decoded.data(), n, k, again.data(), again_scales.data());
+  EXPECT_EQ(again, nibbles);
+  EXPECT_EQ(again_scales, scales);
+}
+
 std::vector<int32_t> TesseraArgmax(model::ModelRunner& runner,
                                    const std::vector<int32_t>& tokens) {
   std::vector<int32_t> pages;
