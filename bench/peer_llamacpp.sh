@@ -12,7 +12,8 @@
 #    --check-tokens tokens each; the ids must be identical or the script
 #    stops (exit 1) — a wrong GGUF conversion shows up here first.
 # 2. For each --types T: `tessera convert-gguf --type T` writes the model as
-#    GGUF; a greedy check on the model itself is reported (how many leading
+#    GGUF (f32, f16, bf16, q8_0; other llama.cpp types such as q4_0 and
+#    q4_k_m are written by llama.cpp's quantizer from an f16 file); a greedy check on the model itself is reported (how many leading
 #    tokens agree; informational, since random-weight models have tiny logit
 #    margins and T may differ from what Tessera runs), then --rounds rounds
 #    of A B per --batch-sizes B (Tessera `bench --one-batch --batch-size B`,
@@ -27,7 +28,9 @@
 # Both engines run the same GGUF file of type T: Tessera loads it itself
 # (`--model-path FILE.gguf`, `--quantization auto`: F32/F16/BF16 as stored,
 # Q8_0 as int8 weights with a scale per 32 — the same numbers — multiplied
-# as llama.cpp does, activations quantised per 32 too: w8a8_int8).
+# as llama.cpp does, activations quantised per 32 too: w8a8_int8; Q4_0 as
+# 4-bit weights, its blocks as they are: int4; K-quants re-quantized to
+# int8, w8a8_int8).
 # --tessera-quantization Q passes another --quantization to Tessera (e.g.
 # int8: weight-only, activations in floating point).
 # --smoke: stories260k only, F32, input 16, output 4, one round (seconds;
@@ -119,9 +122,18 @@ const r=($1); process.stdout.write(typeof r==='string'?r:JSON.stringify(r));"; }
 log() { echo "peer: $*" >&2; }
 
 # convert DIR TYPE OUT
+# convert DIR TYPE OUT: f32 / f16 / bf16 / q8_0 by Tessera's writer; any
+# other llama.cpp type (q4_0, q4_k_m, q5_k_m, q6_k, ...) by llama.cpp's own
+# quantizer from an f16 conversion (as llama.cpp users make such files).
 convert() {
-  "$tessera" convert-gguf --model-path "$1" --type "$2" --out "$3" --force \
-    >&2
+  case "$2" in
+    f32|f16|bf16|q8_0)
+      "$tessera" convert-gguf --model-path "$1" --type "$2" --out "$3" --force >&2 ;;
+    *)
+      "$tessera" convert-gguf --model-path "$1" --type f16 --out "$3.f16" --force >&2
+      "$runner" --model "$3.f16" --quantize "$2" --out "$3" >&2
+      rm -f "$3.f16" ;;
+  esac
 }
 
 # greedy DIR GGUF PROMPT N -> {"tokenize_equal", "tessera", "llamacpp",
