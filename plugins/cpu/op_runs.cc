@@ -11,27 +11,15 @@
 namespace tessera::plugin_kit {
 
 namespace {
-const OpDef kLinearW8Def = {TSR_OP_LINEAR,
-                            "linear",
-                            {"x", "w", "w_scale", "bias"},
-                            {"y"},
-                            sizeof(tsr_linear_w8_params),
-                            CheckLinearW8,
-                            2};
-const OpDef kLinearW8A8Def = {TSR_OP_LINEAR,
-                              "linear",
-                              {"x", "w", "w_scale", "bias"},
-                              {"y"},
-                              sizeof(tsr_linear_w8_params),
-                              CheckLinearW8,
-                              3};
-const OpDef kLinearW4A8Def = {TSR_OP_LINEAR,
-                              "linear",
-                              {"x", "w", "w_scale", "bias"},
-                              {"y"},
-                              sizeof(tsr_linear_w8_params),
-                              CheckLinearW8,
-                              4};
+// linear v2 (weight-only int8), v3 (w8a8) and v4 (w4a8): the same
+// arguments and check (the check reads the version).
+OpDef LinearQuantizedDef(uint32_t version) {
+  return {TSR_OP_LINEAR,    "linear",      {"x", "w", "w_scale", "bias"}, {"y"},
+          sizeof(tsr_linear_w8_params), CheckLinearW8, version};
+}
+const OpDef kLinearW8Def = LinearQuantizedDef(2);
+const OpDef kLinearW8A8Def = LinearQuantizedDef(3);
+const OpDef kLinearW4A8Def = LinearQuantizedDef(4);
 const OpDef kEmbeddingShardDef = {TSR_OP_EMBEDDING,
                                   "embedding",
                                   {"ids", "table"},

@@ -30,23 +30,31 @@ void QuantizeScalar(const float* x, int64_t ldx, int64_t rows, int64_t k, int64_
   }
 }
 
+// Column j's outputs out[m * ldo] for every x row m, from weight row wr
+// (weight(wr, i) its i-th weight as an int) and its f32 scales wsr.
+template <typename WeightAt>
+void BlockColumn(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
+                 const int8_t* wr, const float* wsr, int64_t k, int64_t group, float* out,
+                 int64_t ldo, WeightAt weight) {
+  for (int64_t m = 0; m < rows; ++m) {
+    const int8_t* xr = xq + m * ldxq;
+    const float* xsr = xs + m * ldxs;
+    float acc = 0.0f;
+    for (int64_t b0 = 0, b = 0; b0 < k; b0 += group, ++b) {
+      int32_t dot = 0;
+      for (int64_t i = b0; i < b0 + group; ++i) dot += int32_t{xr[i]} * weight(wr, i);
+      acc += xsr[b] * wsr[b] * static_cast<float>(dot);
+    }
+    out[m * ldo] = acc;
+  }
+}
+
 void BlockScalar(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int64_t rows,
                  const int8_t* w, int64_t ldw, const float* ws, int64_t ldws, int64_t n,
                  int64_t k, int64_t group, float* out, int64_t ldo) {
   for (int64_t j = 0; j < n; ++j) {
-    const int8_t* wr = w + j * ldw;
-    const float* wsr = ws + j * ldws;
-    for (int64_t m = 0; m < rows; ++m) {
-      const int8_t* xr = xq + m * ldxq;
-      const float* xsr = xs + m * ldxs;
-      float acc = 0.0f;
-      for (int64_t b0 = 0, b = 0; b0 < k; b0 += group, ++b) {
-        int32_t dot = 0;
-        for (int64_t i = b0; i < b0 + group; ++i) dot += int32_t{xr[i]} * int32_t{wr[i]};
-        acc += xsr[b] * wsr[b] * static_cast<float>(dot);
-      }
-      out[m * ldo + j] = acc;
-    }
+    BlockColumn(xq, ldxq, xs, ldxs, rows, w + j * ldw, ws + j * ldws, k, group, out + j, ldo,
+                [](const int8_t* wr, int64_t i) { return int32_t{wr[i]}; });
   }
 }
 
@@ -59,21 +67,11 @@ inline int32_t Weight4(const int8_t* wr, int64_t k) {
 void BlockScalarW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
                    int64_t rows, const int8_t* w, int64_t ldw, const uint16_t* ws,
                    int64_t ldws, int64_t n, int64_t k, int64_t group, float* out, int64_t ldo) {
-  std::vector<float> wsr(static_cast<size_t>(k / group));
+  std::vector<float> wsr(static_cast<size_t>(k / group));  // the row's scales as f32
   for (int64_t j = 0; j < n; ++j) {
-    const int8_t* wr = w + j * ldw;
     for (int64_t b = 0; b < k / group; ++b) wsr[b] = plugin_kit::F16ToF32(ws[j * ldws + b]);
-    for (int64_t m = 0; m < rows; ++m) {
-      const int8_t* xr = xq + m * ldxq;
-      const float* xsr = xs + m * ldxs;
-      float acc = 0.0f;
-      for (int64_t b0 = 0, b = 0; b0 < k; b0 += group, ++b) {
-        int32_t dot = 0;
-        for (int64_t i = b0; i < b0 + group; ++i) dot += int32_t{xr[i]} * Weight4(wr, i);
-        acc += xsr[b] * wsr[b] * static_cast<float>(dot);
-      }
-      out[m * ldo + j] = acc;
-    }
+    BlockColumn(xq, ldxq, xs, ldxs, rows, w + j * ldw, wsr.data(), k, group, out + j, ldo,
+                Weight4);
   }
 }
 

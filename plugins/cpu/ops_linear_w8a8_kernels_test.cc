@@ -81,19 +81,23 @@ TEST(LinearW8A8KernelsTest, QuantizeIsTheContractOnEveryPath) {
   }
 }
 
+// x rows 1..9 (the 4-row tile tails), n 1..67 (4-row weight groups), K %
+// 64 == 32 (the half-step tail), G = 32, 64, 96 and K (the per-channel
+// blocks: int sums over the row). Every K and G is a multiple of 32, so the
+// 4-bit blocks take them too.
+struct BlockShape {
+  int64_t rows, n, k, g;
+};
+constexpr BlockShape kBlockShapes[] = {
+    {1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},    {3, 9, 160, 32},
+    {4, 8, 64, 64},   {5, 13, 192, 96},  {6, 4, 128, 128},  {9, 67, 224, 32},
+    {7, 3, 32, 32},   {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64}};
+
 TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> qdist(-127, 127);
   std::uniform_real_distribution<float> sdist(0.001f, 0.02f);
-  struct Shape {
-    int64_t rows, n, k, g;
-  };
-  const Shape shapes[] = {{1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},
-                          {3, 9, 160, 32},  {4, 8, 64, 64},    {5, 13, 192, 96},
-                          {6, 4, 128, 128}, {9, 67, 224, 32},  {7, 3, 32, 32},
-                          // G == K: the per-channel blocks (int sums over the row)
-                          {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64}};
-  for (const Shape& sh : shapes) {
+  for (const BlockShape& sh : kBlockShapes) {
     const int64_t groups = sh.k / sh.g, ldw = sh.k + 8;
     std::vector<int8_t> xq(sh.rows * sh.k), w(sh.n * ldw);
     std::vector<float> xs(sh.rows * groups), ws(sh.n * groups);
@@ -140,14 +144,7 @@ TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
   std::mt19937 rng(13);
   std::uniform_int_distribution<int> qdist(-127, 127), udist(0, 255);
   std::uniform_real_distribution<float> sdist(0.001f, 0.02f);
-  struct Shape {
-    int64_t rows, n, k, g;
-  };
-  const Shape shapes[] = {{1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},
-                          {3, 9, 160, 32},  {4, 8, 64, 64},    {5, 13, 192, 96},
-                          {6, 4, 128, 128}, {9, 67, 224, 32},  {7, 3, 32, 32},
-                          {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64}};
-  for (const Shape& sh : shapes) {
+  for (const BlockShape& sh : kBlockShapes) {
     const int64_t groups = sh.k / sh.g, ldw = sh.k / 2 + 8;  // bytes
     std::vector<int8_t> xq(sh.rows * sh.k), w(sh.n * ldw);
     std::vector<float> xs(sh.rows * groups), ws(sh.n * groups);
