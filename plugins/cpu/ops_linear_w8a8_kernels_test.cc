@@ -83,15 +83,18 @@ TEST(LinearW8A8KernelsTest, QuantizeIsTheContractOnEveryPath) {
 
 // x rows 1..9 (the 4-row tile tails), n 1..67 (4-row weight groups), K %
 // 64 == 32 (the half-step tail), G = 32, 64, 96 and K (the per-channel
-// blocks: int sums over the row). Every K and G is a multiple of 32, so the
-// 4-bit blocks take them too.
+// blocks: int sums over the row), K past whole 512-element chunks. Every K
+// and G is a multiple of 32, so the 4-bit blocks take them too.
 struct BlockShape {
   int64_t rows, n, k, g;
 };
 constexpr BlockShape kBlockShapes[] = {
     {1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},    {3, 9, 160, 32},
     {4, 8, 64, 64},   {5, 13, 192, 96},  {6, 4, 128, 128},  {9, 67, 224, 32},
-    {7, 3, 32, 32},   {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64}};
+    {7, 3, 32, 32},   {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64},
+    // Decode tiles whose 4-bit scales come 16 blocks at a time: whole
+    // chunks of 512, then steps past the last one, then a half step.
+    {2, 9, 1056, 32}, {1, 5, 576, 32}};
 
 TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
   std::mt19937 rng(11);
