@@ -446,6 +446,29 @@ TEST_F(GgufTest, ServesAChatWithTheFilesOwnTemplate) {
   EXPECT_NE(info.body.find(".gguf"), std::string::npos);
 }
 
+// A llama.cpp Q4_0 file served as it is: --quantization auto runs it 4-bit
+// (the log says so) and a chat completes.
+TEST_F(GgufTest, ServesAQ4_0FileWithItsBlocksAs4Bit) {
+  REQUIRE_LLAMACPP();
+  const std::string hf = Path("tiny");
+  if (!fs::exists(hf)) {
+    auto r = Tessera("make-model --preset tiny --arch qwen3 --out " + ShellQuote(hf));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string gguf = Quantize(Convert(hf, "f16", "tiny-f16.gguf"), "q4_0");
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kBin, {"--model-path", gguf, "--log-interval", "0"}))
+      << server.log();
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Name a colour."}}}},
+                     {"max_tokens", 8},
+                     {"temperature", 0}};
+  const auto r = server.Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_GE(Json::parse(r.body)["usage"]["completion_tokens"].get<int>(), 1);
+  EXPECT_NE(server.log().find("q4_0 decoder weights load as 4-bit"), std::string::npos)
+      << server.log();
+}
+
 TEST_F(GgufTest, AnEmbeddingModelConvertsAndServesTheSameVectors) {
   const std::string hf = Path("embedding");
   if (!fs::exists(hf)) {
