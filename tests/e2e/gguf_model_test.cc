@@ -12,6 +12,9 @@
 //     each block layout is read as llama.cpp wrote it — and generates;
 //   - `tessera serve` on a GGUF answers a chat rendered by the file's own
 //     template, exactly as the Hugging Face folder it came from;
+//   - a Q4_0 file runs 4-bit (--quantization auto = int4): its blocks are
+//     loaded as they are (and are what the 4-bit quantiser makes of the
+//     decoded rows), and `serve` answers a chat on it;
 //   - truncated and unsupported files are refused with exit 2 and a
 //     message naming the problem;
 //   - accuracy: for each llama.cpp quantization of stories260k (and the
