@@ -174,8 +174,11 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     __m512 wsv[4];
     for (int j = 0; j < 4; ++j) {
       if constexpr (kW4) {
-        wv[j] = wa[j] = half ? LoadWeightStep4(w[j] + i / 2, pf[j] + i / 2, true)
-                             : LoadWeightStep4Interleaved(w[j] + i / 2, pf[j] + i / 2,
+        // 4-bit rows are half as long: prefetch twice as many rows ahead
+        // (8, the group after next; measured better than 4 or 16).
+        const int8_t* pf8 = pf[j] + (pf[j] - w[j]);
+        wv[j] = wa[j] = half ? LoadWeightStep4(w[j] + i / 2, pf8 + i / 2, true)
+                             : LoadWeightStep4Interleaved(w[j] + i / 2, pf8 + i / 2,
                                                           (i & 127) == 0);  // a line per 2 steps
         wneg[j] = 0;
       } else {
