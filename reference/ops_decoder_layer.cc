@@ -72,13 +72,13 @@ Status DecoderLayerImpl(const OpCall& call, uint32_t version) {
   TSR_ASSIGN_OR_RETURN(auto p, ReadParams<tsr_decoder_layer_params>(
                                    call, kDecoderLayerParamsSize));
   const DType x = residual.dtype, w = in[kWQkv].dtype, kv = k_cache.dtype;
-  const bool w8 = w4a8 ? w == TSR_DTYPE_U8 : w == TSR_DTYPE_I8;  // quantised
-  if (w8a8 && !w8) {
+  const bool quantized = w4a8 ? w == TSR_DTYPE_U8 : w == TSR_DTYPE_I8;
+  if (w8a8 && !quantized) {
     return InvalidArgumentError(fmt::format(
         "{} v3 (w8a8) takes int8 weights only, not {}", call.op_name,
         DTypeName(w)));
   }
-  if (w4a8 && !w8) {
+  if (w4a8 && !quantized) {
     return InvalidArgumentError(fmt::format(
         "{} v4 (w4a8) takes packed 4-bit weights (U8) only, not {}",
         call.op_name, DTypeName(w)));
@@ -95,9 +95,9 @@ Status DecoderLayerImpl(const OpCall& call, uint32_t version) {
   }
   // v3 and v4 also take 0: per channel (each projection's G is its K).
   const bool per_channel = (w8a8 || w4a8) && p.weight_group_size == 0;
-  if (w8 && p.weight_group_size < 1 && !per_channel) {
+  if (quantized && p.weight_group_size < 1 && !per_channel) {
     return InvalidArgumentError(fmt::format(
-        "{}: int8 weights need params.weight_group_size >= 1{}, not {}",
+        "{}: quantised weights need params.weight_group_size >= 1{}, not {}",
         call.op_name, w8a8 || w4a8 ? " (or 0 in v3/v4: per channel)" : "",
         p.weight_group_size));
   }
@@ -124,16 +124,16 @@ Status DecoderLayerImpl(const OpCall& call, uint32_t version) {
   const std::vector<Want> wants = {
       {kInputNorm, "input_norm", x, {h}, true},
       {kWQkv, "w_qkv", w, {nqkv, cols(h)}, true},
-      {kWQkvScale, "w_qkv_scale", sdt, scale_shape(nqkv, h), w8},
+      {kWQkvScale, "w_qkv_scale", sdt, scale_shape(nqkv, h), quantized},
       {kQNorm, "q_norm", x, {d}, qk_norm},
       {kKNorm, "k_norm", x, {d}, qk_norm},
       {kWO, "w_o", w, {h, cols(hq * d)}, true},
-      {kWOScale, "w_o_scale", sdt, scale_shape(h, hq * d), w8},
+      {kWOScale, "w_o_scale", sdt, scale_shape(h, hq * d), quantized},
       {kPostNorm, "post_norm", x, {h}, true},
       {kWGateUp, "w_gate_up", w, {2 * inter, cols(h)}, true},
-      {kWGateUpScale, "w_gate_up_scale", sdt, scale_shape(2 * inter, h), w8},
+      {kWGateUpScale, "w_gate_up_scale", sdt, scale_shape(2 * inter, h), quantized},
       {kWDown, "w_down", w, {h, cols(inter)}, true},
-      {kWDownScale, "w_down_scale", sdt, scale_shape(h, inter), w8},
+      {kWDownScale, "w_down_scale", sdt, scale_shape(h, inter), quantized},
   };
   for (const Want& want : wants) {
     const HostTensor& a = in[want.arg];

@@ -19,12 +19,16 @@
 //  product (lane halves), FMA. Weight rows of the next group are
 //  prefetched into L2 one cache line per step.
 //  4-bit weights (kW4, linear v4): a step's 64 weights are 32 bytes (two
-//  Q4_0 blocks), split into nibbles and put back in order (block 0's low
-//  nibbles, its high nibbles, block 1's low, high: one 128-bit lane
-//  shuffle), so the same x bytes and scale lanes apply. The nibbles u are
-//  u8 already: VNNI takes them as they are with the accumulator started at
-//  -8 * sum(x); BW multiplies u by x in vpmaddubsw and adds the same -8
-//  sum(x) (vpmaddubsw of 8s) after vpmaddwd.
+//  Q4_0 blocks), broadcast to both 256-bit halves with the upper half
+//  shifted by 4: both blocks' low nibbles, then their high nibbles
+//  (weights 0-15, 32-47, 16-31, 48-63 of the step), the order x is
+//  permuted to once per call (PermuteW4Rows), so the scale lanes
+//  interleave (0xF0F0); a K % 64 == 32 tail step puts its one block's
+//  nibbles back in order with a 128-bit lane shuffle instead. The nibbles
+//  u are u8 already: VNNI takes them as they are with the accumulator
+//  started at -8 * sum(x); BW multiplies u by x in vpmaddubsw and adds the
+//  same -8 sum(x) (vpmaddubsw of 8s) after vpmaddwd. 4-bit rows are
+//  prefetched 8 rows ahead (4 for int8, whose rows are twice as long).
 // Quantize: 16 floats per vector with masked tails, any G; the f32 steps
 // are the contract's, so q is bit-identical to the scalar path's.
 //

@@ -92,9 +92,41 @@ constexpr BlockShape kBlockShapes[] = {
     {1, 1, 32, 32},   {1, 67, 1024, 32}, {2, 5, 96, 32},    {3, 9, 160, 32},
     {4, 8, 64, 64},   {5, 13, 192, 96},  {6, 4, 128, 128},  {9, 67, 224, 32},
     {7, 3, 32, 32},   {9, 10, 224, 224}, {4, 67, 1056, 1056}, {1, 5, 64, 64},
-    // Decode tiles whose 4-bit scales come 16 blocks at a time: whole
-    // chunks of 512, then steps past the last one, then a half step.
+    // Long decode rows at G = 32: past 512 elements, then a half step.
     {2, 9, 1056, 32}, {1, 5, 576, 32}};
+
+// The block's result in f64: out[m, j] = sum_b xs[m, b] * ws[j, b] *
+// (sum_{k in b} xq[m, k] * weight(j, k)), [rows, n].
+template <typename WeightAt>
+std::vector<double> BlockF64(const BlockShape& sh, const std::vector<int8_t>& xq,
+                             const std::vector<float>& xs, const std::vector<float>& ws,
+                             WeightAt weight) {
+  const int64_t groups = sh.k / sh.g;
+  std::vector<double> want(sh.rows * sh.n);
+  for (int64_t m = 0; m < sh.rows; ++m) {
+    for (int64_t j = 0; j < sh.n; ++j) {
+      double acc = 0;
+      for (int64_t b = 0; b < groups; ++b) {
+        int64_t dot = 0;
+        for (int64_t i = b * sh.g; i < (b + 1) * sh.g; ++i) dot += xq[m * sh.k + i] * weight(j, i);
+        acc += double{xs[m * groups + b]} * ws[j * groups + b] * static_cast<double>(dot);
+      }
+      want[m * sh.n + j] = acc;
+    }
+  }
+  return want;
+}
+
+// out [rows, ldo] against BlockF64's `want` (f32 accumulation: 1e-5).
+void ExpectBlockNear(const BlockShape& sh, const std::vector<float>& out, int64_t ldo,
+                     const std::vector<double>& want) {
+  for (int64_t m = 0; m < sh.rows; ++m) {
+    for (int64_t j = 0; j < sh.n; ++j) {
+      const double e = want[m * sh.n + j];
+      EXPECT_NEAR(out[m * ldo + j], e, 1e-5 * (std::fabs(e) + 1.0)) << "m=" << m << " j=" << j;
+    }
+  }
+}
 
 TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
   std::mt19937 rng(11);
@@ -113,18 +145,8 @@ TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
       xq[i] = i % 2 ? 127 : -127;
       w[i] = i % 2 ? 127 : -128;
     }
-    std::vector<double> want(sh.rows * sh.n);
-    for (int64_t m = 0; m < sh.rows; ++m) {
-      for (int64_t j = 0; j < sh.n; ++j) {
-        double acc = 0;
-        for (int64_t b = 0; b < groups; ++b) {
-          int64_t dot = 0;
-          for (int64_t i = b * sh.g; i < (b + 1) * sh.g; ++i) dot += xq[m * sh.k + i] * w[j * ldw + i];
-          acc += double{xs[m * groups + b]} * ws[j * groups + b] * static_cast<double>(dot);
-        }
-        want[m * sh.n + j] = acc;
-      }
-    }
+    const std::vector<double> want =
+        BlockF64(sh, xq, xs, ws, [&](int64_t j, int64_t i) { return int{w[j * ldw + i]}; });
     for (const LinearW8A8Kernels* t : Tables()) {
       if (sh.g % t->group_multiple != 0) continue;
       SCOPED_TRACE(::testing::Message() << t->name << " rows=" << sh.rows << " n=" << sh.n
@@ -133,12 +155,7 @@ TEST(LinearW8A8KernelsTest, BlockMatchesF64OnEveryPath) {
       std::vector<float> out(sh.rows * ldo, -7.0f);
       t->block(xq.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws.data(), groups,
                sh.n, sh.k, sh.g, out.data(), ldo);
-      for (int64_t m = 0; m < sh.rows; ++m) {
-        for (int64_t j = 0; j < sh.n; ++j) {
-          const double e = want[m * sh.n + j];
-          EXPECT_NEAR(out[m * ldo + j], e, 1e-5 * (std::fabs(e) + 1.0)) << "m=" << m << " j=" << j;
-        }
-      }
+      ExpectBlockNear(sh, out, ldo, want);
     }
   }
 }
@@ -169,18 +186,7 @@ TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
       const auto byte = static_cast<uint8_t>(w[j * ldw + (i / 32) * 16 + i % 16]);
       return (i % 32 < 16 ? byte & 15 : byte >> 4) - 8;
     };
-    std::vector<double> want(sh.rows * sh.n);
-    for (int64_t m = 0; m < sh.rows; ++m) {
-      for (int64_t j = 0; j < sh.n; ++j) {
-        double acc = 0;
-        for (int64_t b = 0; b < groups; ++b) {
-          int64_t dot = 0;
-          for (int64_t i = b * sh.g; i < (b + 1) * sh.g; ++i) dot += xq[m * sh.k + i] * weight(j, i);
-          acc += double{xs[m * groups + b]} * ws[j * groups + b] * static_cast<double>(dot);
-        }
-        want[m * sh.n + j] = acc;
-      }
-    }
+    const std::vector<double> want = BlockF64(sh, xq, xs, ws, weight);
     for (const LinearW8A8Kernels* t : Tables()) {
       SCOPED_TRACE(::testing::Message() << t->name << " rows=" << sh.rows << " n=" << sh.n
                                         << " K=" << sh.k << " G=" << sh.g);
@@ -191,12 +197,7 @@ TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
       if (t->permute_w4 != nullptr) t->permute_w4(xq_t.data(), sh.k, sh.rows, sh.k);
       t->block_w4(xq_t.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, ws16.data(),
                   groups, sh.n, sh.k, sh.g, out.data(), ldo);
-      for (int64_t m = 0; m < sh.rows; ++m) {
-        for (int64_t j = 0; j < sh.n; ++j) {
-          const double e = want[m * sh.n + j];
-          EXPECT_NEAR(out[m * ldo + j], e, 1e-5 * (std::fabs(e) + 1.0)) << "m=" << m << " j=" << j;
-        }
-      }
+      ExpectBlockNear(sh, out, ldo, want);
     }
   }
 }

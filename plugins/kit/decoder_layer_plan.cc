@@ -284,7 +284,7 @@ Status PlanDecoderLayer(const OpCall& fused, DecoderLayerPlan* plan) {
     return InvalidArgument("U8 (packed 4-bit) weights need decoder_layer v4, not v",
                            fused.version);
   }
-  const bool quantized = w8a8 || w4a8 || in[kDlWQkv].dtype == TSR_DTYPE_I8;
+  const bool quantized = in[kDlWQkv].dtype == TSR_DTYPE_I8 || in[kDlWQkv].dtype == TSR_DTYPE_U8;
   if (quantized && (w8a8 || w4a8 ? g < 0 : g < 1)) {
     return InvalidArgument("params.weight_group_size = ", g, " must be >= 1",
                            w8a8 || w4a8 ? " (or 0 in v3/v4: per channel)" : "",

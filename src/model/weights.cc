@@ -191,6 +191,8 @@ class ModelWeights::Loader {
     std::vector<uint16_t> rows_s16;  // int4's f16 scales
     int64_t row0 = 0;
     for (const Part& part : parts) {
+      // Whole rows of GGUF Q4_0 blocks load as they are (the same layout).
+      const bool raw_q4_0 = int4 && part.ref.raw_q4_0() && part.cols == part.width;
       for (int64_t r = 0; r < part.rows; r += block) {
         const int64_t nr = std::min(block, part.rows - r);
         rows_q.resize(static_cast<size_t>(nr * row_bytes));
@@ -199,14 +201,18 @@ class ModelWeights::Loader {
         } else {
           rows_s.resize(static_cast<size_t>(nr * groups));
         }
-        if (int4 && part.ref.raw_q4_0() && part.cols == part.width) {
-          // Q4_0 rows as they are (the same layout): each 18-byte block's
-          // f16 scale and 16 bytes of nibbles split, nothing decoded.
-          const std::byte* src = part.ref.data() + (part.row0 + r) * groups * 18;
+        if (raw_q4_0) {
+          // Each block's f16 scale and 16 bytes of nibbles split, nothing
+          // decoded.
+          const size_t block_bytes = gguf::BlockBytes(gguf::TensorType::kQ4_0);
+          constexpr size_t kNibbleBytes = kInt4GroupSize / 2;
+          const std::byte* src =
+              part.ref.data() + static_cast<size_t>((part.row0 + r) * groups) * block_bytes;
           auto* q = reinterpret_cast<uint8_t*>(rows_q.data());
           for (int64_t b = 0; b < nr * groups; ++b) {
-            std::memcpy(&rows_s16[b], src + b * 18, 2);
-            std::memcpy(q + b * 16, src + b * 18 + 2, 16);
+            const std::byte* blk = src + b * block_bytes;
+            std::memcpy(&rows_s16[b], blk, sizeof(uint16_t));
+            std::memcpy(q + b * kNibbleBytes, blk + sizeof(uint16_t), kNibbleBytes);
           }
         } else {
           rows_f32.resize(static_cast<size_t>(nr * k));
