@@ -9,6 +9,7 @@
 #   scripts/fuzz.sh [SECONDS] [NAME ...]     NAME: request_body sse_reader
 #                                            tokenizer_json jinja_template
 #                                            model_files grammar gguf_file
+#                                            plugin_table
 #                                            (default: all)
 # Needs what scripts/setup.sh installs (clang-14, libclang-rt-14-dev).
 set -euo pipefail
@@ -20,7 +21,7 @@ shift || true
 names=("$@")
 if ((${#names[@]} == 0)); then
   names=(request_body sse_reader tokenizer_json jinja_template model_files grammar
-         gguf_file)
+         gguf_file plugin_table)
 fi
 
 scripts/configure_clang_asan.sh

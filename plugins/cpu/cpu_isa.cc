@@ -2,12 +2,25 @@
 
 #include <atomic>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 namespace tessera::cpu {
 namespace {
 
 std::atomic<int> g_active{static_cast<int>(CpuIsa::kScalar)};
 
 constexpr CpuIsa kAll[] = {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+// does not know "f16c".
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+#endif
 
 std::string SupportedList() {
   std::string list;
@@ -40,7 +53,7 @@ bool CpuSupports(CpuIsa isa) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+                    CpuHasF16c();
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   switch (isa) {

@@ -23,6 +23,11 @@ namespace {
            sizeof((table)->field) &&                                      \
    (table)->field != nullptr)
 
+// Bounds on list_ops' answer: an entry stride no ABI 1.x signature reaches
+// (a v1 signature is under 100 bytes) and more ops than any table lists.
+constexpr size_t kMaxSignatureStride = 4096;
+constexpr size_t kMaxListedOps = 1 << 16;
+
 }  // namespace
 
 tsr_op_signature MakeSignature(tsr_op_id op, uint32_t version,
@@ -59,13 +64,45 @@ bool SameSignature(const tsr_op_signature& a, const tsr_op_signature& b) {
 Plugin::Plugin(std::unique_ptr<PluginLibrary> library)
     : library_(std::move(library)) {
   const tsr_plugin_api* table = &api();
-  if (TSR_ENTRY_PRESENT(table, comm) &&
-      TSR_ENTRY_PRESENT(table->comm, comm_init_all)) {
-    comm_ = table->comm;
+  // A sub-table is used only when it has every v1.0 entry (the host calls
+  // them without further checks); an incomplete one is turned off, named.
+  auto incomplete = [&](const char* what, const char* missing) {
+    TSR_LOG_WARN(
+        "{} plugin: its {} table leaves '{}' NULL (or its struct_size does "
+        "not cover it); {} are off — fix the plugin's table",
+        name(), what, missing, what);
+  };
+  if (TSR_ENTRY_PRESENT(table, comm) && table->comm != nullptr) {
+    const tsr_comm_api* comm = table->comm;
+    const char* missing = nullptr;
+#define TSR_COMM_REQUIRED(field) \
+  if (missing == nullptr && !TSR_ENTRY_PRESENT(comm, field)) missing = #field;
+    TSR_COMM_REQUIRED(comm_init_all)
+    TSR_COMM_REQUIRED(comm_destroy)
+    TSR_COMM_REQUIRED(all_reduce)
+    TSR_COMM_REQUIRED(all_gather)
+    TSR_COMM_REQUIRED(broadcast)
+    TSR_COMM_REQUIRED(send)
+    TSR_COMM_REQUIRED(recv)
+#undef TSR_COMM_REQUIRED
+    if (missing == nullptr) {
+      comm_ = comm;
+    } else {
+      incomplete("collectives", missing);
+    }
   }
-  if (TSR_ENTRY_PRESENT(table, graph) &&
-      TSR_ENTRY_PRESENT(table->graph, begin_capture)) {
-    graph_ = table->graph;
+  if (TSR_ENTRY_PRESENT(table, graph) && table->graph != nullptr) {
+    const tsr_graph_api* graph = table->graph;
+    const char* missing = nullptr;
+    if (!TSR_ENTRY_PRESENT(graph, begin_capture)) missing = "begin_capture";
+    else if (!TSR_ENTRY_PRESENT(graph, end_capture)) missing = "end_capture";
+    else if (!TSR_ENTRY_PRESENT(graph, launch)) missing = "launch";
+    else if (!TSR_ENTRY_PRESENT(graph, destroy)) missing = "destroy";
+    if (missing == nullptr) {
+      graph_ = graph;
+    } else {
+      incomplete("graphs", missing);
+    }
   }
 }
 
@@ -112,8 +149,7 @@ Status Plugin::NoCollectives(const char* what) const {
 
 bool Plugin::HasCrossProcessCollectives() const {
   return TSR_ENTRY_PRESENT(comm_, comm_get_unique_id) &&
-         comm_->comm_get_unique_id != nullptr &&
-         comm_->comm_init_rank != nullptr;
+         TSR_ENTRY_PRESENT(comm_, comm_init_rank);
 }
 
 Status Plugin::NoCrossProcessCollectives(const char* what) const {
@@ -184,6 +220,21 @@ Status Plugin::Init(const PluginInitArgs& args) {
         "bytes of a v1 tsr_op_signature; fix the plugin's op table",
         name(), stride, sizeof(tsr_op_signature)));
   }
+  // A stride far beyond any signature this major can grow to is garbage:
+  // reading `count` entries with it would run off the plugin's array.
+  if (s.ok() && count > 0 && stride > kMaxSignatureStride) {
+    s = InternalError(fmt::format(
+        "{} plugin: list_ops entries have struct_size {}, more than the {} "
+        "bytes any ABI {}.x tsr_op_signature may have; the op table is "
+        "corrupt",
+        name(), stride, kMaxSignatureStride, TSR_PLUGIN_ABI_MAJOR));
+  }
+  if (s.ok() && count > kMaxListedOps) {
+    s = InternalError(fmt::format(
+        "{} plugin: list_ops returned {} ops, more than the {} the host "
+        "accepts; the op table is corrupt",
+        name(), count, kMaxListedOps));
+  }
   if (!s.ok()) {
     Status down = Shutdown();
     (void)down;
@@ -194,6 +245,15 @@ Status Plugin::Init(const PluginInitArgs& args) {
   for (size_t i = 0; i < count; ++i) {
     tsr_op_signature sig{};
     std::memcpy(&sig, bytes + i * stride, sizeof(sig));
+    if (sig.struct_size != stride) {
+      ops_.clear();
+      Status down = Shutdown();
+      (void)down;
+      return InternalError(fmt::format(
+          "{} plugin: list_ops entry {} has struct_size {}, entry 0 has {}; "
+          "every entry of the op table must have the same size",
+          name(), i, sig.struct_size, stride));
+    }
     sig.struct_size = sizeof(sig);
     sig.num_args = std::min<uint32_t>(sig.num_args, TSR_MAX_OP_ARGS);
     ops_.push_back(sig);
@@ -485,8 +545,7 @@ StatusOr<tsr_comm> Plugin::CommInitRank(const tsr_comm_unique_id& id,
 Status Plugin::ReduceScatter(tsr_comm comm, tsr_stream stream,
                              const tsr_tensor& send, const tsr_tensor& recv,
                              tsr_reduce_op op) {
-  if (!TSR_ENTRY_PRESENT(comm_, reduce_scatter) ||
-      comm_->reduce_scatter == nullptr) {
+  if (!TSR_ENTRY_PRESENT(comm_, reduce_scatter)) {
     return NoCrossProcessCollectives("reduce_scatter");
   }
   return Check(comm_->reduce_scatter(comm, stream, &send, &recv, op),

@@ -92,11 +92,11 @@ std::vector<std::string> FindPluginFiles(
   return files;
 }
 
-LoadedCandidate LoadCandidate(const std::string& path) {
-  LoadedCandidate out;
-  out.record.path = path;
-  out.record.name = PluginNameFromPath(path);
-  auto library = PluginLibrary::Open(path, &out.record.abi_version);
+namespace {
+
+// Inspects (never initialises) what PluginLibrary::Open or FromTable gave.
+LoadedCandidate InspectCandidate(
+    LoadedCandidate out, StatusOr<std::unique_ptr<PluginLibrary>> library) {
   if (!library.ok()) {
     out.record.status = CandidateStatus::kRejected;
     out.record.reason = OneLine(library.status().message());
@@ -121,6 +121,25 @@ LoadedCandidate LoadCandidate(const std::string& path) {
   }
   out.plugin = std::move(plugin);
   return out;
+}
+
+}  // namespace
+
+LoadedCandidate LoadCandidate(const std::string& path) {
+  LoadedCandidate out;
+  out.record.path = path;
+  out.record.name = PluginNameFromPath(path);
+  auto library = PluginLibrary::Open(path, &out.record.abi_version);
+  return InspectCandidate(std::move(out), std::move(library));
+}
+
+LoadedCandidate LoadCandidateFromTable(const tsr_plugin_api* api,
+                                       const std::string& path) {
+  LoadedCandidate out;
+  out.record.path = path;
+  out.record.name = PluginNameFromPath(path);
+  auto library = PluginLibrary::FromTable(api, path, &out.record.abi_version);
+  return InspectCandidate(std::move(out), std::move(library));
 }
 
 }  // namespace tessera::runtime

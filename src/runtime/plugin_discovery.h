@@ -58,6 +58,10 @@ std::vector<std::string> FindPluginFiles(
 // Loads and probes one file. Never fails: problems become a rejected or
 // no-hardware record.
 LoadedCandidate LoadCandidate(const std::string& path);
+// The same for a table already in the process (see PluginLibrary::FromTable);
+// `path` names it in the record.
+LoadedCandidate LoadCandidateFromTable(const tsr_plugin_api* api,
+                                       const std::string& path);
 
 // Whether two paths name the same file (after resolving symlinks).
 bool SamePluginFile(const std::string& a, const std::string& b);

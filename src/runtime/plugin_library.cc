@@ -99,10 +99,8 @@ StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::Open(
     return FailedPreconditionError(
         ExplainDlopenError(path, err ? err : "unknown dlopen error"));
   }
-  std::unique_ptr<PluginLibrary> lib(new PluginLibrary());
-  lib->handle_ = handle;
-  lib->path_ = path;
-  lib->name_ = std::filesystem::path(path).filename().string();
+  // Closed on every failure below; owned by the library once it is valid.
+  std::unique_ptr<void, int (*)(void*)> closer(handle, dlclose);
 
   dlerror();
   void* entry = dlsym(handle, TSR_PLUGIN_ENTRY_SYMBOL);
@@ -121,6 +119,22 @@ StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::Open(
         "(see its log lines above)",
         path, TSR_PLUGIN_ENTRY_SYMBOL));
   }
+  TSR_ASSIGN_OR_RETURN(std::unique_ptr<PluginLibrary> lib,
+                       FromTable(api, path, abi_version_out));
+  lib->handle_ = closer.release();
+  return lib;
+}
+
+StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::FromTable(
+    const tsr_plugin_api* api, const std::string& path,
+    std::string* abi_version_out) {
+  if (api == nullptr) {
+    return FailedPreconditionError(
+        fmt::format("plugin {}: no table (NULL)", path));
+  }
+  std::unique_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->path_ = path;
+  lib->name_ = std::filesystem::path(path).filename().string();
   // The first three fields are the same in every major: safe to read.
   if (abi_version_out != nullptr) {
     *abi_version_out = fmt::format("{}.{}", api->abi_major, api->abi_minor);
@@ -164,6 +178,15 @@ StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::Open(
   }
   TSR_REQUIRED_ENTRIES(TSR_CHECK_ENTRY)
 #undef TSR_CHECK_ENTRY
+  // Every manifest field is v1.0's: a smaller manifest is not one.
+  if (api->manifest->struct_size < sizeof(tsr_plugin_manifest)) {
+    return FailedPreconditionError(fmt::format(
+        "plugin {} has a manifest of {} bytes (struct_size), smaller than the "
+        "{} bytes of every ABI {}.x manifest; it is corrupt or not built from "
+        "tessera_plugin.h",
+        path, api->manifest->struct_size, sizeof(tsr_plugin_manifest),
+        TSR_PLUGIN_ABI_MAJOR));
+  }
   if (api->manifest->name != nullptr && api->manifest->name[0] != '\0') {
     lib->name_ = api->manifest->name;
   }

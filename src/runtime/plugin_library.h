@@ -30,6 +30,13 @@ class PluginLibrary {
   // (an ABI mismatch), so `doctor` can show it.
   static StatusOr<std::unique_ptr<PluginLibrary>> Open(
       const std::string& path, std::string* abi_version_out = nullptr);
+  // The checks of Open() on a table already in hand (a plugin linked into
+  // the process, or one a test or fuzzer builds); nothing is dlclose'd.
+  // `path` only names the plugin in messages (its file name is the name
+  // when the manifest has none). The table must outlive the library.
+  static StatusOr<std::unique_ptr<PluginLibrary>> FromTable(
+      const tsr_plugin_api* api, const std::string& path,
+      std::string* abi_version_out = nullptr);
 
   ~PluginLibrary();
   PluginLibrary(const PluginLibrary&) = delete;

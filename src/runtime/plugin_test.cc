@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -190,6 +191,122 @@ TEST(RaiiHandlesTest, CopiesRoundTripAndCheckRanges) {
   std::vector<uint8_t> back(64);
   ASSERT_TRUE((*b)->CopyToHost(back.data(), 0, 64).ok());
   EXPECT_EQ(back, out);
+}
+
+// --- tables a broken plugin returns (found by fuzz/plugin_table_fuzzer.cc) --
+
+// The minimal plugin's table, copied so that a test can break one part.
+struct TableCopy {
+  std::unique_ptr<PluginLibrary> source;  // keeps the entries loaded
+  tsr_plugin_api api{};
+  tsr_plugin_manifest manifest{};
+};
+
+std::unique_ptr<TableCopy> CopyMinimalTable() {
+  auto copy = std::make_unique<TableCopy>();
+  auto lib = PluginLibrary::Open(testing::MinimalPluginPath());
+  EXPECT_TRUE(lib.ok()) << lib.status().ToString();
+  if (!lib.ok()) return nullptr;
+  copy->source = std::move(lib).value();
+  copy->api = copy->source->api();
+  copy->manifest = *copy->api.manifest;
+  copy->api.manifest = &copy->manifest;
+  return copy;
+}
+
+void NeverCalled() { ADD_FAILURE() << "an entry the host must not call"; }
+template <typename Fn>
+Fn Dummy() {
+  return reinterpret_cast<Fn>(reinterpret_cast<void*>(&NeverCalled));
+}
+
+TEST(PluginTableTest, AManifestSmallerThanV10IsRefusedNotReadPastItsEnd) {
+  auto copy = CopyMinimalTable();
+  ASSERT_NE(copy, nullptr);
+  copy->manifest.struct_size = offsetof(tsr_plugin_manifest, requirements);
+  auto lib = PluginLibrary::FromTable(&copy->api, "/p/libbroken.so");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_NE(lib.status().message().find("manifest of"), std::string::npos)
+      << lib.status().message();
+}
+
+// list_ops' entry 0 declares the stride; one far beyond any signature, or
+// entries that disagree, fail init instead of reading off the array.
+const tsr_op_signature* g_ops_answer = nullptr;
+tsr_status ListTwoOps(const tsr_op_signature** ops, size_t* count) {
+  *ops = g_ops_answer;
+  *count = 2;
+  return TSR_OK;
+}
+
+TEST(PluginTableTest, AnOpTableWithAGarbageStrideFailsInit) {
+  auto copy = CopyMinimalTable();
+  ASSERT_NE(copy, nullptr);
+  copy->api.list_ops = &ListTwoOps;
+  static tsr_op_signature ops[2] = {};
+  g_ops_answer = ops;
+  for (uint32_t first : {uint32_t{1} << 20, uint32_t{sizeof(tsr_op_signature)}}) {
+    ops[0].struct_size = first;
+    ops[1].struct_size = 8;  // disagrees with entry 0
+    auto lib = PluginLibrary::FromTable(&copy->api, "/p/libbroken.so");
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    Plugin plugin(std::move(lib).value());
+    Status s = plugin.Init({});
+    ASSERT_FALSE(s.ok());
+    EXPECT_FALSE(plugin.initialized());
+    EXPECT_NE(s.message().find(first == sizeof(tsr_op_signature)
+                                   ? "every entry of the op table"
+                                   : "the op table is corrupt"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
+TEST(PluginTableTest, CommEntriesBeyondTheTablesStructSizeAreAbsent) {
+  auto copy = CopyMinimalTable();
+  ASSERT_NE(copy, nullptr);
+  tsr_comm_api comm{};
+  comm.comm_init_all = Dummy<decltype(comm.comm_init_all)>();
+  comm.comm_destroy = Dummy<decltype(comm.comm_destroy)>();
+  comm.all_reduce = Dummy<decltype(comm.all_reduce)>();
+  comm.all_gather = Dummy<decltype(comm.all_gather)>();
+  comm.broadcast = Dummy<decltype(comm.broadcast)>();
+  comm.send = Dummy<decltype(comm.send)>();
+  comm.recv = Dummy<decltype(comm.recv)>();
+  comm.comm_get_unique_id = Dummy<decltype(comm.comm_get_unique_id)>();
+  comm.comm_init_rank = Dummy<decltype(comm.comm_init_rank)>();
+  // Covers comm_get_unique_id but not comm_init_rank (garbage beyond).
+  comm.struct_size = offsetof(tsr_comm_api, comm_init_rank);
+  copy->api.comm = &comm;
+  auto lib = PluginLibrary::FromTable(&copy->api, "/p/libcomm.so");
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  Plugin plugin(std::move(lib).value());
+  EXPECT_TRUE(plugin.HasCollectives());
+  EXPECT_FALSE(plugin.HasCrossProcessCollectives());
+}
+
+TEST(PluginTableTest, IncompleteCommAndGraphTablesAreTurnedOff) {
+  auto copy = CopyMinimalTable();
+  ASSERT_NE(copy, nullptr);
+  tsr_comm_api comm{};
+  comm.struct_size = sizeof(comm);
+  comm.comm_init_all = Dummy<decltype(comm.comm_init_all)>();
+  comm.comm_destroy = Dummy<decltype(comm.comm_destroy)>();
+  comm.all_reduce = Dummy<decltype(comm.all_reduce)>();  // all_gather NULL
+  tsr_graph_api graph{};
+  graph.struct_size = sizeof(graph);
+  graph.begin_capture = Dummy<decltype(graph.begin_capture)>();
+  graph.end_capture = Dummy<decltype(graph.end_capture)>();
+  graph.launch = Dummy<decltype(graph.launch)>();  // destroy NULL
+  copy->api.comm = &comm;
+  copy->api.graph = &graph;
+  auto lib = PluginLibrary::FromTable(&copy->api, "/p/libpartial.so");
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  Plugin plugin(std::move(lib).value());
+  EXPECT_FALSE(plugin.HasCollectives());
+  EXPECT_FALSE(plugin.HasGraphs());
+  EXPECT_TRUE(plugin.CommInitAll(std::vector<int32_t>{0}).status().code() ==
+              StatusCode::kUnavailable);
 }
 
 }  // namespace
