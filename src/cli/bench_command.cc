@@ -76,6 +76,7 @@ using Json = nlohmann::ordered_json;
 struct BenchOptions {
   bool one_batch = false;
   bool disable_graph = false;
+  bool disable_copy_stream = false;
   double soak_seconds = 0;  // > 0: the soak instead of the benchmark
   std::string model_path;
   std::vector<int64_t> batch_sizes = {1, 8, 32};
@@ -278,6 +279,7 @@ int RunOneBatchBench(BenchOptions o) {
   runner_options.max_batch_tokens = max_batch * o.input_len;
   runner_options.show_progress = progress;
   runner_options.graph_max_batch = o.disable_graph ? 0 : 160;
+  runner_options.copy_stream = !o.disable_copy_stream;
   ApplyQuantizationFlag(o.quantization, **checkpoint, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   if (progress) fmt::print(stderr, "loading {}...\n", o.model_path);
@@ -669,6 +671,9 @@ Command AddBenchCommand(CLI::App& root) {
   one_batch_option(app->add_flag(
       "--disable-graph,--disable-cuda-graph", o->disable_graph,
       "run decode steps eagerly instead of replaying captured graphs"));
+  one_batch_option(app->add_flag(
+      "--disable-copy-stream", o->disable_copy_stream,
+      "run uploads and read-backs on the compute stream (A/B measurements)"));
   one_batch_option(
       app->add_option("--model-path", o->model_path,
                       "Hugging Face model folder (config.json, "

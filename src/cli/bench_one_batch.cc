@@ -97,7 +97,8 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
     // The whole context up front: page allocation is not what is timed.
     TSR_RETURN_IF_ERROR(pool.EnsureCapacity(pages[i], context));
   }
-  model::Sampler sampler(runner.runtime(), runner.device(), runner.stream());
+  model::Sampler sampler(runner.runtime(), runner.device(), runner.stream(),
+                         &runner.copy_stream());
   const std::vector<model::SampleRow> rows(batch_size, model::SampleRow{});
 
   OneBatchResult result;
@@ -107,7 +108,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   // and copied to host[k] behind copied[k], one slot per step in flight.
   runtime::Stream& stream = runner.stream();
   std::vector<int32_t> host[2];
-  runtime::EventPtr copied[2];
+  runtime::EventPtr copied[2];  // on the copy stream
   for (auto& e : copied) {
     TSR_ASSIGN_OR_RETURN(e, runtime::Event::Create(stream.plugin(),
                                                    stream.device()));
@@ -116,8 +117,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   auto sample = [&](const tsr_tensor& logits, int k) -> StatusOr<model::DeviceIds> {
     TSR_ASSIGN_OR_RETURN(model::DeviceIds ids, sampler.Enqueue(logits, rows));
     if (tp != nullptr) TSR_RETURN_IF_ERROR(tp->BroadcastIds(stream, ids));
-    TSR_RETURN_IF_ERROR(sampler.ReadBack(ids, host[k]));
-    TSR_RETURN_IF_ERROR(copied[k]->Record(stream));
+    TSR_RETURN_IF_ERROR(sampler.ReadBack(ids, host[k], *copied[k]));
     return ids;
   };
 

@@ -97,6 +97,7 @@ struct ServeOptions {
   int64_t max_inflight_launches = 2;
   bool disable_overlap_schedule = false;
   bool disable_graph = false;
+  bool disable_copy_stream = false;
   int64_t graph_max_bs = 160;
   std::string dtype = "auto";
   std::string quantization = "auto";
@@ -323,6 +324,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   // --max-running-requests (no batch is larger).
   ro.graph_max_batch =
       o.disable_graph ? 0 : std::min(o.graph_max_bs, o.max_running_requests);
+  ro.copy_stream = !o.disable_copy_stream;
   std::optional<model::PoolingConfig> pooling;
   if (o.is_embedding) {
     auto p = model::LoadPoolingConfig(o.model_path);
@@ -733,6 +735,9 @@ Command AddServeCommand(CLI::App& root) {
   app->add_flag("--disable-graph,--disable-cuda-graph", o->disable_graph,
                 "run every decode step eagerly instead of replaying the "
                 "graph captured for its batch-size bucket");
+  app->add_flag("--disable-copy-stream", o->disable_copy_stream,
+                "run uploads and the sampled ids' read-back on the compute "
+                "stream instead of a copy stream (for A/B measurements)");
   app->add_option("--graph-max-bs,--cuda-graph-max-bs", o->graph_max_bs,
                   "largest batch-size bucket with a decode graph (buckets 1, "
                   "2, 4, 8, 16, 24, 32, then every 16; capped by "

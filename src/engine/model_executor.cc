@@ -41,7 +41,8 @@ ModelExecutor::ModelExecutor(model::ModelRunner& runner, TpLeader* tp,
     : runner_(runner),
       tp_(tp),
       pooling_(pooling),
-      sampler_(runner.runtime(), runner.device(), runner.stream()) {}
+      sampler_(runner.runtime(), runner.device(), runner.stream(),
+               &runner.copy_stream()) {}
 
 void ModelExecutor::Launch(const ScheduledBatch& batch) {
   InFlight f;
@@ -240,13 +241,12 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
   if (tp_ != nullptr) TSR_RETURN_IF_ERROR(tp_->BroadcastIds(runner_.stream(), last_ids_));
   const int k = next_staging_;
   next_staging_ ^= 1;
-  runtime::Stream& stream = runner_.stream();
+  runtime::Stream& copy = runner_.copy_stream();
   if (ids_copied_[k] == nullptr) {
     TSR_ASSIGN_OR_RETURN(ids_copied_[k], runtime::Event::Create(
-                                             stream.plugin(), stream.device()));
+                                             copy.plugin(), copy.device()));
   }
-  TSR_RETURN_IF_ERROR(sampler_.ReadBack(last_ids_, host_ids_[k]));
-  TSR_RETURN_IF_ERROR(ids_copied_[k]->Record(stream));
+  TSR_RETURN_IF_ERROR(sampler_.ReadBack(last_ids_, host_ids_[k], *ids_copied_[k]));
   f.staging = k;
   return OkStatus();
 }

@@ -81,15 +81,16 @@ class ModelExecutor : public Executor {
   model::ModelRunner& runner_;
   TpLeader* const tp_;  // NULL without tensor parallelism
   const std::optional<model::PoolingConfig> pooling_;
-  model::Sampler sampler_;
   std::deque<InFlight> inflight_;
-  // The previous launch's sampled ids, on the device.
-  model::DeviceIds last_ids_;
   // Host copies of the sampled ids, one per outstanding launch, each ready
-  // once ids_copied_[i] completes.
+  // once ids_copied_[i] (on the copy stream) completes. Declared before the
+  // sampler, which synchronises the streams when it goes.
   std::vector<int32_t> host_ids_[2];
   runtime::EventPtr ids_copied_[2];
   int next_staging_ = 0;
+  model::Sampler sampler_;
+  // The previous launch's sampled ids, on the device.
+  model::DeviceIds last_ids_;
 };
 
 // log_softmax(row)[id] and the k largest entries (ties to the lower id).

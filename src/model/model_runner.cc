@@ -232,6 +232,11 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   }
   TSR_ASSIGN_OR_RETURN(r->kv_pool_, kv::KvPool::Create(device, kv));
   TSR_ASSIGN_OR_RETURN(r->stream_, device.CreateStream());
+  if (options.copy_stream) {
+    TSR_ASSIGN_OR_RETURN(r->copy_stream_, device.CreateStream());
+  }
+  r->meta_upload_ = std::make_unique<runtime::StagedUpload>(
+      device, *r->stream_, r->copy_stream());
   r->ws_->tokens = std::max<int64_t>(options.max_batch_tokens, 1);
   r->pages_allocated_elsewhere_ = options.pages_allocated_elsewhere;
   r->embedding_only_ = options.embedding_only;
@@ -385,20 +390,10 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
 // block_table [B, P].
 Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
   const int64_t t = shape.tokens, b = shape.sequences, p = shape.max_pages;
-  const int k = next_meta_;
-  next_meta_ ^= 1;
-  if (meta_copied_[k] != nullptr) {
-    // The copy from this buffer was queued two steps ago; in steady state
-    // it finished long since.
-    TSR_RETURN_IF_ERROR(meta_copied_[k]->Synchronize());
-  } else {
-    TSR_ASSIGN_OR_RETURN(meta_copied_[k],
-                         runtime::Event::Create(stream_->plugin(),
-                                                stream_->device()));
-  }
-  std::vector<int32_t>& host_meta = host_meta_[k];
   const int64_t r = std::max(shape.rows, b);
-  host_meta.assign(static_cast<size_t>(3 * t + 2 * b + 1 + r + b * p), 0);
+  TSR_ASSIGN_OR_RETURN(
+      std::span<int32_t> host_meta,
+      meta_upload_->Host<int32_t>(static_cast<size_t>(3 * t + 2 * b + 1 + r + b * p)));
   int32_t* ids = host_meta.data();
   int32_t* positions = ids + t;
   int32_t* slots = positions + t;
@@ -437,9 +432,7 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
   w.query_start = w.seq_lens + 4 * b;
   w.last_rows = w.query_start + 4 * (b + 1);
   w.block_table = w.last_rows + 4 * r;
-  TSR_RETURN_IF_ERROR(stream_->CopyHostToDevice(
-      *w.meta, 0, host_meta.data(), host_meta.size() * sizeof(int32_t)));
-  return meta_copied_[k]->Record(*stream_);
+  return meta_upload_->Commit(*w.meta, 0);
 }
 
 Status ModelRunner::ResolveDeviceTokens(const Batch& batch,

@@ -62,6 +62,7 @@
 #include "model/weights.h"
 #include "runtime/communicator.h"
 #include "runtime/runtime.h"
+#include "runtime/staged_upload.h"
 
 namespace tessera::model {
 
@@ -105,6 +106,11 @@ struct ModelRunnerOptions {
   // 16 up to graph_max_batch) and block-table width (a power of two),
   // padded to the bucket. 0 or a plugin without graphs: every step eager.
   int64_t graph_max_batch = 160;
+  // Host-to-device uploads (the step's metadata, the sampler's parameters)
+  // and the sampled ids' read-back run on a second stream of the device,
+  // ordered against the compute stream with events (staged_upload.h), so
+  // no copy queues behind a running step. false: one stream carries all.
+  bool copy_stream = true;
   // Tensor parallelism: this runner is rank comm->rank() of comm->size()
   // (tensor_parallel.h says what it holds); every rank must run the same
   // batches in the same order (the collectives pair up by order). The
@@ -229,6 +235,12 @@ class ModelRunner {
   runtime::Runtime& runtime() const { return runtime_; }
   runtime::Device& device() const { return device_; }
   runtime::Stream& stream() const { return *stream_; }
+  // The stream host copies run on: a second stream of the device ordered
+  // against stream() with events (ModelRunnerOptions::copy_stream), else
+  // stream() itself.
+  runtime::Stream& copy_stream() const {
+    return copy_stream_ != nullptr ? *copy_stream_ : *stream_;
+  }
 
  private:
   struct Workspace;
@@ -302,18 +314,16 @@ class ModelRunner {
   runtime::Communicator* comm_ = nullptr;  // set when tp_.enabled()
   runtime::BufferPtr inv_freq_;  // F32 [D / 2]
   std::unique_ptr<kv::KvPool> kv_pool_;
-  runtime::StreamPtr stream_;
+  runtime::StreamPtr stream_;       // compute: the step's launches
+  runtime::StreamPtr copy_stream_;  // uploads and read-backs (may be null:
+                                    // then stream_ carries them)
+  // The step's metadata, uploaded on the copy stream (staged_upload.h).
+  std::unique_ptr<runtime::StagedUpload> meta_upload_;
   std::unique_ptr<Workspace> ws_;
   const runtime::ResolvedOp* fused_layer_ = nullptr;  // null: op sequence
   uint32_t int8_linear_version_ = 2;  // linear v2, or v3 (int8_activations)
   // decoder_layer's weight_group_size (0: v3 per channel, G = each K).
   int64_t fused_group_size_ = 0;
-  // Host staging of the metadata copy, double buffered: a buffer must stay
-  // untouched until the stream passes its copy (meta_copied_[i]), so two
-  // ForwardOnDevice calls may be queued at once (overlap scheduling).
-  std::vector<int32_t> host_meta_[2];
-  runtime::EventPtr meta_copied_[2];
-  int next_meta_ = 0;
   // Captured decode graphs by (batch bucket, block-table width); they use
   // the workspace's buffers, so growing the workspace drops them.
   int64_t graph_max_batch_ = 0;  // 0: graphs off

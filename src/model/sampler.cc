@@ -26,18 +26,42 @@ float SamplerRng::Uniform() {
   return static_cast<float>(NextU64() >> 40) * (1.0f / 16777216.0f);
 }
 
+Sampler::Sampler(runtime::Runtime& runtime, runtime::Device& device,
+                 runtime::Stream& stream, runtime::Stream* copy_stream)
+    : runtime_(runtime),
+      device_(device),
+      stream_(stream),
+      copy_stream_(copy_stream != nullptr ? *copy_stream : stream),
+      params_upload_(device, stream, copy_stream_) {}
+
 StatusOr<std::vector<int32_t>> Sampler::Sample(
     const tsr_tensor& logits, std::span<const SampleRow> rows) {
   TSR_ASSIGN_OR_RETURN(DeviceIds ids, Enqueue(logits, rows));
-  TSR_RETURN_IF_ERROR(ReadBack(ids, host_ids_));
-  TSR_RETURN_IF_ERROR(stream_.Synchronize());
+  if (sample_done_ == nullptr) {
+    TSR_ASSIGN_OR_RETURN(sample_done_, runtime::Event::Create(
+                                           copy_stream_.plugin(), copy_stream_.device()));
+  }
+  TSR_RETURN_IF_ERROR(ReadBack(ids, host_ids_, *sample_done_));
+  TSR_RETURN_IF_ERROR(sample_done_->Synchronize());
   return host_ids_;
 }
 
-Status Sampler::ReadBack(const DeviceIds& ids, std::vector<int32_t>& host) {
+Status Sampler::ReadBack(const DeviceIds& ids, std::vector<int32_t>& host,
+                         runtime::Event& done) {
   host.resize(static_cast<size_t>(ids.rows));
-  return stream_.CopyDeviceToHost(host.data(), *ids.buffer, ids.offset,
-                                  static_cast<uint64_t>(ids.rows) * 4);
+  if (&copy_stream_ != &stream_) {
+    if (sampled_ == nullptr) {
+      TSR_ASSIGN_OR_RETURN(sampled_, runtime::Event::Create(stream_.plugin(),
+                                                            stream_.device()));
+    }
+    TSR_RETURN_IF_ERROR(sampled_->Record(stream_));
+    TSR_RETURN_IF_ERROR(copy_stream_.Wait(*sampled_));
+  }
+  TSR_RETURN_IF_ERROR(copy_stream_.CopyDeviceToHost(
+      host.data(), *ids.buffer, ids.offset, static_cast<uint64_t>(ids.rows) * 4));
+  TSR_RETURN_IF_ERROR(done.Record(copy_stream_));
+  last_read_ = &done;
+  return OkStatus();
 }
 
 StatusOr<DeviceIds> Sampler::Enqueue(const tsr_tensor& logits,
@@ -74,24 +98,20 @@ StatusOr<DeviceIds> Sampler::Enqueue(const tsr_tensor& logits,
     return params_->View(dtype, {b}, slot * slot_bytes);
   };
   const tsr_tensor ids = view(5, TSR_DTYPE_I32);
+  if (last_read_ != nullptr && &copy_stream_ != &stream_) {
+    // The last read-back (copy stream) must have taken the ids before this
+    // sampling overwrites them; in steady state it is long done.
+    TSR_RETURN_IF_ERROR(stream_.Wait(*last_read_));
+  }
+  last_read_ = nullptr;
   if (all_greedy) {
     tsr_tensor in[] = {logits};
     tsr_tensor out[] = {ids};
     TSR_RETURN_IF_ERROR(
         runtime_.dispatcher().Launch(stream_, TSR_OP_ARGMAX, in, out));
   } else {
-    const int k = next_staging_;
-    next_staging_ ^= 1;
-    if (copied_[k] != nullptr) {
-      // The stream read this staging buffer two Enqueues ago; in steady
-      // state that copy finished long since.
-      TSR_RETURN_IF_ERROR(copied_[k]->Synchronize());
-    } else {
-      TSR_ASSIGN_OR_RETURN(copied_[k], runtime::Event::Create(
-                                           stream_.plugin(), stream_.device()));
-    }
-    std::vector<uint32_t>& host = host_params_[k];
-    host.assign(static_cast<size_t>(5 * b), 0);
+    TSR_ASSIGN_OR_RETURN(std::span<uint32_t> host,
+                         params_upload_.Host<uint32_t>(static_cast<size_t>(5 * b)));
     for (int64_t i = 0; i < b; ++i) {
       const SampleRow& row = rows[i];
       const float uniform = row.params.greedy() ? 0.0f : row.rng->Uniform();
@@ -101,9 +121,7 @@ StatusOr<DeviceIds> Sampler::Enqueue(const tsr_tensor& logits,
       host[3 * b + i] = Bits(row.params.min_p);
       host[4 * b + i] = Bits(uniform);
     }
-    TSR_RETURN_IF_ERROR(
-        stream_.CopyHostToDevice(*params_, 0, host.data(), host.size() * 4));
-    TSR_RETURN_IF_ERROR(copied_[k]->Record(stream_));
+    TSR_RETURN_IF_ERROR(params_upload_.Commit(*params_, 0));
     tsr_tensor in[] = {logits,
                        view(0, TSR_DTYPE_F32),
                        view(1, TSR_DTYPE_I32),
@@ -113,11 +131,7 @@ StatusOr<DeviceIds> Sampler::Enqueue(const tsr_tensor& logits,
     tsr_tensor out[] = {ids};
     Status launched =
         runtime_.dispatcher().Launch(stream_, TSR_OP_SAMPLE, in, out);
-    if (!launched.ok()) {
-      // The queued copies still read the staging buffer: let them finish.
-      (void)stream_.Synchronize();
-      return launched;
-    }
+    TSR_RETURN_IF_ERROR(launched);
   }
   return DeviceIds{params_.get(), 5 * slot_bytes, b};
 }

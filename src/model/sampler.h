@@ -20,6 +20,7 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "runtime/runtime.h"
+#include "runtime/staged_upload.h"
 
 namespace tessera::model {
 
@@ -60,9 +61,11 @@ struct DeviceIds {
 
 class Sampler {
  public:
+  // `stream` runs the sampling ops (the compute stream). `copy_stream`,
+  // when given and different, carries the parameter uploads and the ids'
+  // read-back, ordered against `stream` with events (staged_upload.h).
   Sampler(runtime::Runtime& runtime, runtime::Device& device,
-          runtime::Stream& stream)
-      : runtime_(runtime), device_(device), stream_(stream) {}
+          runtime::Stream& stream, runtime::Stream* copy_stream = nullptr);
 
   // `logits`: F32 [B, V] on the device, B == rows.size(). Enqueues on the
   // stream and waits for the ids.
@@ -76,24 +79,33 @@ class Sampler {
   StatusOr<DeviceIds> Enqueue(const tsr_tensor& logits,
                               std::span<const SampleRow> rows);
 
-  // Enqueues a copy of `ids` into `host` (resized to ids.rows); `host` must
-  // stay untouched until the stream passes the copy.
-  Status ReadBack(const DeviceIds& ids, std::vector<int32_t>& host);
+  // Enqueues a copy of `ids` (after the work enqueued on the compute stream
+  // so far) into `host` (resized to ids.rows) on the copy stream and
+  // records `done` there; `host` must stay untouched until `done`. The next
+  // Enqueue's writes to the ids wait for `done` on the compute stream, so
+  // `done` must live until then.
+  Status ReadBack(const DeviceIds& ids, std::vector<int32_t>& host,
+                  runtime::Event& done);
+
+  runtime::Stream& copy_stream() const { return copy_stream_; }
 
  private:
   runtime::Runtime& runtime_;
   runtime::Device& device_;
   runtime::Stream& stream_;
+  runtime::Stream& copy_stream_;
   runtime::BufferPtr params_;  // I32/F32 [6, B] (see Enqueue)
   // Buffers replaced by a larger one; queued work may still read them, so
   // they live as long as the sampler (they grow geometrically: few).
   std::vector<runtime::BufferPtr> retired_;
-  // Host staging of the sampling parameters, one per outstanding Enqueue;
-  // copied_[i] marks when the stream has read host_params_[i].
-  std::vector<uint32_t> host_params_[2];
-  runtime::EventPtr copied_[2];
-  int next_staging_ = 0;
+  // The sampling parameters' uploads (double-buffered host staging).
+  runtime::StagedUpload params_upload_;
+  // Recorded on the compute stream after a sampling, for the read-back.
+  runtime::EventPtr sampled_;
+  // The last ReadBack's `done`: the next Enqueue's writes wait for it.
+  runtime::Event* last_read_ = nullptr;
   std::vector<int32_t> host_ids_;
+  runtime::EventPtr sample_done_;  // Sample()'s read-back
 };
 
 }  // namespace tessera::model
