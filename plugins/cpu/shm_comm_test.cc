@@ -158,7 +158,10 @@ TEST_F(ShmCommTest, AllGatherBroadcastReduceScatterAndSendRecv) {
   }
   // broadcast from rank 1.
   std::vector<DeviceTensor> bcast;
-  for (int r = 0; r < n_; ++r) bcast.push_back(Make(TSR_DTYPE_I32, {5}, {r, r, r, r, r}, {}, 0, r));
+  for (int r = 0; r < n_; ++r) {
+    const double v = r;
+    bcast.push_back(Make(TSR_DTYPE_I32, {5}, {v, v, v, v, v}, {}, 0, r));
+  }
   // send/recv: a ring r -> r+1, larger than one channel ring.
   const int64_t big = (int64_t{3} << 20) / 4;
   std::vector<DeviceTensor> out, in;

@@ -278,7 +278,11 @@ int RunOneBatchBench(BenchOptions o) {
   // The workspace sized for the largest prefill up front (not timed).
   runner_options.max_batch_tokens = max_batch * o.input_len;
   runner_options.show_progress = progress;
-  runner_options.graph_max_batch = o.disable_graph ? 0 : 160;
+  // Graphs for the buckets the batches use, captured before anything is
+  // timed, with block tables covering input + output.
+  runner_options.graph_max_batch =
+      o.disable_graph ? 0 : model::DecodeGraphBucket(max_batch);
+  runner_options.graph_capture_context = o.input_len + o.output_len;
   runner_options.copy_stream = !o.disable_copy_stream;
   ApplyQuantizationFlag(o.quantization, **checkpoint, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);

@@ -325,6 +325,7 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   ro.graph_max_batch =
       o.disable_graph ? 0 : std::min(o.graph_max_bs, o.max_running_requests);
   ro.copy_stream = !o.disable_copy_stream;
+  ro.graph_capture_context = context;  // every graph captured at start-up
   std::optional<model::PoolingConfig> pooling;
   if (o.is_embedding) {
     auto p = model::LoadPoolingConfig(o.model_path);

@@ -113,17 +113,18 @@ void ModelRunner::DestroyGraphs() {
   graphs_.clear();
 }
 
+int64_t DecodeGraphBucket(int64_t batch) {
+  if (batch < 1) return 0;
+  // SGLang's capture sizes: 1, 2, 4, 8, 16, 24, 32, then every 16.
+  for (int64_t b : {1, 2, 4, 8, 16, 24, 32}) {
+    if (batch <= b) return b;
+  }
+  return (batch + 15) / 16 * 16;
+}
+
 int64_t ModelRunner::GraphBucket(int64_t batch) const {
   if (graph_max_batch_ <= 0 || batch < 1) return 0;
-  // SGLang's capture sizes: 1, 2, 4, 8, 16, 24, 32, then every 16.
-  int64_t bucket = 0;
-  for (int64_t b : {1, 2, 4, 8, 16, 24, 32}) {
-    if (batch <= b) {
-      bucket = b;
-      break;
-    }
-  }
-  if (bucket == 0) bucket = (batch + 15) / 16 * 16;
+  const int64_t bucket = DecodeGraphBucket(batch);
   return bucket <= graph_max_batch_ ? bucket : 0;
 }
 
@@ -254,6 +255,11 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
     r->graph_max_batch_ = options.graph_max_batch;
     r->scratch_pages_ = {r->kv_pool_->scratch_page()};
+    // Tensor parallelism captures lazily: every rank captures a bucket when
+    // the first step of it reaches them all.
+    if (options.graph_capture_context > 0 && !r->tp_.enabled()) {
+      TSR_RETURN_IF_ERROR(r->CaptureDecodeGraphs(options.graph_capture_context));
+    }
   }
   TSR_LOG_DEBUG(
       "model runner: {} on {}{}, {} activations, weights {:.1f} MiB, KV pool "
@@ -424,6 +430,13 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
     }
   }
   query_start[b] = static_cast<int32_t>(row);
+  SetMetadataLayout(shape);
+  return meta_upload_->Commit(*ws_->meta, 0);
+}
+
+void ModelRunner::SetMetadataLayout(const StepShape& shape) {
+  const int64_t t = shape.tokens, b = shape.sequences;
+  const int64_t r = std::max(shape.rows, b);
   Workspace& w = *ws_;
   w.ids = 0;
   w.positions = 4 * t;
@@ -432,7 +445,6 @@ Status ModelRunner::UploadMetadata(const Batch& batch, const StepShape& shape) {
   w.query_start = w.seq_lens + 4 * b;
   w.last_rows = w.query_start + 4 * (b + 1);
   w.block_table = w.last_rows + 4 * r;
-  return meta_upload_->Commit(*w.meta, 0);
 }
 
 Status ModelRunner::ResolveDeviceTokens(const Batch& batch,
@@ -793,47 +805,115 @@ StatusOr<tsr_tensor> ModelRunner::ForwardWithGraph(const Batch& batch,
   TSR_RETURN_IF_ERROR(UploadMetadata(padded, pshape));
   TSR_RETURN_IF_ERROR(ResolveDeviceTokens(batch, pshape));
 
-  const auto key = std::make_pair(bucket, width);
-  auto it = graphs_.find(key);
+  auto it = graphs_.find(std::make_pair(bucket, width));
   if (it == graphs_.end()) {
-    const auto start = std::chrono::steady_clock::now();
-    runtime::Plugin& plugin = runtime_.plugin();
-    const uint64_t fallbacks_before = FallbackLaunches();
-    TSR_RETURN_IF_ERROR(plugin.BeginCapture(stream_->handle()));
-    StatusOr<tsr_tensor> captured = EnqueueModel(pshape, false);
-    StatusOr<tsr_graph> graph = plugin.EndCapture(stream_->handle());
-    if (captured.ok() && graph.ok() && FallbackLaunches() != fallbacks_before) {
-      // An op fell back to the cpu plugin: that work ran outside the graph
-      // (and is counted per launch in tessera:op_fallback_total).
-      (void)plugin.DestroyGraph(*graph);
-      graph = FailedPreconditionError(
-          "an op of the step falls back to the cpu plugin");
-    }
-    if (!captured.ok() || !graph.ok()) {
-      if (graph.ok()) (void)plugin.DestroyGraph(*graph);
-      const Status why = !captured.ok() ? captured.status() : graph.status();
+    const Status captured = CaptureDecodeGraph(bucket, width);
+    if (!captured.ok()) {
       TSR_LOG_WARN(
           "decode graphs are off ({}); decode steps run eagerly from now on",
-          why.ToString());
+          captured.ToString());
       DestroyGraphs();
       graph_max_batch_ = 0;
       TSR_RETURN_IF_ERROR(EnqueueModel(pshape, false).status());
       return ForwardLogitsView(shape.sequences);
     }
-    it = graphs_.emplace(key, *graph).first;
-    ++graphs_captured_;
-    TSR_LOG_DEBUG("captured the decode graph for batch {} (block table {} "
-                  "pages) in {:.2f} ms; {} graphs",
-                  bucket, width,
-                  std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - start)
-                      .count(),
-                  graphs_.size());
+    it = graphs_.find(std::make_pair(bucket, width));
   }
   TSR_RETURN_IF_ERROR(runtime_.plugin().LaunchGraph(it->second,
                                                     stream_->handle()));
   ++graph_replays_;
   return ForwardLogitsView(shape.sequences);
+}
+
+Status ModelRunner::CaptureDecodeGraph(int64_t bucket, int64_t width) {
+  StepShape pshape;
+  pshape.tokens = bucket;
+  pshape.sequences = bucket;
+  pshape.max_pages = width;
+  pshape.rows = bucket;
+  SetMetadataLayout(pshape);  // the views the graph fixes (contents later)
+  const auto start = std::chrono::steady_clock::now();
+  runtime::Plugin& plugin = runtime_.plugin();
+  const uint64_t fallbacks_before = FallbackLaunches();
+  TSR_RETURN_IF_ERROR(plugin.BeginCapture(stream_->handle()));
+  StatusOr<tsr_tensor> captured = EnqueueModel(pshape, false);
+  StatusOr<tsr_graph> graph = plugin.EndCapture(stream_->handle());
+  if (captured.ok() && graph.ok() && FallbackLaunches() != fallbacks_before) {
+    // An op fell back to the cpu plugin: that work ran outside the graph
+    // (and is counted per launch in tessera:op_fallback_total).
+    (void)plugin.DestroyGraph(*graph);
+    graph = FailedPreconditionError(
+        "an op of the step falls back to the cpu plugin");
+  }
+  if (!captured.ok() || !graph.ok()) {
+    if (graph.ok()) (void)plugin.DestroyGraph(*graph);
+    return !captured.ok() ? captured.status() : graph.status();
+  }
+  graphs_.emplace(std::make_pair(bucket, width), *graph);
+  ++graphs_captured_;
+  TSR_LOG_DEBUG("captured the decode graph for batch {} (block table {} "
+                "pages) in {:.2f} ms; {} graphs",
+                bucket, width,
+                std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count(),
+                graphs_.size());
+  return OkStatus();
+}
+
+std::vector<int64_t> ModelRunner::GraphBuckets() const {
+  std::vector<int64_t> buckets;
+  for (int64_t b = 1; GraphBucket(b) > 0; b = GraphBucket(b) + 1) {
+    buckets.push_back(GraphBucket(b));
+  }
+  return buckets;
+}
+
+Status ModelRunner::CaptureDecodeGraphs(int64_t context_tokens) {
+  const std::vector<int64_t> buckets = GraphBuckets();
+  if (buckets.empty()) return OkStatus();
+  const int64_t pages = std::max<int64_t>(
+      1, (context_tokens + kv_pool_->page_size() - 1) / kv_pool_->page_size());
+  int64_t max_width = 1;
+  while (max_width < pages) max_width *= 2;
+  // One workspace for every graph and the steps to come: a larger step
+  // later would reallocate it and drop the graphs.
+  StepShape largest;
+  largest.tokens = std::max(ws_->tokens, buckets.back());
+  largest.sequences = buckets.back();
+  largest.max_pages = max_width;
+  largest.rows = buckets.back();
+  TSR_RETURN_IF_ERROR(EnsureWorkspace(largest));
+  const runtime::MemoryStats before =
+      device_.plugin().accounting().Get(device_.ordinal(), TSR_MEM_DEVICE);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t bucket : buckets) {
+    for (int64_t width = 1; width <= max_width; width *= 2) {
+      if (graphs_.count(std::make_pair(bucket, width)) > 0) continue;
+      Status s = CaptureDecodeGraph(bucket, width);
+      if (!s.ok()) {
+        TSR_LOG_WARN("decode graphs are off ({}); decode steps run eagerly",
+                     s.ToString());
+        DestroyGraphs();
+        graph_max_batch_ = 0;
+        return OkStatus();
+      }
+    }
+  }
+  const runtime::MemoryStats after =
+      device_.plugin().accounting().Get(device_.ordinal(), TSR_MEM_DEVICE);
+  TSR_LOG_INFO(
+      "captured {} decode graphs (batch buckets {}..{} x block tables "
+      "1..{} pages) in {:.0f} ms; device memory {:+.1f} MiB while capturing, "
+      "{:.1f} MiB in use",
+      graphs_.size(), buckets.front(), buckets.back(), max_width,
+      std::chrono::duration<double, std::milli>(
+          std::chrono::steady_clock::now() - start)
+          .count(),
+      (static_cast<double>(after.reserved_bytes) -
+       static_cast<double>(before.reserved_bytes)) / 1048576.0,
+      after.reserved_bytes / 1048576.0);
+  return OkStatus();
 }
 
 uint64_t ModelRunner::FallbackLaunches() const {

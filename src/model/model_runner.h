@@ -106,6 +106,13 @@ struct ModelRunnerOptions {
   // 16 up to graph_max_batch) and block-table width (a power of two),
   // padded to the bucket. 0 or a plugin without graphs: every step eager.
   int64_t graph_max_batch = 160;
+  // When positive: Create captures every decode graph up front, each batch
+  // bucket with each block-table width up to one covering this many tokens
+  // (the context length), and sizes the workspace for the largest, so no
+  // step later captures or reallocates (a longer step than the workspace's
+  // tokens, e.g. a bigger prefill, still does). 0: each graph is captured
+  // when a step first needs it. Tensor parallelism always captures lazily.
+  int64_t graph_capture_context = 0;
   // Host-to-device uploads (the step's metadata, the sampler's parameters)
   // and the sampled ids' read-back run on a second stream of the device,
   // ordered against the compute stream with events (staged_upload.h), so
@@ -125,6 +132,10 @@ struct ModelRunnerOptions {
   // export has none) and no logits buffer exists; only ForwardHidden runs.
   bool embedding_only = false;
 };
+
+// The decode-graph batch bucket `batch` sequences pad to (SGLang's sizes:
+// 1, 2, 4, 8, 16, 24, 32, then every 16); 0 for batch < 1.
+int64_t DecodeGraphBucket(int64_t batch);
 
 // One sequence of a Batch. The spans are borrowed for the Forward call.
 struct SequenceInput {
@@ -232,6 +243,14 @@ class ModelRunner {
   // The batch-size bucket a decode step of `batch` sequences is padded to
   // (0: above the largest bucket, run eagerly).
   int64_t GraphBucket(int64_t batch) const;
+  // Every bucket, ascending (empty when graphs are off).
+  std::vector<int64_t> GraphBuckets() const;
+  // Captures the decode graphs of every bucket and block-table width up to
+  // one covering `context_tokens` (see graph_capture_context); logs the
+  // count, time and memory. A capture that fails turns graphs off (a
+  // warning), as at a step.
+  Status CaptureDecodeGraphs(int64_t context_tokens);
+  int64_t graphs() const { return static_cast<int64_t>(graphs_.size()); }
   runtime::Runtime& runtime() const { return runtime_; }
   runtime::Device& device() const { return device_; }
   runtime::Stream& stream() const { return *stream_; }
@@ -260,6 +279,10 @@ class ModelRunner {
   // buffer must be replaced (queued steps still use the old ones).
   Status EnsureWorkspace(const StepShape& shape);
   Status UploadMetadata(const Batch& batch, const StepShape& shape);
+  // The metadata offsets (ids, positions, ...) of a step of `shape`.
+  void SetMetadataLayout(const StepShape& shape);
+  // Captures the decode graph of (bucket, width) into graphs_.
+  Status CaptureDecodeGraph(int64_t bucket, int64_t width);
   // Copies the batch's device tokens into the uploaded ids.
   Status ResolveDeviceTokens(const Batch& batch, const StepShape& shape);
   // Enqueues the model from the embedding to the F32 logits [shape.rows,
