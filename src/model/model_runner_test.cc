@@ -497,18 +497,21 @@ TEST_F(ModelRunnerTest, GraphReplayGivesTheEagerLogits) {
     std::vector<Logits> steps;
     int64_t replays = 0;
     int64_t captured = 0;
+    int64_t captured_at_start = 0;
   };
-  auto run = [&](int64_t graph_max_batch) {
+  auto run = [&](int64_t graph_max_batch, int64_t capture_context = 0) {
     Run out;
     ModelRunnerOptions options;
     options.page_size = 4;
     options.kv_capacity_tokens = 256;
     options.show_progress = false;
     options.graph_max_batch = graph_max_batch;
+    options.graph_capture_context = capture_context;
     auto runner = ModelRunner::Create(*runtime_, *ckpt, options);
     EXPECT_TRUE(runner.ok()) << runner.status().ToString();
     if (!runner.ok()) return out;
     ModelRunner& r = **runner;
+    out.captured_at_start = r.graphs_captured();
     const int64_t vocab = r.config().vocab_size;
     std::vector<std::vector<int32_t>> prompts = {
         {1, 2, 3, 4, 5}, {7, 8, 9}, {11, 12, 13, 14, 15, 16, 17, 18, 19}};
@@ -551,15 +554,25 @@ TEST_F(ModelRunnerTest, GraphReplayGivesTheEagerLogits) {
   };
   const Run eager = run(0);
   const Run graphs = run(160);
+  // Every graph captured in Create, for block tables up to 40 tokens
+  // (10 pages: widths 1, 2, 4, 8, 16) and buckets 1, 2, 4, 8: no step
+  // captures, and the workspace sized for the largest keeps them all.
+  const Run at_start = run(8, 40);
   ASSERT_EQ(eager.steps.size(), graphs.steps.size());
+  ASSERT_EQ(eager.steps.size(), at_start.steps.size());
   for (size_t s = 0; s < eager.steps.size(); ++s) {
     EXPECT_EQ(eager.steps[s].data, graphs.steps[s].data) << "step " << s;
+    EXPECT_EQ(eager.steps[s].data, at_start.steps[s].data) << "step " << s;
   }
   EXPECT_EQ(eager.replays, 0);
   if (runtime_->plugin().HasGraphs()) {
     EXPECT_EQ(graphs.replays, 9);
+    EXPECT_EQ(graphs.captured_at_start, 0);
     EXPECT_GE(graphs.captured, 2);  // buckets 4 and 1
     EXPECT_LT(graphs.captured, 9);  // replays reuse captures
+    EXPECT_EQ(at_start.captured_at_start, 4 * 5);
+    EXPECT_EQ(at_start.captured, 4 * 5);
+    EXPECT_EQ(at_start.replays, 9);
   }
 }
 
