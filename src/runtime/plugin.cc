@@ -113,14 +113,12 @@ Plugin::~Plugin() {
   }
 }
 
-std::string Plugin::Version() const {
-  return manifest().version ? manifest().version : "";
-}
+std::string Plugin::Version() const { return PluginText(manifest().version, 64); }
 std::string Plugin::Description() const {
-  return manifest().description ? manifest().description : "";
+  return PluginText(manifest().description, 512);
 }
 std::string Plugin::Requirements() const {
-  return manifest().requirements ? manifest().requirements : "";
+  return PluginText(manifest().requirements, 1024);
 }
 
 int32_t Plugin::Probe() const { return api().probe(); }

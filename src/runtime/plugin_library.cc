@@ -51,6 +51,17 @@ std::string ExplainDlopenError(const std::string& path, const std::string& err) 
   return fmt::format("cannot load plugin {}: {}", path, err);
 }
 
+// A manifest name as the ABI spells it: 1-64 of [a-z0-9_].
+bool ValidPluginName(const char* name) {
+  if (name == nullptr || name[0] == '\0') return false;
+  size_t n = 0;
+  for (const char* c = name; *c != '\0'; ++c, ++n) {
+    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (!ok || n >= 64) return false;
+  }
+  return true;
+}
+
 #define TSR_REQUIRED_ENTRIES(X)                                           \
   X(last_error) X(probe) X(init) X(shutdown) X(device_count)              \
   X(device_properties) X(buffer_alloc) X(buffer_free) X(buffer_info)      \
@@ -188,6 +199,12 @@ StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::FromTable(
         TSR_PLUGIN_ABI_MAJOR));
   }
   if (api->manifest->name != nullptr && api->manifest->name[0] != '\0') {
+    if (!ValidPluginName(api->manifest->name)) {
+      return FailedPreconditionError(fmt::format(
+          "plugin {} names itself \"{}\" in its manifest; a plugin name is "
+          "1-64 characters of [a-z0-9_]",
+          path, PluginText(api->manifest->name, 64)));
+    }
     lib->name_ = api->manifest->name;
   }
   lib->api_ = api;
@@ -203,8 +220,27 @@ std::string PluginLibrary::AbiVersion() const {
 }
 
 std::string PluginLibrary::LastError() const {
-  const char* message = api_->last_error();
-  return message ? message : "";
+  return PluginText(api_->last_error(), 4096);
+}
+
+std::string PluginText(const char* text, size_t max_bytes) {
+  if (text == nullptr) return "";
+  std::string out;
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (out.size() >= max_bytes) {
+      out += "...";
+      break;
+    }
+    const unsigned char u = static_cast<unsigned char>(*c);
+    // Control characters would forge log lines or break one-line reports:
+    // line breaks and tabs become spaces, the others '?'.
+    if (u == '\n' || u == '\r' || u == '\t') {
+      out += ' ';
+    } else {
+      out += (u < 0x20 || u == 0x7f) ? '?' : *c;
+    }
+  }
+  return out;
 }
 
 Status PluginLibrary::Check(tsr_status status, const char* what) const {

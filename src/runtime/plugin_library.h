@@ -69,6 +69,12 @@ class PluginLibrary {
 // into Tessera's logger with the plugin prefix. Lives for the process.
 const tsr_host_services* HostServices();
 
+// Text a plugin hands the host (manifest strings, last_error) made safe to
+// log and print on one line: line breaks and tabs become spaces, other
+// control characters '?', and at most
+// `max_bytes` are kept ("..." marks a cut). NULL gives "".
+std::string PluginText(const char* text, size_t max_bytes);
+
 // Maps a plugin status code to a StatusCode.
 StatusCode FromPluginStatus(tsr_status status);
 

@@ -230,6 +230,28 @@ TEST(PluginTableTest, AManifestSmallerThanV10IsRefusedNotReadPastItsEnd) {
       << lib.status().message();
 }
 
+// Plugin text reaches logs, doctor and error messages: a name outside the
+// ABI's [a-z0-9_] is refused, shown escaped; other strings are made one
+// printable line.
+TEST(PluginTableTest, ManifestTextCannotForgeLogLines) {
+  auto copy = CopyMinimalTable();
+  ASSERT_NE(copy, nullptr);
+  copy->manifest.name = "cpu\n[2026-01-01] [info] all good";
+  auto lib = PluginLibrary::FromTable(&copy->api, "/p/libbad.so");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_NE(lib.status().message().find("[a-z0-9_]"), std::string::npos);
+  EXPECT_EQ(lib.status().message().find('\n'), std::string::npos)
+      << lib.status().message();
+
+  copy->manifest.name = "minimal";
+  copy->manifest.description = "line one\nline\x1b[31m two";
+  auto ok = PluginLibrary::FromTable(&copy->api, "/p/libok.so");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  Plugin plugin(std::move(ok).value());
+  EXPECT_EQ(plugin.Description(), "line one line?[31m two");
+  EXPECT_EQ(PluginText(std::string(5000, 'x').c_str(), 10), "xxxxxxxxxx...");
+}
+
 // list_ops' entry 0 declares the stride; one far beyond any signature, or
 // entries that disagree, fail init instead of reading off the array.
 const tsr_op_signature* g_ops_answer = nullptr;
