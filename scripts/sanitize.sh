@@ -58,15 +58,33 @@ if ! out="$(cmake --build "$dir" --target "${targets[@]}" 2>&1)"; then
   exit 1
 fi
 
+# The tests run as many at a time as there are cores (most are single
+# threaded); each one's result line is printed in the list's order.
+run_one() {
+  local t="$1" log="$dir/$1.$kind.log" start=$SECONDS
+  if "$dir/tests/$t" >"$log" 2>&1; then
+    echo "passed $((SECONDS - start))" >"$log.result"
+  else
+    echo "FAILED $((SECONDS - start))" >"$log.result"
+  fi
+}
+jobs_max="$(nproc)"
+for t in "${unit_tests[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+  rm -f "$dir/$t.$kind.log.result"
+  run_one "$t" &
+done
+wait
+
 status=0
 for t in "${unit_tests[@]}"; do
   log="$dir/$t.$kind.log"
-  start=$SECONDS
-  if "$dir/tests/$t" >"$log" 2>&1; then
-    echo "== $kind: $t passed ($((SECONDS - start)) s)"
+  read -r result seconds <"$log.result" || { result=FAILED; seconds=0; }
+  if [[ "$result" == passed ]]; then
+    echo "== $kind: $t passed ($seconds s)"
   else
     status=1
-    echo "== $kind: $t FAILED ($((SECONDS - start)) s); its log:"
+    echo "== $kind: $t FAILED ($seconds s); its log:"
     grep -E -A40 "ERROR: (Address|Thread|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:|\[  FAILED  \]" \
       "$log" | head -n 120 || tail -n 60 "$log"
   fi
