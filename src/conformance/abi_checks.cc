@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "conformance/checks.h"
+#include "runtime/plugin_library.h"
 
 namespace tessera::conformance {
 namespace {
@@ -14,15 +15,6 @@ namespace {
 constexpr uint64_t kKnownCaps =
     TSR_CAP_PINNED_HOST | TSR_CAP_HOST_VISIBLE_DEVICE_MEM | TSR_CAP_GRAPHS |
     TSR_CAP_COLLECTIVES | TSR_CAP_FUSED_OPS;
-
-bool ValidName(const char* name) {
-  if (name == nullptr || name[0] == '\0') return false;
-  for (const char* p = name; *p; ++p) {
-    bool ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
-    if (!ok) return false;
-  }
-  return true;
-}
 
 // Calls shutdown when it goes out of scope (after a successful init).
 struct ShutdownGuard {
@@ -68,10 +60,11 @@ void AbiChecks(CheckContext& ctx, PluginEnv& env) {
 
   ctx.Run("abi.manifest", [&]() -> Outcome {
     const tsr_plugin_manifest& m = *api.manifest;
-    if (!ValidName(m.name)) {
+    if (!runtime::IsValidPluginName(m.name)) {
       return Fail(fmt::format(
-          "manifest.name is {}; it must be a non-empty [a-z0-9_] string",
-          m.name ? fmt::format("\"{}\"", m.name) : "NULL"));
+          "manifest.name is {}; it must be 1-64 characters of [a-z0-9_]",
+          m.name ? fmt::format("\"{}\"", runtime::PluginText(m.name, 64))
+                 : "NULL"));
     }
     if (m.version == nullptr || m.version[0] == '\0') {
       return Fail("manifest.version is NULL or empty");

@@ -809,11 +809,7 @@ StatusOr<tsr_tensor> ModelRunner::ForwardWithGraph(const Batch& batch,
   if (it == graphs_.end()) {
     const Status captured = CaptureDecodeGraph(bucket, width);
     if (!captured.ok()) {
-      TSR_LOG_WARN(
-          "decode graphs are off ({}); decode steps run eagerly from now on",
-          captured.ToString());
-      DestroyGraphs();
-      graph_max_batch_ = 0;
+      DisableGraphs(captured);
       TSR_RETURN_IF_ERROR(EnqueueModel(pshape, false).status());
       return ForwardLogitsView(shape.sequences);
     }
@@ -861,6 +857,14 @@ Status ModelRunner::CaptureDecodeGraph(int64_t bucket, int64_t width) {
   return OkStatus();
 }
 
+void ModelRunner::DisableGraphs(const Status& why) {
+  TSR_LOG_WARN(
+      "decode graphs are off ({}); decode steps run eagerly from now on",
+      why.ToString());
+  DestroyGraphs();
+  graph_max_batch_ = 0;
+}
+
 std::vector<int64_t> ModelRunner::GraphBuckets() const {
   std::vector<int64_t> buckets;
   for (int64_t b = 1; GraphBucket(b) > 0; b = GraphBucket(b) + 1) {
@@ -892,10 +896,7 @@ Status ModelRunner::CaptureDecodeGraphs(int64_t context_tokens) {
       if (graphs_.count(std::make_pair(bucket, width)) > 0) continue;
       Status s = CaptureDecodeGraph(bucket, width);
       if (!s.ok()) {
-        TSR_LOG_WARN("decode graphs are off ({}); decode steps run eagerly",
-                     s.ToString());
-        DestroyGraphs();
-        graph_max_batch_ = 0;
+        DisableGraphs(s);
         return OkStatus();
       }
     }

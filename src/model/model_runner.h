@@ -250,7 +250,6 @@ class ModelRunner {
   // count, time and memory. A capture that fails turns graphs off (a
   // warning), as at a step.
   Status CaptureDecodeGraphs(int64_t context_tokens);
-  int64_t graphs() const { return static_cast<int64_t>(graphs_.size()); }
   runtime::Runtime& runtime() const { return runtime_; }
   runtime::Device& device() const { return device_; }
   runtime::Stream& stream() const { return *stream_; }
@@ -283,6 +282,9 @@ class ModelRunner {
   void SetMetadataLayout(const StepShape& shape);
   // Captures the decode graph of (bucket, width) into graphs_.
   Status CaptureDecodeGraph(int64_t bucket, int64_t width);
+  // After a failed capture: warns with `why`, drops every graph, and runs
+  // decode steps eagerly from then on.
+  void DisableGraphs(const Status& why);
   // Copies the batch's device tokens into the uploaded ids.
   Status ResolveDeviceTokens(const Batch& batch, const StepShape& shape);
   // Enqueues the model from the embedding to the F32 logits [shape.rows,

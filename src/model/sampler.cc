@@ -129,9 +129,8 @@ StatusOr<DeviceIds> Sampler::Enqueue(const tsr_tensor& logits,
                        view(3, TSR_DTYPE_F32),
                        view(4, TSR_DTYPE_F32)};
     tsr_tensor out[] = {ids};
-    Status launched =
-        runtime_.dispatcher().Launch(stream_, TSR_OP_SAMPLE, in, out);
-    TSR_RETURN_IF_ERROR(launched);
+    TSR_RETURN_IF_ERROR(
+        runtime_.dispatcher().Launch(stream_, TSR_OP_SAMPLE, in, out));
   }
   return DeviceIds{params_.get(), 5 * slot_bytes, b};
 }

@@ -66,44 +66,41 @@ Plugin::Plugin(std::unique_ptr<PluginLibrary> library)
   const tsr_plugin_api* table = &api();
   // A sub-table is used only when it has every v1.0 entry (the host calls
   // them without further checks); an incomplete one is turned off, named.
-  auto incomplete = [&](const char* what, const char* missing) {
-    TSR_LOG_WARN(
-        "{} plugin: its {} table leaves '{}' NULL (or its struct_size does "
-        "not cover it); {} are off — fix the plugin's table",
-        name(), what, missing, what);
+  // `missing` becomes the first v1.0 entry the table lacks.
+  const char* missing = nullptr;
+#define TSR_NEED_ENTRY(sub, field) \
+  if (missing == nullptr && !TSR_ENTRY_PRESENT(sub, field)) missing = #field;
+  auto use = [&](const char* what, auto* sub, auto*& member) {
+    if (missing == nullptr) {
+      member = sub;
+    } else {
+      TSR_LOG_WARN(
+          "{} plugin: its {} table leaves '{}' NULL (or its struct_size does "
+          "not cover it); {} are off — fix the plugin's table",
+          name(), what, missing, what);
+    }
   };
-  if (TSR_ENTRY_PRESENT(table, comm) && table->comm != nullptr) {
+  if (TSR_ENTRY_PRESENT(table, comm)) {
     const tsr_comm_api* comm = table->comm;
-    const char* missing = nullptr;
-#define TSR_COMM_REQUIRED(field) \
-  if (missing == nullptr && !TSR_ENTRY_PRESENT(comm, field)) missing = #field;
-    TSR_COMM_REQUIRED(comm_init_all)
-    TSR_COMM_REQUIRED(comm_destroy)
-    TSR_COMM_REQUIRED(all_reduce)
-    TSR_COMM_REQUIRED(all_gather)
-    TSR_COMM_REQUIRED(broadcast)
-    TSR_COMM_REQUIRED(send)
-    TSR_COMM_REQUIRED(recv)
-#undef TSR_COMM_REQUIRED
-    if (missing == nullptr) {
-      comm_ = comm;
-    } else {
-      incomplete("collectives", missing);
-    }
+    TSR_NEED_ENTRY(comm, comm_init_all)
+    TSR_NEED_ENTRY(comm, comm_destroy)
+    TSR_NEED_ENTRY(comm, all_reduce)
+    TSR_NEED_ENTRY(comm, all_gather)
+    TSR_NEED_ENTRY(comm, broadcast)
+    TSR_NEED_ENTRY(comm, send)
+    TSR_NEED_ENTRY(comm, recv)
+    use("collectives", comm, comm_);
   }
-  if (TSR_ENTRY_PRESENT(table, graph) && table->graph != nullptr) {
+  missing = nullptr;
+  if (TSR_ENTRY_PRESENT(table, graph)) {
     const tsr_graph_api* graph = table->graph;
-    const char* missing = nullptr;
-    if (!TSR_ENTRY_PRESENT(graph, begin_capture)) missing = "begin_capture";
-    else if (!TSR_ENTRY_PRESENT(graph, end_capture)) missing = "end_capture";
-    else if (!TSR_ENTRY_PRESENT(graph, launch)) missing = "launch";
-    else if (!TSR_ENTRY_PRESENT(graph, destroy)) missing = "destroy";
-    if (missing == nullptr) {
-      graph_ = graph;
-    } else {
-      incomplete("graphs", missing);
-    }
+    TSR_NEED_ENTRY(graph, begin_capture)
+    TSR_NEED_ENTRY(graph, end_capture)
+    TSR_NEED_ENTRY(graph, launch)
+    TSR_NEED_ENTRY(graph, destroy)
+    use("graphs", graph, graph_);
   }
+#undef TSR_NEED_ENTRY
 }
 
 Plugin::~Plugin() {
@@ -233,25 +230,26 @@ Status Plugin::Init(const PluginInitArgs& args) {
         "accepts; the op table is corrupt",
         name(), count, kMaxListedOps));
   }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
+  for (size_t i = 1; s.ok() && i < count; ++i) {
+    uint32_t size = 0;  // each entry starts with its struct_size
+    std::memcpy(&size, bytes + i * stride, sizeof(size));
+    if (size != stride) {
+      s = InternalError(fmt::format(
+          "{} plugin: list_ops entry {} has struct_size {}, entry 0 has {}; "
+          "every entry of the op table must have the same size",
+          name(), i, size, stride));
+    }
+  }
   if (!s.ok()) {
     Status down = Shutdown();
     (void)down;
     return s;
   }
   ops_.clear();
-  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
   for (size_t i = 0; i < count; ++i) {
     tsr_op_signature sig{};
     std::memcpy(&sig, bytes + i * stride, sizeof(sig));
-    if (sig.struct_size != stride) {
-      ops_.clear();
-      Status down = Shutdown();
-      (void)down;
-      return InternalError(fmt::format(
-          "{} plugin: list_ops entry {} has struct_size {}, entry 0 has {}; "
-          "every entry of the op table must have the same size",
-          name(), i, sig.struct_size, stride));
-    }
     sig.struct_size = sizeof(sig);
     sig.num_args = std::min<uint32_t>(sig.num_args, TSR_MAX_OP_ARGS);
     ops_.push_back(sig);

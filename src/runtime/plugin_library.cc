@@ -51,16 +51,6 @@ std::string ExplainDlopenError(const std::string& path, const std::string& err) 
   return fmt::format("cannot load plugin {}: {}", path, err);
 }
 
-// A manifest name as the ABI spells it: 1-64 of [a-z0-9_].
-bool ValidPluginName(const char* name) {
-  if (name == nullptr || name[0] == '\0') return false;
-  size_t n = 0;
-  for (const char* c = name; *c != '\0'; ++c, ++n) {
-    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
-    if (!ok || n >= 64) return false;
-  }
-  return true;
-}
 
 #define TSR_REQUIRED_ENTRIES(X)                                           \
   X(last_error) X(probe) X(init) X(shutdown) X(device_count)              \
@@ -199,7 +189,7 @@ StatusOr<std::unique_ptr<PluginLibrary>> PluginLibrary::FromTable(
         TSR_PLUGIN_ABI_MAJOR));
   }
   if (api->manifest->name != nullptr && api->manifest->name[0] != '\0') {
-    if (!ValidPluginName(api->manifest->name)) {
+    if (!IsValidPluginName(api->manifest->name)) {
       return FailedPreconditionError(fmt::format(
           "plugin {} names itself \"{}\" in its manifest; a plugin name is "
           "1-64 characters of [a-z0-9_]",
@@ -221,6 +211,16 @@ std::string PluginLibrary::AbiVersion() const {
 
 std::string PluginLibrary::LastError() const {
   return PluginText(api_->last_error(), 4096);
+}
+
+bool IsValidPluginName(const char* name) {
+  if (name == nullptr || name[0] == '\0') return false;
+  size_t n = 0;
+  for (const char* c = name; *c != '\0'; ++c, ++n) {
+    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (!ok || n >= 64) return false;
+  }
+  return true;
 }
 
 std::string PluginText(const char* text, size_t max_bytes) {

@@ -69,6 +69,10 @@ class PluginLibrary {
 // into Tessera's logger with the plugin prefix. Lives for the process.
 const tsr_host_services* HostServices();
 
+// A manifest name as the ABI spells it: 1-64 characters of [a-z0-9_]
+// (PluginLibrary refuses others; plugin-check's abi.manifest checks it).
+bool IsValidPluginName(const char* name);
+
 // Text a plugin hands the host (manifest strings, last_error) made safe to
 // log and print on one line: line breaks and tabs become spaces, other
 // control characters '?', and at most

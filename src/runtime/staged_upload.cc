@@ -1,7 +1,6 @@
 #include "runtime/staged_upload.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "base/logging.h"
 
