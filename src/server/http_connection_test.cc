@@ -104,8 +104,21 @@ class ThreadFedBody : public AsyncBody {
 // (bodies up to 16 bytes). Handlers run on threads of their own.
 class FakeHost : public ConnectionHost {
  public:
-  ~FakeHost() override {
-    for (auto& t : handlers_) t.join();
+  ~FakeHost() override { JoinHandlers(); }
+
+  // Waits for every handler thread. A finished handler's thread still holds
+  // its `done` (and with it a connection) until joined, so the fixture joins
+  // them before the io_context goes: a connection must not outlive it.
+  void JoinHandlers() {
+    for (;;) {
+      std::vector<std::thread> joining;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        joining.swap(handlers_);
+      }
+      if (joining.empty()) return;
+      for (auto& t : joining) t.join();
+    }
   }
 
   size_t MaxBodyBytes(const std::string& /*method*/,
@@ -162,6 +175,7 @@ class HttpConnectionTest : public ::testing::Test {
     for (int i = 0; i < 2; ++i) io_threads_.emplace_back([this] { io_.run(); });
   }
   void TearDown() override {
+    host_.JoinHandlers();
     io_.stop();
     for (auto& t : io_threads_) t.join();
   }
