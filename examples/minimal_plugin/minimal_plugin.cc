@@ -338,8 +338,9 @@ tsr_status BufferInfo(tsr_buffer handle, tsr_buffer_info* info) {
   if (b == nullptr) {
     return Fail(TSR_ERR_INVALID_HANDLE, "unknown buffer %p", (void*)handle);
   }
-  if (info == nullptr || info->struct_size == 0) {
-    return Fail(TSR_ERR_INVALID_ARGUMENT, "info is NULL or has no struct_size");
+  if (info == nullptr || info->struct_size < TSR_BUFFER_INFO_V1_0_SIZE) {
+    return Fail(TSR_ERR_INVALID_ARGUMENT,
+                "info is NULL or its struct_size is below the 1.0 struct's");
   }
   tsr_buffer_info i;
   std::memset(&i, 0, sizeof(i));
@@ -349,6 +350,7 @@ tsr_status BufferInfo(tsr_buffer handle, tsr_buffer_info* info) {
   i.size = b->size;
   i.reserved_size = b->reserved;
   i.host_pointer = b->data;  // TSR_CAP_HOST_VISIBLE_DEVICE_MEM
+  i.device_address = reinterpret_cast<uintptr_t>(b->data);  // since 1.7
   std::memcpy(info, &i,
               info->struct_size < sizeof(i) ? info->struct_size : sizeof(i));
   return TSR_OK;
@@ -815,6 +817,7 @@ tsr_plugin_api MakeApi() {
   api.launch = Launch;
   api.comm = nullptr;   // optional: no collectives
   api.graph = nullptr;  // optional: no graph capture
+  // stream_busy_ns (1.1) and memory_stats (1.7) are optional too: left NULL.
   return api;
 }
 

@@ -13,7 +13,22 @@ constexpr uint64_t kHugePageBytes = 2u << 20;
 
 }  // namespace
 
-Buffer::~Buffer() { std::free(data); }
+void MemoryCounter::Add(uint64_t bytes) {
+  const uint64_t now = in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+Buffer::~Buffer() {
+  std::free(data);
+  if (counter != nullptr) counter->Sub(reserved_size);
+}
+
+void Buffer::Track(std::shared_ptr<MemoryCounter> device_counter) {
+  counter = std::move(device_counter);
+  counter->Add(reserved_size);
+}
 
 Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
                       uint64_t alignment, uint64_t memory_limit,

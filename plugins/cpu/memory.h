@@ -9,6 +9,7 @@
 #ifndef TESSERA_PLUGINS_CPU_MEMORY_H_
 #define TESSERA_PLUGINS_CPU_MEMORY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -18,6 +19,20 @@ namespace tessera::cpu {
 
 // Every buffer is aligned to at least this many bytes (a cache line).
 constexpr uint64_t kMinAlignment = 64;
+
+// Bytes one device holds in live buffers, and the most it has held (ABI 1.7
+// memory_stats). Lock-free: allocations and frees happen on any thread.
+class MemoryCounter {
+ public:
+  void Add(uint64_t bytes);
+  void Sub(uint64_t bytes) { in_use_.fetch_sub(bytes, std::memory_order_relaxed); }
+  uint64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
+  uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> in_use_{0};
+  std::atomic<uint64_t> peak_{0};
+};
 
 struct Buffer {
   Buffer() = default;
@@ -31,6 +46,12 @@ struct Buffer {
   uint64_t reserved_size = 0;  // bytes allocated (size rounded up)
   uint64_t alignment = 0;      // effective alignment
   char* data = nullptr;        // never null
+  // The device's counter: reserved_size is added by Track and taken off when
+  // the buffer goes (queued work may hold a buffer past shutdown, hence
+  // shared).
+  std::shared_ptr<MemoryCounter> counter;
+
+  void Track(std::shared_ptr<MemoryCounter> device_counter);
 };
 
 // Allocates `size` bytes aligned to max(alignment, kMinAlignment).

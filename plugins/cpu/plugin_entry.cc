@@ -1,5 +1,6 @@
 // The cpu plugin's exported table: manifest, init/shutdown, devices,
 // memory and copies here; streams, ops and collectives in their own files.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -132,6 +133,7 @@ tsr_status BufferAlloc(int32_t device, tsr_mem_kind kind, uint64_t size, uint64_
     std::unique_ptr<Buffer> buffer;
     TSR_CPU_RETURN_IF_ERROR(
         AllocateBuffer(device, kind, size, alignment, State()->memory_total, &buffer));
+    buffer->Track(State()->memory[device]);
     *out = ToHandle<tsr_buffer>(State()->buffers.Add(std::shared_ptr<Buffer>(std::move(buffer))));
     return OkStatus();
   });
@@ -152,10 +154,10 @@ tsr_status BufferFree(tsr_buffer handle) {
 tsr_status BufferInfo(tsr_buffer handle, tsr_buffer_info* info) {
   return Guard("buffer_info", [&]() -> Status {
     if (info == nullptr) return InvalidArgument("info is NULL");
-    if (info->struct_size < sizeof(tsr_buffer_info)) {
+    if (info->struct_size < TSR_BUFFER_INFO_V1_0_SIZE) {
       return InvalidArgument("info->struct_size ", info->struct_size,
                              " is smaller than the v1.0 tsr_buffer_info (",
-                             sizeof(tsr_buffer_info), " bytes)");
+                             TSR_BUFFER_INFO_V1_0_SIZE, " bytes)");
     }
     std::shared_ptr<Buffer> buffer;
     TSR_CPU_RETURN_IF_ERROR(FindBuffer(handle, "the", &buffer));
@@ -166,7 +168,30 @@ tsr_status BufferInfo(tsr_buffer handle, tsr_buffer_info* info) {
     out.size = buffer->size;
     out.reserved_size = buffer->reserved_size;
     out.host_pointer = buffer->data;
-    std::memcpy(info, &out, sizeof(out));
+    out.device_address = reinterpret_cast<uintptr_t>(buffer->data);
+    // An older host's struct is shorter: write only what it has room for.
+    std::memcpy(info, &out, std::min<size_t>(info->struct_size, sizeof(out)));
+    return OkStatus();
+  });
+}
+
+tsr_status MemoryStats(int32_t device, tsr_memory_stats* stats) {
+  return Guard("memory_stats", [&]() -> Status {
+    if (stats == nullptr) return InvalidArgument("stats is NULL");
+    if (stats->struct_size < sizeof(tsr_memory_stats)) {
+      return InvalidArgument("stats->struct_size ", stats->struct_size,
+                             " is smaller than the v1.7 tsr_memory_stats (",
+                             sizeof(tsr_memory_stats), " bytes)");
+    }
+    TSR_CPU_RETURN_IF_ERROR(CheckDevice(device));
+    const PluginState& state = *State();
+    tsr_memory_stats out{};
+    out.struct_size = stats->struct_size;
+    out.bytes_in_use = state.memory[device]->in_use();
+    out.peak_bytes_in_use = state.memory[device]->peak();
+    // Virtual devices share the machine's memory: each may take all of it.
+    out.bytes_limit = state.memory_total;
+    std::memcpy(stats, &out, sizeof(out));
     return OkStatus();
   });
 }
@@ -277,6 +302,7 @@ tsr_plugin_api MakeApi() {
       entry::GraphLaunch, entry::GraphDestroy};
   api.graph = &kGraphApi;
   api.stream_busy_ns = entry::StreamBusyNs;
+  api.memory_stats = MemoryStats;
   return api;
 }
 

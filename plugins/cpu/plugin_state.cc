@@ -91,6 +91,7 @@ Status InitPlugin(const tsr_init_args* args) {
                             ? static_cast<int>(cpus.size())
                             : options.threads;
     state->pools.push_back(std::make_unique<ThreadPool>(threads, cpus));
+    state->memory.push_back(std::make_shared<MemoryCounter>());
   }
   size_t num_sigs = NumOpSignatures();
   for (int d = 0; d < state->device_count(); ++d) {

@@ -44,6 +44,9 @@ struct PluginState {
   std::string cpu_vendor;
   uint64_t memory_total = 0;
 
+  // Per ordinal: bytes in live buffers and their peak (memory_stats).
+  std::vector<std::shared_ptr<MemoryCounter>> memory;
+
   HandleRegistry<Buffer> buffers;
   HandleRegistry<Stream> streams;
   HandleRegistry<Event> events;

@@ -1,5 +1,6 @@
 // The OpenCL plugin's exported table: manifest, init/shutdown, devices,
 // memory and copies here; streams and ops in their own files.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -190,10 +191,10 @@ tsr_status BufferFree(tsr_buffer handle) {
 tsr_status BufferInfo(tsr_buffer handle, tsr_buffer_info* info) {
   return Guard("buffer_info", [&]() -> Status {
     if (info == nullptr) return InvalidArgument("info is NULL");
-    if (info->struct_size < sizeof(tsr_buffer_info)) {
+    if (info->struct_size < TSR_BUFFER_INFO_V1_0_SIZE) {
       return InvalidArgument("info->struct_size ", info->struct_size,
                              " is smaller than the v1.0 tsr_buffer_info (",
-                             sizeof(tsr_buffer_info), " bytes)");
+                             TSR_BUFFER_INFO_V1_0_SIZE, " bytes)");
     }
     std::shared_ptr<Buffer> buffer;
     TSR_CL_RETURN_IF_ERROR(FindBuffer(handle, "the", &buffer));
@@ -204,7 +205,9 @@ tsr_status BufferInfo(tsr_buffer handle, tsr_buffer_info* info) {
     out.size = buffer->size;
     out.reserved_size = buffer->reserved_size;
     out.host_pointer = buffer->host_pointer;
-    std::memcpy(info, &out, sizeof(out));
+    // cl_mem objects have no address a host can name (no SVM here).
+    out.device_address = 0;
+    std::memcpy(info, &out, std::min<size_t>(info->struct_size, sizeof(out)));
     return OkStatus();
   });
 }

@@ -2,12 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "conformance/plugin_check.h"
 #include "runtime/communicator.h"
 #include "runtime/op_names.h"
 
@@ -255,6 +264,124 @@ AllReduceCheck RunAllReduceCheck(runtime::Runtime& rt) {
   check.status = s.ok() ? "passed" : "failed";
   if (!s.ok()) check.detail = s.message();
   return check;
+}
+
+namespace {
+
+// Runs this binary with `args`, collecting its stdout (stderr goes to
+// /dev/null); kills it after `timeout_s`. Returns the wait status.
+StatusOr<int> RunSelf(const std::vector<std::string>& args, double timeout_s,
+                      std::string* out) {
+  std::vector<std::string> strings = {"/proc/self/exe"};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return InternalError(fmt::format("pipe() failed: {}", std::strerror(errno)));
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return InternalError(fmt::format("fork() failed: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {  // only async-signal-safe calls until exec
+    dup2(fds[1], STDOUT_FILENO);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDERR_FILENO);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(timeout_s);
+  char buf[4096];
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (ready <= 0) continue;  // EINTR or the deadline: the loop decides
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return UnavailableError(
+        fmt::format("did not finish within {:.0f} s", timeout_s));
+  }
+  return status;
+}
+
+}  // namespace
+
+QuickConformance RunQuickConformance(
+    const std::string& path, const std::vector<runtime::PluginOption>& options) {
+  constexpr double kTimeoutS = 120;
+  QuickConformance q;
+  std::string joined;
+  for (const auto& o : options) {
+    joined += (joined.empty() ? "" : ",") + o.key + "=" + o.value;
+  }
+  std::vector<std::string> args = {"plugin-check", path, "--quick", "--json"};
+  if (!joined.empty()) {
+    args.push_back("--options");
+    args.push_back(joined);
+  }
+  q.command = fmt::format("tessera plugin-check {}{}", path,
+                          joined.empty() ? "" : " --options " + joined);
+  const auto start = std::chrono::steady_clock::now();
+  std::string out;
+  auto status = RunSelf(args, kTimeoutS, &out);
+  q.seconds = Seconds(start);
+  if (!status.ok()) {
+    q.status = "failed";
+    q.detail = fmt::format("plugin-check --quick {}", status.status().message());
+    return q;
+  }
+  if (WIFEXITED(*status) &&
+      WEXITSTATUS(*status) == conformance::kExitNoHardware) {
+    q.detail = "the plugin reports no hardware to the kit (probe() returned 0)";
+    return q;
+  }
+  auto doc = nlohmann::json::parse(out, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("checks")) {
+    q.status = "failed";
+    q.detail = WIFSIGNALED(*status)
+                   ? fmt::format("plugin-check --quick died on signal {}",
+                                 WTERMSIG(*status))
+                   : fmt::format("plugin-check --quick exited {} without a "
+                                 "report",
+                                 WIFEXITED(*status) ? WEXITSTATUS(*status) : -1);
+    return q;
+  }
+  for (const auto& check : doc["checks"]) {
+    const std::string st = check.value("status", "");
+    if (st == "pass") {
+      ++q.passed;
+    } else if (st == "skip") {
+      ++q.skipped;
+    } else {
+      ++q.failed;
+      q.failures.emplace_back(check.value("name", "?"),
+                              check.value("message", ""));
+    }
+  }
+  q.status = q.failed > 0 ? "failed" : "passed";
+  return q;
 }
 
 }  // namespace tessera::cli

@@ -26,6 +26,13 @@ std::vector<OpCheck> RunOpChecks(runtime::Runtime& runtime);
 // rank; "skipped" when the plugin has no collectives.
 AllReduceCheck RunAllReduceCheck(runtime::Runtime& runtime);
 
+// The quick conformance subset (`tessera plugin-check PATH --quick --json`,
+// a few seconds) on the plugin at `path` with init `options`, run as a child
+// process of this binary so the kit's forks never copy this process's
+// threads. "skipped" when the plugin reports no hardware to the kit.
+QuickConformance RunQuickConformance(
+    const std::string& path, const std::vector<runtime::PluginOption>& options);
+
 }  // namespace tessera::cli
 
 #endif  // TESSERA_CLI_DOCTOR_CHECKS_H_

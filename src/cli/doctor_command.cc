@@ -1,7 +1,11 @@
 // `tessera doctor [--json] [--device-plugin PATH] [--platform NAME]
-// [--bandwidth [--bandwidth-bytes N] [--cpu-threads N]]`:
-// which plugins were found or rejected and why, the devices, quick smoke
-// tests (copies, ops, all-reduce) and the op coverage table. --bandwidth
+// [--bandwidth [--bandwidth-bytes N] [--cpu-threads N]] [--skip-conformance]`:
+// which plugins were found or rejected and why, the devices and their memory
+// (the plugin's 1.7 memory_stats, else the host's count), quick smoke tests
+// (copies, ops, all-reduce), the quick conformance subset of plugin-check on
+// the selected plugin (a child process; a failing check is exit 1 naming
+// it, with the full plugin-check command as the hint) and the op coverage
+// table. --bandwidth
 // adds the HOST memory read-bandwidth probe (read_bandwidth.h): a line of
 // text, or a `bandwidth` object {read_gbps, bytes, threads, ...} in --json.
 // A failing probe (e.g. no memory for the buffer) exits 2.
@@ -47,6 +51,7 @@ struct DoctorOptions {
   int tp = 0;  // --tp N: the cross-process collective smoke
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int cpu_threads = 0;
+  bool skip_conformance = false;  // --skip-conformance
 };
 
 constexpr uint64_t kCopyBytes = 4u << 20;  // 4 MiB per device
@@ -192,6 +197,26 @@ DoctorReport Diagnose(const DoctorOptions& options) {
   }
   report.op_checks = RunOpChecks(runtime);
   report.all_reduce = RunAllReduceCheck(runtime);
+  // Memory after the smoke tests, so the peak shows what they used.
+  for (DoctorDevice& d : report.devices) {
+    if (auto memory = runtime.plugin().MemoryFigures(d.ordinal); memory.ok()) {
+      d.memory_source = memory->from_plugin ? "plugin" : "host";
+      d.memory_in_use = memory->in_use_bytes;
+      d.memory_peak = memory->peak_bytes;
+      d.memory_limit = memory->limit_bytes;
+    }
+  }
+  if (!options.skip_conformance) {
+    std::vector<runtime::PluginOption> plugin_options =
+        runtime.config().plugin_options;
+    if (runtime.cpu_is_selected()) {
+      for (const auto& o : runtime.config().cpu_plugin_options) {
+        plugin_options.push_back(o);
+      }
+    }
+    report.conformance =
+        RunQuickConformance(runtime.plugin().path(), plugin_options);
+  }
 
   std::string failed;
   for (const auto& c : report.copies) {
@@ -207,13 +232,22 @@ DoctorReport Diagnose(const DoctorOptions& options) {
   if (report.all_reduce.status == "failed" && failed.empty()) {
     failed = fmt::format("all-reduce test: {}", report.all_reduce.detail);
   }
+  if (report.conformance.status == "failed" && failed.empty()) {
+    failed = report.conformance.failures.empty()
+                 ? fmt::format("quick conformance: {}", report.conformance.detail)
+                 : fmt::format("conformance check {} failed: {}",
+                               report.conformance.failures[0].first,
+                               report.conformance.failures[0].second);
+  }
   if (!failed.empty()) {
     report.exit_code = 1;
     report.error = failed;
     report.hint = fmt::format(
-        "the {} plugin misbehaves; run `tessera plugin-check {}` for the "
-        "full conformance report",
-        runtime.plugin().name(), runtime.plugin().path());
+        "the {} plugin misbehaves; run `{}` for the full conformance report",
+        runtime.plugin().name(),
+        report.conformance.command.empty()
+            ? "tessera plugin-check " + runtime.plugin().path()
+            : report.conformance.command);
   }
   return report;
 }
@@ -362,6 +396,9 @@ Command AddDoctorCommand(CLI::App& root) {
   command.app->add_option("--tp", options->tp,
                           "Also run a cross-process collective smoke over N rank processes "
                           "(latency and bandwidth)");
+  command.app->add_flag("--skip-conformance", options->skip_conformance,
+                        "Skip the quick conformance subset (`tessera "
+                        "plugin-check --quick`) on the selected plugin");
   command.run = [options] { return RunDoctor(*options); };
   return command;
 }

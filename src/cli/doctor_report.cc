@@ -60,6 +60,12 @@ nlohmann::json DevicesToJson(const std::vector<DoctorDevice>& list) {
         {"compute_units", p.compute_units},
         {"dtypes", DTypes(p.dtype_mask)},
     });
+    if (!d.memory_source.empty()) {
+      devices.back()["memory"] = {{"in_use", d.memory_in_use},
+                                  {"peak", d.memory_peak},
+                                  {"limit", d.memory_limit},
+                                  {"source", d.memory_source}};
+    }
   }
   return devices;
 }
@@ -76,6 +82,15 @@ std::string DevicesToText(const std::vector<DoctorDevice>& list) {
         GiB(p.memory_free), GiB(p.memory_total), p.alignment, p.compute_units,
         Join(DTypes(p.dtype_mask), " "),
         p.driver_version[0] ? fmt::format(", driver {}", p.driver_version) : "");
+    if (!d.memory_source.empty()) {
+      out += fmt::format(
+          "      in use {:.1f} MiB, peak {:.1f} MiB, limit {} ({})\n",
+          d.memory_in_use / 1048576.0, d.memory_peak / 1048576.0,
+          d.memory_limit == 0 ? "unknown" : GiB(d.memory_limit) + " GiB",
+          d.memory_source == "plugin"
+              ? "the plugin's memory_stats"
+              : "the host's buffers; the plugin has no memory_stats");
+    }
   }
   return out;
 }
@@ -139,6 +154,15 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
         {"devices", r.all_reduce.devices},
         {"detail", r.all_reduce.detail}}},
   };
+  const QuickConformance& q = r.conformance;
+  json failures = json::array();
+  for (const auto& [check, message] : q.failures) {
+    failures.push_back({{"check", check}, {"message", message}});
+  }
+  out["conformance"] = {{"status", q.status},     {"passed", q.passed},
+                        {"failed", q.failed},     {"skipped", q.skipped},
+                        {"seconds", q.seconds},   {"failures", failures},
+                        {"detail", q.detail},     {"command", q.command}};
   json coverage = json::object();
   for (const auto& [plugin, table] : r.coverage) {
     json entries = json::object();
@@ -203,6 +227,22 @@ std::string DoctorReportToText(const DoctorReport& r) {
                            : r.all_reduce.detail);
   }
 
+  const QuickConformance& q = r.conformance;
+  if (q.status != "skipped" || !q.detail.empty()) {
+    out += "\nConformance (quick subset of `tessera plugin-check`)\n";
+    if (q.status == "skipped") {
+      out += fmt::format("  -     skipped: {}\n", q.detail);
+    } else {
+      out += fmt::format("  {:<5} {} passed, {} failed, {} skipped ({:.1f} s){}\n",
+                         q.status == "passed" ? "ok" : "FAIL", q.passed,
+                         q.failed, q.skipped, q.seconds,
+                         q.detail.empty() ? "" : ": " + q.detail);
+      for (const auto& [check, message] : q.failures) {
+        out += fmt::format("  FAIL  {}: {}\n", check, message);
+      }
+    }
+  }
+
   auto selected = r.coverage.find(r.selected_plugin);
   if (selected != r.coverage.end()) {
     out += fmt::format("\nOp coverage (plugin {}; fallback: {})\n",
@@ -224,7 +264,7 @@ std::string DoctorReportToText(const DoctorReport& r) {
     out += fmt::format("\nResult: OK ({:.0f} ms)\n", r.elapsed_ms);
   } else {
     out += fmt::format("\nResult: {} (exit {})\nerror: {}\n",
-                       r.exit_code == 1 ? "a smoke test FAILED" : "NOT USABLE",
+                       r.exit_code == 1 ? "a check FAILED" : "NOT USABLE",
                        r.exit_code, r.error);
     if (!r.hint.empty()) out += fmt::format("what to do: {}\n", r.hint);
   }

@@ -8,9 +8,12 @@
 //                  "abi_version","version","fallback"}],
 //     "devices": [{"ordinal","physical_index","name","vendor",
 //                  "driver_version","type","memory_total","memory_free",
-//                  "alignment","compute_units","dtypes"}],
+//                  "alignment","compute_units","dtypes",
+//                  "memory": {"in_use","peak","limit","source"}}],
 //     "other_devices": {plugin: {"devices": [same shape], "error": "..."}},
 //     "smoke": {"copy": [...], "ops": [...], "all_reduce": {...}},
+//     "conformance": {"status","passed","failed","skipped","seconds",
+//                     "failures": [{"check","message"}],"detail","command"},
 //     "ops": {plugin: {op: "native"|"fallback"|"unavailable"}},
 //     "disabled_ops": [...], "elapsed_ms": n }
 // A plain value type.
@@ -31,6 +34,12 @@ namespace tessera::cli {
 struct DoctorDevice {
   int32_t ordinal = 0;
   tsr_device_properties properties{};
+  // The plugin's memory_stats (source "plugin", ABI 1.7) or the host's count
+  // ("host"); source "" when not read (another plugin's devices).
+  std::string memory_source;
+  uint64_t memory_in_use = 0;
+  uint64_t memory_peak = 0;
+  uint64_t memory_limit = 0;
 };
 
 // H2D/D2H copy of `bytes` on one device, best of a few runs.
@@ -58,6 +67,19 @@ struct AllReduceCheck {
   std::string detail;
 };
 
+// `tessera plugin-check --quick` on the selected plugin, in a child process.
+struct QuickConformance {
+  std::string status = "skipped";  // passed | failed | skipped
+  int passed = 0;
+  int failed = 0;
+  int skipped = 0;
+  // The failed checks: name and plugin-check's message.
+  std::vector<std::pair<std::string, std::string>> failures;
+  double seconds = 0;
+  std::string detail;  // why skipped, or why the run itself failed
+  std::string command;  // the full kit, for the hint
+};
+
 struct DoctorReport {
   int exit_code = 0;
   std::string error;  // one line: why exit_code is not 0
@@ -76,6 +98,7 @@ struct DoctorReport {
   std::vector<CopyCheck> copies;
   std::vector<OpCheck> op_checks;
   AllReduceCheck all_reduce;
+  QuickConformance conformance;
   // plugin name -> op name -> native | fallback | unavailable
   std::map<std::string, std::map<std::string, std::string>> coverage;
   std::vector<std::string> disabled_ops;

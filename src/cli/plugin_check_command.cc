@@ -17,6 +17,7 @@ Command AddPluginCheckCommand(CLI::App& root) {
     std::string options;
     double timeout_s = 120;
     bool no_fork = false;
+    bool quick = false;
   };
   auto args = std::make_shared<Args>();
   Command command;
@@ -34,6 +35,9 @@ Command AddPluginCheckCommand(CLI::App& root) {
   command.app->add_option("--filter", args->filter,
                           "run only checks whose name matches this regex "
                           "(e.g. '^op\\.rms_norm')");
+  command.app->add_flag("--quick", args->quick,
+                        "run only the quick subset `tessera doctor` runs (a "
+                        "few seconds; not with --filter)");
   command.app->add_option("--options", args->options,
                           "init options for the plugin, key=value,... "
                           "(e.g. threads=4,devices=2)");
@@ -54,6 +58,13 @@ Command AddPluginCheckCommand(CLI::App& root) {
     options.path = args->path;
     options.json = args->json;
     options.filter = args->filter;
+    if (args->quick) {
+      if (!args->filter.empty()) {
+        fmt::print(stderr, "error: give --quick or --filter, not both\n");
+        return conformance::kExitFailed;
+      }
+      options.filter = conformance::kQuickCheckFilter;
+    }
     options.init_options = *init_options;
     options.check_timeout_s = args->timeout_s;
     options.isolate = !args->no_fork;

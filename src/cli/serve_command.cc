@@ -420,6 +420,17 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
     return ReportError(process, kExitRuntimeFailure);
   }
   runtime::Runtime& runtime = *m.runtime;
+  (void)metrics::RegisterDeviceMemoryMetrics(m.registry.get(), [&runtime] {
+    std::vector<metrics::DeviceMemoryRow> rows;
+    runtime::Plugin& plugin = runtime.plugin();
+    for (int d = 0; d < runtime.num_devices(); ++d) {
+      auto f = plugin.MemoryFigures(d);
+      if (!f.ok()) continue;  // a failing entry drops the row, not the scrape
+      rows.push_back({plugin.name(), d, f->from_plugin ? "plugin" : "host",
+                      f->in_use_bytes, f->peak_bytes, f->limit_bytes});
+    }
+    return rows;
+  });
   (void)metrics::RegisterOpFallbackMetric(m.registry.get(), [&runtime] {
     std::vector<metrics::OpFallbackCount> out;
     for (const auto& c : runtime.dispatcher().Counters()) {

@@ -1,6 +1,7 @@
 // memory: allocation sizes (0 included), buffer_info, alignment (checked
-// through host_pointer when device memory is host-visible), many live
-// buffers not overlapping, pinned host memory when the capability says so.
+// through host_pointer when device memory is host-visible, else through the
+// 1.7 device_address), many live buffers not overlapping, pinned host memory
+// when the capability says so, and the 1.7 memory_stats figures.
 #include <fmt/format.h>
 
 #include <cstddef>
@@ -18,6 +19,33 @@ StatusOr<tsr_buffer_info> Info(const PluginEnv& env, tsr_buffer b) {
   TSR_RETURN_IF_ERROR(
       env.Check(env.api().buffer_info(b, &info), "buffer_info"));
   return info;
+}
+
+// Where a buffer's alignment can be seen: its host pointer when device
+// memory is host-visible, else its device address (ABI 1.7); 0 when
+// neither is known. `what` names the one used.
+uint64_t ObservableAddress(const tsr_buffer_info& info, bool host_visible,
+                           const char** what) {
+  if (host_visible && info.host_pointer != nullptr) {
+    *what = "host_pointer";
+    return reinterpret_cast<uintptr_t>(info.host_pointer);
+  }
+  *what = "device_address";
+  return info.device_address;
+}
+
+bool HasMemoryStats(const tsr_plugin_api& api) {
+  return api.struct_size >= offsetof(tsr_plugin_api, memory_stats) +
+                                sizeof(api.memory_stats) &&
+         api.memory_stats != nullptr;
+}
+
+StatusOr<tsr_memory_stats> Stats(const PluginEnv& env, int device) {
+  tsr_memory_stats stats{};
+  stats.struct_size = sizeof(stats);
+  TSR_RETURN_IF_ERROR(
+      env.Check(env.api().memory_stats(device, &stats), "memory_stats"));
+  return stats;
 }
 
 }  // namespace
@@ -72,30 +100,121 @@ void MemoryChecks(CheckContext& ctx, PluginEnv& env) {
                     info.host_pointer, alignment));
               }
             }
+            if (info.device_address != 0 &&
+                info.device_address % alignment != 0) {
+              return Fail(fmt::format(
+                  "a {}-byte buffer's device_address {:#x} is not aligned to "
+                  "the device's alignment {} (device_properties.alignment)",
+                  size, info.device_address, alignment));
+            }
+            if (host_visible && size > 0 && info.device_address != 0 &&
+                info.device_address !=
+                    reinterpret_cast<uintptr_t>(info.host_pointer)) {
+              return Fail(fmt::format(
+                  "host-visible memory whose device_address {:#x} differs "
+                  "from its host_pointer {}; for host-visible memory they "
+                  "are the same address",
+                  info.device_address, info.host_pointer));
+            }
             live.push_back(std::move(b));
           }
           return Pass();
         });
   }
 
+  // Each buffer_alloc's alignment argument is honoured, seen through
+  // host_pointer or (memory the host cannot see) device_address. Buffers
+  // stay live so an allocator cannot hand the same aligned block back.
   ctx.Run("memory.alignment_requested", [&]() -> Outcome {
-    if (!host_visible) {
-      return Skip(
-          "device memory is not host-visible; alignment cannot be observed");
-    }
+    const char* seen_through = "";
+    std::vector<Buffer> live;
+    int checked = 0;
     for (uint64_t alignment : {64ull, 256ull, 4096ull, 65536ull, 1ull << 21}) {
       for (uint64_t size : {1ull, 100ull, 70000ull}) {
         KIT_ASSIGN_OR_FAIL(Buffer b,
                            env.Alloc(0, size, TSR_MEM_DEVICE, alignment));
         KIT_ASSIGN_OR_FAIL(tsr_buffer_info info, Info(env, b.get()));
-        if (reinterpret_cast<uintptr_t>(info.host_pointer) % alignment != 0) {
-          return Fail(
-              fmt::format("a {}-byte buffer asked to be aligned to {} is at {}",
-                          size, alignment, info.host_pointer));
+        const uint64_t address =
+            ObservableAddress(info, host_visible, &seen_through);
+        if (address == 0) {
+          return Skip(
+              "inconclusive: device memory is not host-visible and "
+              "buffer_info reports no device_address (ABI 1.7), so "
+              "alignment cannot be observed; report device_address if the "
+              "device has a flat address space");
         }
+        if (address % alignment != 0) {
+          return Fail(fmt::format(
+              "buffer_alloc ignored the requested alignment: a {}-byte "
+              "buffer asked to be aligned to {} bytes is at {} {:#x} ({} "
+              "bytes past a multiple)",
+              size, alignment, seen_through, address, address % alignment));
+        }
+        live.push_back(std::move(b));
+        ++checked;
       }
     }
-    return Pass();
+    return Pass(fmt::format("{} buffers, seen through {}", checked,
+                            seen_through));
+  });
+
+  // ABI 1.7 memory_stats (optional): a buffer's bytes show in bytes_in_use
+  // while it lives and leave it when freed; the peak never falls below
+  // what is in use; a limit, when given, is at least what is in use.
+  ctx.Run("memory.stats", [&]() -> Outcome {
+    if (!HasMemoryStats(api)) {
+      return Skip("the plugin does not report memory_stats (optional, 1.7)");
+    }
+    const uint64_t size = 8ull << 20;
+    KIT_ASSIGN_OR_FAIL(tsr_memory_stats before, Stats(env, 0));
+    KIT_ASSIGN_OR_FAIL(Buffer b, env.Alloc(0, size));
+    KIT_ASSIGN_OR_FAIL(tsr_memory_stats during, Stats(env, 0));
+    b.Reset();  // frees it
+    KIT_ASSIGN_OR_FAIL(tsr_memory_stats after, Stats(env, 0));
+    for (const tsr_memory_stats* s : {&before, &during, &after}) {
+      if (s->peak_bytes_in_use < s->bytes_in_use) {
+        return Fail(fmt::format(
+            "peak_bytes_in_use {} is below bytes_in_use {}",
+            s->peak_bytes_in_use, s->bytes_in_use));
+      }
+      if (s->bytes_limit != 0 && s->bytes_limit < s->bytes_in_use) {
+        return Fail(fmt::format("bytes_limit {} is below bytes_in_use {}",
+                                s->bytes_limit, s->bytes_in_use));
+      }
+    }
+    if (during.bytes_in_use < before.bytes_in_use + size) {
+      return Fail(fmt::format(
+          "bytes_in_use went from {} to {} across a live {}-byte "
+          "allocation; it must count the host's buffers",
+          before.bytes_in_use, during.bytes_in_use, size));
+    }
+    if (during.peak_bytes_in_use < during.bytes_in_use ||
+        after.peak_bytes_in_use < during.bytes_in_use) {
+      return Fail(fmt::format("peak_bytes_in_use {} after the buffer is "
+                              "below the {} in use while it lived",
+                              after.peak_bytes_in_use, during.bytes_in_use));
+    }
+    if (after.bytes_in_use + size > during.bytes_in_use) {
+      return Fail(fmt::format(
+          "bytes_in_use went from {} to {} when a {}-byte buffer was freed; "
+          "a freed buffer's bytes must leave it (a caching allocator may keep "
+          "them only if it also reports them as in use from the start)",
+          during.bytes_in_use, after.bytes_in_use, size));
+    }
+    tsr_memory_stats bad{};
+    bad.struct_size = 4;
+    tsr_status s = api.memory_stats(0, &bad);
+    if (s != TSR_OK) {
+      KIT_EXPECT_ERROR(env, "memory_stats with a 4-byte struct_size", s,
+                       TSR_ERR_INVALID_ARGUMENT);
+    }
+    KIT_EXPECT_ERROR(env, "memory_stats of a device that does not exist",
+                     api.memory_stats(env.device_count(), &during),
+                     TSR_ERR_NOT_FOUND, TSR_ERR_INVALID_ARGUMENT);
+    return Pass(fmt::format("in use {} -> {} -> {} bytes, peak {}, limit {}",
+                            before.bytes_in_use, during.bytes_in_use,
+                            after.bytes_in_use, after.peak_bytes_in_use,
+                            after.bytes_limit));
   });
 
   ctx.Run("memory.many_buffers", [&]() -> Outcome {

@@ -395,11 +395,38 @@ Outcome CompareImages(tsr_op_id op, const OpCase& c, const CaseLayout& layout,
           if (layout.buffer_of_arg[a] == static_cast<int>(b))
             owners.push_back(names[a]);
         }
+        // Where the byte is relative to the nearest output view.
+        std::string where;
+        size_t nearest = SIZE_MAX;
+        for (int o = 0; o < num_outputs; ++o) {
+          const int a = c.num_inputs + o;
+          if (layout.buffer_of_arg[a] != static_cast<int>(b)) continue;
+          const std::vector<int64_t> offs =
+              reference::ElementOffsets(want_views[a]);
+          if (offs.empty()) continue;
+          const size_t size = DTypeSize(c.args[a].dtype);
+          const size_t base = c.args[a].offset * size;
+          const auto [lo, hi] = std::minmax_element(offs.begin(), offs.end());
+          const size_t first = base + static_cast<size_t>(*lo) * size;
+          const size_t end = base + static_cast<size_t>(*hi + 1) * size;
+          const size_t distance = i >= end ? i - end : i < first ? first - i : 0;
+          if (distance >= nearest) continue;
+          nearest = distance;
+          where = i == end ? fmt::format("the byte just past the end of {}",
+                                         names[a])
+                  : i > end ? fmt::format("{} bytes past the end of {}",
+                                          i - end, names[a])
+                  : i < first
+                      ? fmt::format("{} bytes before the start of {}",
+                                    first - i, names[a])
+                      : fmt::format("between elements of {} (a strided view)",
+                                    names[a]);
+        }
         failures.push_back(fmt::format(
             "wrote outside the output views: byte {} of the buffer holding {} "
-            "changed (the kit surrounds and interleaves views with sentinel "
+            "changed{} (the kit surrounds and interleaves views with sentinel "
             "bytes; an op may write only its outputs' elements)",
-            i, fmt::join(owners, ", ")));
+            i, fmt::join(owners, ", "), where.empty() ? "" : ", " + where));
         break;
       }
     }

@@ -22,6 +22,18 @@ inline constexpr int kExitAllPassed = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitNoHardware = 77;
 
+// The checks `plugin-check --quick` runs (and `tessera doctor` with it): a
+// few seconds that cover the table, devices, allocation and alignment,
+// memory_stats, async copies, event and stream ordering, graph replay and
+// the rms_norm and add ops — enough to catch each fault the test plugins in
+// tests/faulty_plugins inject.
+inline constexpr const char* kQuickCheckFilter =
+    "^(abi\\.(struct_sizes|manifest|sub_tables)$|devices\\.|"
+    "memory\\.(alloc_sizes|alignment_requested|stats|buffer_info_struct_size)|"
+    "copies\\.async\\.|"
+    "streams\\.(in_order|event_covers_prior_work|cross_stream_wait|"
+    "event_query_transition)$|graphs\\.|op\\.(add|rms_norm)\\.)";
+
 struct PluginCheckOptions {
   std::string path;
   bool json = false;

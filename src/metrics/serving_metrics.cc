@@ -152,6 +152,43 @@ Status RegisterOpFallbackMetric(
       });
 }
 
+Status RegisterDeviceMemoryMetrics(
+    Registry* registry, std::function<std::vector<DeviceMemoryRow>()> source) {
+  if (!source) {
+    return InvalidArgumentError(
+        "RegisterDeviceMemoryMetrics: the source function is empty");
+  }
+  auto shared = std::make_shared<std::function<std::vector<DeviceMemoryRow>()>>(
+      std::move(source));
+  const std::string p(kMetricPrefix);
+  struct Family {
+    const char* name;
+    const char* help;
+    uint64_t DeviceMemoryRow::*field;
+  };
+  const Family families[] = {
+      {"device_memory_in_use_bytes",
+       "Device memory held now: the plugin's buffers, scratch and pools.",
+       &DeviceMemoryRow::in_use_bytes},
+      {"device_memory_peak_bytes", "Most device memory held since start-up.",
+       &DeviceMemoryRow::peak_bytes},
+      {"device_memory_limit_bytes",
+       "The most device memory the plugin can hold (0: unknown).",
+       &DeviceMemoryRow::limit_bytes},
+  };
+  for (const Family& f : families) {
+    TSR_RETURN_IF_ERROR(registry->AddCollector(
+        p + f.name, f.help, MetricType::kGauge, {"plugin", "device", "source"},
+        [shared, field = f.field](CollectorSink& sink) {
+          for (const DeviceMemoryRow& row : (*shared)()) {
+            sink.Add({row.plugin, std::to_string(row.device), row.source},
+                     static_cast<double>(row.*field));
+          }
+        }));
+  }
+  return OkStatus();
+}
+
 Status RegisterCacheTierMetrics(Registry* registry,
                                 std::function<CacheTierSnapshot()> source) {
   if (!source) {

@@ -24,6 +24,8 @@
 // Tessera's own, not in SGLang:
 //   tessera:op_fallback_total{op,plugin}: how often an op ran on the
 //   fallback path instead of the plugin's kernel (RegisterOpFallbackMetric).
+//   tessera:device_memory_{in_use,peak,limit}_bytes{plugin,device,source}:
+//   each device's memory (RegisterDeviceMemoryMetrics).
 //
 // Thread-safety: the handles are Registry cells (metrics/metric.h):
 // lock-free and safe from any thread. ServingMetrics is a copyable bundle of
@@ -114,6 +116,25 @@ struct OpFallbackCount {
 // is empty.
 Status RegisterOpFallbackMetric(
     Registry* registry, std::function<std::vector<OpFallbackCount>()> source);
+
+// One device's memory at a scrape: from the plugin's memory_stats entry
+// (source "plugin", ABI 1.7) or, for a plugin without it, the host's own
+// count of the buffers it allocated there (source "host"). limit 0: unknown.
+struct DeviceMemoryRow {
+  std::string plugin;
+  int device = 0;
+  std::string source;
+  uint64_t in_use_bytes = 0;
+  uint64_t peak_bytes = 0;
+  uint64_t limit_bytes = 0;
+};
+
+// Registers the gauges tessera:device_memory_in_use_bytes,
+// tessera:device_memory_peak_bytes and tessera:device_memory_limit_bytes
+// {plugin,device,source}, read from `source` at each scrape (may run on
+// several threads at once). Errors as RegisterOpFallbackMetric.
+Status RegisterDeviceMemoryMetrics(
+    Registry* registry, std::function<std::vector<DeviceMemoryRow>()> source);
 
 // The KV cache tiers at one scrape (HiCache): per tier ("device", "host")
 // the tokens a request found there instead of recomputing them, the tokens

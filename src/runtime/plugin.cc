@@ -314,6 +314,7 @@ StatusOr<RawAllocation> Plugin::Allocate(int32_t device, tsr_mem_kind kind,
   a.size = size;
   a.reserved_size = std::max(info.reserved_size, size);
   a.host_pointer = info.host_pointer;
+  a.device_address = info.device_address;  // stays 0 from a pre-1.7 plugin
   accounting_.OnPluginAlloc(device, kind, a.reserved_size);
   return a;
 }
@@ -325,6 +326,38 @@ Status Plugin::Free(const RawAllocation& allocation) {
   accounting_.OnPluginFree(allocation.device, allocation.kind,
                            allocation.reserved_size);
   return OkStatus();
+}
+
+StatusOr<std::optional<tsr_memory_stats>> Plugin::DeviceMemoryStats(
+    int32_t device) const {
+  TSR_RETURN_IF_ERROR(RequireInit("memory_stats"));
+  const tsr_plugin_api* table = &api();
+  if (!TSR_ENTRY_PRESENT(table, memory_stats)) {
+    return std::optional<tsr_memory_stats>();
+  }
+  tsr_memory_stats stats{};
+  stats.struct_size = sizeof(stats);
+  TSR_RETURN_IF_ERROR(Check(table->memory_stats(device, &stats), "memory_stats"));
+  return std::optional<tsr_memory_stats>(stats);
+}
+
+StatusOr<DeviceMemoryFigures> Plugin::MemoryFigures(int32_t device) const {
+  TSR_ASSIGN_OR_RETURN(std::optional<tsr_memory_stats> stats,
+                       DeviceMemoryStats(device));
+  DeviceMemoryFigures f;
+  if (stats.has_value()) {
+    f.from_plugin = true;
+    f.in_use_bytes = stats->bytes_in_use;
+    f.peak_bytes = stats->peak_bytes_in_use;
+    f.limit_bytes = stats->bytes_limit;
+    return f;
+  }
+  const MemoryStats host = accounting_.Get(device, TSR_MEM_DEVICE);
+  f.in_use_bytes = host.reserved_bytes;
+  f.peak_bytes = host.reserved_peak;
+  TSR_ASSIGN_OR_RETURN(tsr_device_properties props, DeviceProperties(device));
+  f.limit_bytes = props.memory_total;
+  return f;
 }
 
 StatusOr<tsr_stream> Plugin::CreateStream(int32_t device) {

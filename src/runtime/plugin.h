@@ -53,6 +53,16 @@ struct RawAllocation {
   uint64_t size = 0;             // bytes asked of the plugin
   uint64_t reserved_size = 0;    // bytes the plugin reserved (>= size)
   void* host_pointer = nullptr;  // host address, or nullptr
+  // The device-side address (ABI 1.7); 0 when unknown or not flat.
+  uint64_t device_address = 0;
+};
+
+// One device's memory as doctor and /metrics show it.
+struct DeviceMemoryFigures {
+  bool from_plugin = false;  // memory_stats (1.7); else the host's own count
+  uint64_t in_use_bytes = 0;
+  uint64_t peak_bytes = 0;
+  uint64_t limit_bytes = 0;  // 0: unknown
 };
 
 class Plugin {
@@ -100,6 +110,13 @@ class Plugin {
   StatusOr<RawAllocation> Allocate(int32_t device, tsr_mem_kind kind,
                                    uint64_t size, uint64_t alignment);
   Status Free(const RawAllocation& allocation);
+  // The plugin's own figures for `device` (ABI 1.7 memory_stats); nullopt
+  // when the plugin does not report them.
+  StatusOr<std::optional<tsr_memory_stats>> DeviceMemoryStats(
+      int32_t device) const;
+  // memory_stats when the plugin has it; otherwise the bytes the host
+  // reserved there through Allocate (current and peak) and memory_total.
+  StatusOr<DeviceMemoryFigures> MemoryFigures(int32_t device) const;
   MemoryAccounting& accounting() { return accounting_; }
   const MemoryAccounting& accounting() const { return accounting_; }
 

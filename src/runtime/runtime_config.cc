@@ -107,13 +107,26 @@ std::string DefaultLibDir() {
 }
 
 void RuntimeConfig::SetLibDir(const std::string& dir) {
-  if (!plugin_dirs.empty() && plugin_dirs.back() == lib_dir) {
-    plugin_dirs.back() = dir;
-  } else {
-    plugin_dirs.push_back(dir);
-  }
+  // The previous lib dir's two folders go; TESSERA_PLUGIN_PATH's stay first.
+  const std::string old_installed = InstalledPluginDir(lib_dir);
+  std::erase_if(plugin_dirs, [&](const std::string& d) {
+    return !lib_dir.empty() && (d == lib_dir || d == old_installed);
+  });
+  const std::string installed = InstalledPluginDir(dir);
+  plugin_dirs.push_back(installed);
+  plugin_dirs.push_back(dir);
   lib_dir = dir;
-  cpu_plugin_path = (fs::path(dir) / kCpuPluginFileName).string();
+  // An installed tree keeps the cpu plugin with the others; a build tree
+  // keeps it in the lib dir itself.
+  std::error_code ec;
+  const fs::path installed_cpu = fs::path(installed) / kCpuPluginFileName;
+  cpu_plugin_path = fs::exists(installed_cpu, ec)
+                        ? installed_cpu.string()
+                        : (fs::path(dir) / kCpuPluginFileName).string();
+}
+
+std::string InstalledPluginDir(const std::string& lib_dir) {
+  return (fs::path(lib_dir) / "tessera" / "plugins").string();
 }
 
 void RuntimeConfig::AddPluginOption(std::string key, std::string value,

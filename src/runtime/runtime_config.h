@@ -6,7 +6,11 @@
 //   >  TESSERA_PLATFORM=NAME  >  the highest probe score.
 // Other variables:
 //   TESSERA_PLUGIN_PATH=dir:dir   extra folders searched for
-//                                 libtessera_plugin_*.so (before the lib dir)
+//                                 libtessera_plugin_*.so (before the
+//                                 default folders)
+// Default folders, after those: <lib>/tessera/plugins (where `cmake
+// --install` puts plugins, and where vendors install theirs), then <lib>
+// itself (the build tree's plugins), <lib> being <dir of the binary>/../lib.
 //   TESSERA_VISIBLE_DEVICES=0,2   physical indices the selected plugin
 //                                 exposes (set but empty: none)
 //   TESSERA_CPU_DEVICES=N         the cpu plugin's init option devices=N
@@ -58,11 +62,13 @@ struct RuntimeConfig {
   std::string selection_source;
 
   // Folders searched for libtessera_plugin_*.so, in order: the
-  // TESSERA_PLUGIN_PATH entries, then lib_dir.
+  // TESSERA_PLUGIN_PATH entries, then InstalledPluginDir(lib_dir), then
+  // lib_dir.
   std::vector<std::string> plugin_dirs;
   // The build/install lib dir: <dir of /proc/self/exe>/../lib.
   std::string lib_dir;
-  // The cpu plugin, always loaded for op fallback.
+  // The cpu plugin, always loaded for op fallback: in
+  // InstalledPluginDir(lib_dir) when it is there, else in lib_dir.
   std::string cpu_plugin_path;
 
   // nullopt: all devices; otherwise exactly these physical indices.
@@ -91,7 +97,8 @@ struct RuntimeConfig {
   static StatusOr<RuntimeConfig> FromEnvironment(
       const RuntimeFlags& flags = {});
 
-  // Points lib_dir (and cpu_plugin_path, plugin_dirs' last entry) at `dir`.
+  // Points lib_dir (and cpu_plugin_path, plugin_dirs' two default folders)
+  // at `dir`.
   void SetLibDir(const std::string& dir);
   // Appends an init option for the selected plugin / the cpu plugin.
   void AddPluginOption(std::string key, std::string value, std::string source);
@@ -118,6 +125,9 @@ std::string DefaultLibDir();
 
 // The file name of the cpu plugin: "libtessera_plugin_cpu.so".
 inline constexpr const char* kCpuPluginFileName = "libtessera_plugin_cpu.so";
+
+// <lib_dir>/tessera/plugins: where an installed Tessera keeps its plugins.
+std::string InstalledPluginDir(const std::string& lib_dir);
 
 }  // namespace tessera::runtime
 

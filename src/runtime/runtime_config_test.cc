@@ -1,6 +1,10 @@
 #include "runtime/runtime_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "runtime/test_util.h"
 
@@ -58,7 +62,10 @@ TEST(RuntimeConfigTest, DefaultsComeFromTheExecutable) {
   // The test binary lives in <build>/tests, so the lib dir is <build>/lib.
   EXPECT_EQ(std::filesystem::weakly_canonical(c->lib_dir),
             std::filesystem::weakly_canonical(testing::BuildLibDir()));
-  ASSERT_EQ(c->plugin_dirs.size(), 1u);
+  // The installed folder first (absent in a build tree), then the lib dir.
+  ASSERT_EQ(c->plugin_dirs.size(), 2u);
+  EXPECT_EQ(c->plugin_dirs[0], c->lib_dir + "/tessera/plugins");
+  EXPECT_EQ(c->plugin_dirs[1], c->lib_dir);
   EXPECT_EQ(c->cpu_plugin_path, c->lib_dir + "/libtessera_plugin_cpu.so");
 }
 
@@ -108,10 +115,11 @@ TEST(RuntimeConfigTest, ReadsEveryVariable) {
   flags.cpu_plugin_options.push_back({"threads", "8", "--cpu-threads"});
   auto c = RuntimeConfig::FromEnvironment(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ASSERT_EQ(c->plugin_dirs.size(), 3u);
+  ASSERT_EQ(c->plugin_dirs.size(), 4u);
   EXPECT_EQ(c->plugin_dirs[0], "/a");
   EXPECT_EQ(c->plugin_dirs[1], "/b");
-  EXPECT_EQ(c->plugin_dirs[2], c->lib_dir);
+  EXPECT_EQ(c->plugin_dirs[2], c->lib_dir + "/tessera/plugins");
+  EXPECT_EQ(c->plugin_dirs[3], c->lib_dir);
   EXPECT_EQ(*c->visible_devices, (std::vector<int32_t>{1, 0}));
   EXPECT_EQ(*c->cpu_devices, 3);
   ASSERT_EQ(c->plugin_options.size(), 1u);
@@ -164,8 +172,24 @@ TEST(RuntimeConfigTest, AddOptionsForFutureFlags) {
   EXPECT_EQ(c.cpu_plugin_options[0].value, "4");
   ASSERT_EQ(c.plugin_options.size(), 1u);
   c.SetLibDir("/other/lib");
-  ASSERT_EQ(c.plugin_dirs.size(), 1u);
-  EXPECT_EQ(c.plugin_dirs[0], "/other/lib");
+  ASSERT_EQ(c.plugin_dirs.size(), 2u);
+  EXPECT_EQ(c.plugin_dirs[0], "/other/lib/tessera/plugins");
+  EXPECT_EQ(c.plugin_dirs[1], "/other/lib");
+}
+
+// An installed tree (cmake --install) keeps every plugin, the cpu one
+// included, in <lib>/tessera/plugins.
+TEST(RuntimeConfigTest, InstalledTreeKeepsTheCpuPluginWithTheOthers) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() /
+      ("tessera_installed_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root / "lib/tessera/plugins");
+  { std::ofstream(root / "lib/tessera/plugins/libtessera_plugin_cpu.so") << "x"; }
+  RuntimeConfig c;
+  c.SetLibDir((root / "lib").string());
+  EXPECT_EQ(c.cpu_plugin_path,
+            (root / "lib/tessera/plugins/libtessera_plugin_cpu.so").string());
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

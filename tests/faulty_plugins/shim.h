@@ -14,6 +14,7 @@
 #define TESSERA_TESTS_FAULTY_PLUGINS_SHIM_H_
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,52 @@ static tsr_plugin_api* shim_load(const tsr_host_services* host,
   g_shim_manifest.description = description;
   g_shim_table.manifest = &g_shim_manifest;
   return &g_shim_table;
+}
+
+/* Kernels of one op, remembered at resolve_op so launch can tell them. */
+#define SHIM_MAX_KERNELS 256
+static pthread_mutex_t g_shim_kernels_mu = PTHREAD_MUTEX_INITIALIZER;
+static tsr_kernel g_shim_kernels[SHIM_MAX_KERNELS];
+static int g_shim_num_kernels;
+static tsr_op_id g_shim_tracked_op = -1;
+
+/* resolve_op that remembers every kernel of g_shim_tracked_op. */
+static tsr_status shim_resolve_op_tracking(int32_t device,
+                                           const tsr_op_signature* signature,
+                                           tsr_kernel* out) {
+  tsr_status status = g_real->resolve_op(device, signature, out);
+  if (status == TSR_OK && signature != NULL &&
+      signature->op == g_shim_tracked_op) {
+    pthread_mutex_lock(&g_shim_kernels_mu);
+    if (g_shim_num_kernels < SHIM_MAX_KERNELS)
+      g_shim_kernels[g_shim_num_kernels++] = *out;
+    pthread_mutex_unlock(&g_shim_kernels_mu);
+  }
+  return status;
+}
+
+static int shim_is_tracked_kernel(tsr_kernel kernel) {
+  int found = 0;
+  pthread_mutex_lock(&g_shim_kernels_mu);
+  for (int i = 0; i < g_shim_num_kernels; ++i)
+    found |= g_shim_kernels[i] == kernel;
+  pthread_mutex_unlock(&g_shim_kernels_mu);
+  return found;
+}
+
+static size_t shim_dtype_size(tsr_dtype dtype) {
+  switch (dtype) {
+    case TSR_DTYPE_F32:
+    case TSR_DTYPE_I32:
+      return 4;
+    case TSR_DTYPE_F16:
+    case TSR_DTYPE_BF16:
+      return 2;
+    case TSR_DTYPE_I64:
+      return 8;
+    default:
+      return 1;
+  }
 }
 
 #endif /* TESSERA_TESTS_FAULTY_PLUGINS_SHIM_H_ */

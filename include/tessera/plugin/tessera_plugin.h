@@ -70,9 +70,12 @@ extern "C" {
  * integer dot products: w8a8) and decoder_layer v3 (v2 with its int8
  * projections as linear v3); 1.6 adds linear v4 (4-bit weights packed two
  * per byte, Q4_0's layout, times int8 activations: w4a8) and
- * decoder_layer v4 (v3 with those weights). A plugin need not list any op
- * of a later minor. */
-#define TSR_PLUGIN_ABI_MINOR 6
+ * decoder_layer v4 (v3 with those weights); 1.7 adds
+ * tsr_buffer_info.device_address (alignment and placement observable on a
+ * device whose memory the host cannot see) and the optional memory_stats
+ * entry (bytes in use, peak, limit per device). A plugin need not list any
+ * op of a later minor. */
+#define TSR_PLUGIN_ABI_MINOR 7
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -240,7 +243,32 @@ typedef struct tsr_buffer_info {
   uint64_t size;         /* out: bytes requested at allocation */
   uint64_t reserved_size;/* out: bytes actually reserved (>= size) */
   void* host_pointer;    /* out: host address, or NULL if not host-visible */
+  /* --- since 1.7: written only when struct_size covers it --- */
+  /* out: the buffer's first byte in the device's own address space (what a
+   * kernel on the device sees; for host-visible memory the value of
+   * host_pointer), or 0 when the device has no flat address space (e.g.
+   * OpenCL buffer objects). It must honour buffer_alloc's alignment, which
+   * is how `tessera plugin-check` checks alignment on memory the host cannot
+   * see. */
+  uint64_t device_address;
 } tsr_buffer_info;
+/* The size of the 1.0 struct: a plugin must accept any struct_size from it
+ * up (a host built against 1.0-1.6 passes this much) and write no byte past
+ * min(struct_size, its own sizeof). */
+#define TSR_BUFFER_INFO_V1_0_SIZE 40u
+
+/* since 1.7: what memory_stats reports for one device. */
+typedef struct tsr_memory_stats {
+  uint32_t struct_size;        /* set by the caller */
+  uint32_t reserved0;
+  uint64_t bytes_in_use;       /* out: device memory the plugin holds now: the
+                                * host's live buffers (reserved sizes) plus
+                                * its own scratch, caches and pools */
+  uint64_t peak_bytes_in_use;  /* out: the most bytes_in_use has been since
+                                * init */
+  uint64_t bytes_limit;        /* out: the most the plugin can hold on the
+                                * device (0: unknown) */
+} tsr_memory_stats;
 
 /* ------------------------------------------------------------------------ */
 /* Tensors                                                                   */
@@ -839,6 +867,13 @@ typedef struct tsr_plugin_api {
    * synchronized stretch of work minus its busy time is the time the device
    * waited for the host (launch and scheduling overhead). */
   tsr_status (*stream_busy_ns)(tsr_stream stream, uint64_t* ns_out);
+
+  /* --- since 1.7: read only when struct_size covers it; NULL = absent --- */
+  /* The device's memory figures (tsr_memory_stats). Called from any thread
+   * at any time between init and shutdown, concurrently with everything;
+   * must not block on queued work. `tessera doctor` prints them and the
+   * server exports them on /metrics (tessera:device_memory_*_bytes). */
+  tsr_status (*memory_stats)(int32_t device, tsr_memory_stats* stats);
 } tsr_plugin_api;
 
 /* The one exported symbol. `host` is borrowed for the plugin's lifetime
