@@ -108,16 +108,20 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   // and copied to host[k] behind copied[k], one slot per step in flight.
   runtime::Stream& stream = runner.stream();
   std::vector<int32_t> host[2];
-  runtime::EventPtr copied[2];  // on the copy stream
-  for (auto& e : copied) {
-    TSR_ASSIGN_OR_RETURN(e, runtime::Event::Create(stream.plugin(),
-                                                   stream.device()));
+  runtime::EventPtr copied[2];    // on the copy stream
+  runtime::EventPtr computed[2];  // on the compute stream, before each copy
+  for (int k = 0; k < 2; ++k) {
+    TSR_ASSIGN_OR_RETURN(copied[k], runtime::Event::Create(stream.plugin(),
+                                                           stream.device()));
+    TSR_ASSIGN_OR_RETURN(computed[k], runtime::Event::Create(stream.plugin(),
+                                                             stream.device()));
   }
+  auto wait = [&](int k) { return model::Sampler::WaitReadBack(*copied[k], *computed[k]); };
   // Enqueues logits -> sample -> copy of the ids into slot k.
   auto sample = [&](const tsr_tensor& logits, int k) -> StatusOr<model::DeviceIds> {
     TSR_ASSIGN_OR_RETURN(model::DeviceIds ids, sampler.Enqueue(logits, rows));
     if (tp != nullptr) TSR_RETURN_IF_ERROR(tp->BroadcastIds(stream, ids));
-    TSR_RETURN_IF_ERROR(sampler.ReadBack(ids, host[k], *copied[k]));
+    TSR_RETURN_IF_ERROR(sampler.ReadBack(ids, host[k], *copied[k], *computed[k]));
     return ids;
   };
 
@@ -137,7 +141,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
   }
   TSR_ASSIGN_OR_RETURN(tsr_tensor logits, forward(prefill));
   TSR_ASSIGN_OR_RETURN(model::DeviceIds device_ids, sample(logits, 0));
-  TSR_RETURN_IF_ERROR(copied[0]->Synchronize());
+  TSR_RETURN_IF_ERROR(wait(0));
   std::vector<int32_t> last = host[0];
   result.prefill_seconds = SecondsSince(prefill_start);
 
@@ -178,7 +182,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
     // Serial: this step's ids; overlap: the previous step's.
     const int read = params.overlap ? k ^ 1 : k;
     if (!params.overlap || s > 0) {
-      TSR_RETURN_IF_ERROR(copied[read]->Synchronize());
+      TSR_RETURN_IF_ERROR(wait(read));
       last = host[read];
       const auto now = Clock::now();
       step_ms.push_back(std::chrono::duration<double, std::milli>(now - step_start).count());
@@ -186,7 +190,7 @@ StatusOr<OneBatchResult> RunOneBatch(model::ModelRunner& runner,
     }
   }
   if (params.overlap) {
-    TSR_RETURN_IF_ERROR(copied[int((params.output_len - 1) % 2) ^ 1]->Synchronize());
+    TSR_RETURN_IF_ERROR(wait(int((params.output_len - 1) % 2) ^ 1));
     const auto now = Clock::now();
     step_ms.push_back(std::chrono::duration<double, std::milli>(now - step_start).count());
   }

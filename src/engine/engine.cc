@@ -137,7 +137,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(model::ModelRunner& runner,
   warm.ignore_eos = true;
   TSR_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream,
                        e->Submit(std::move(warm)));
-  stream->WaitFinal();
+  const RequestOutput warmed = stream->WaitFinal();
+  if (warmed.finish.server_abort()) {
+    return InternalError(fmt::format(
+        "the warm-up request through the model failed: {}; run `tessera "
+        "doctor` to check the device",
+        warmed.finish.message));
+  }
   TSR_RETURN_IF_ERROR(e->RunOnScheduler(
       [e] { return e->scheduler_->kv().Flush(/*include_storage=*/false); }));
   {
@@ -314,6 +320,7 @@ StatusOr<std::vector<std::shared_ptr<RequestStream>>> Engine::SubmitGroup(
     if (!accepting_) {
       return UnavailableError("the server is shutting down");
     }
+    if (!failure_.empty()) return UnavailableError(failure_);
     const int64_t max_q = options_.max_queued_requests;
     if (max_q > 0 && static_cast<int64_t>(seqs.size()) > max_q) {
       // Retrying cannot help: the group needs more slots than exist.
@@ -405,7 +412,9 @@ Status Engine::CheckIntegrity() {
 
 EngineStats Engine::Stats() const {
   MutexLock lock(&mu_);
-  return stats_;
+  EngineStats out = stats_;
+  out.failure = failure_;  // at once, not at the next publication
+  return out;
 }
 
 void Engine::SetTimingObserver(
@@ -440,11 +449,30 @@ void Engine::Loop() {
     // Postprocess the oldest batch once the next is on its way (or when
     // nothing new could be launched).
     if (!inflight.empty() && (inflight.size() >= max_inflight || !launched)) {
-      scheduler_->Postprocess(inflight.front(), executor_->Collect());
+      StatusOr<StepResult> result = executor_->Collect();
+      const bool failed = !result.ok();
+      scheduler_->Postprocess(inflight.front(), std::move(result));
       inflight.pop_front();
+      if (failed) CheckDeviceAfterFailure();
     }
   }
   CloseInbox();
+}
+
+// A failed step aborted every request (Scheduler::Postprocess). If the
+// device cannot run another step (a sticky stream error), the engine stops
+// for good: /health answers 503 with the reason, new requests are refused,
+// and an orchestrator restarts the server. Otherwise it serves on.
+void Engine::CheckDeviceAfterFailure() {
+  Status health = executor_->Health();
+  if (health.ok()) return;
+  const std::string why = fmt::format(
+      "the device failed ({}); the engine stopped serving: restart the server",
+      health.ToString());
+  MutexLock lock(&mu_);
+  if (!failure_.empty()) return;  // said once
+  failure_ = why;
+  TSR_LOG_ERROR("{}", why);
 }
 
 bool Engine::AwaitWork(bool busy) {
@@ -484,6 +512,15 @@ bool Engine::AwaitWork(bool busy) {
   }
   for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
   for (auto& task : tasks) task();
+  std::string failure;
+  {
+    MutexLock lock(&mu_);
+    failure = failure_;
+  }
+  // Requests that slipped in while the device failed.
+  if (!failure.empty() && scheduler_->has_work()) {
+    scheduler_->AbortAll(AbortCause::kError, failure);
+  }
   if (stopping && SteadyClock::now() >= *stop_at_ && scheduler_->has_work()) {
     scheduler_->AbortAll(AbortCause::kShutdown, "the server is shutting down");
   }

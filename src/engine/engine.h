@@ -148,6 +148,7 @@ class Engine {
   // refused.
   // `busy`: a batch is in flight (never wait, never stop).
   bool AwaitWork(bool busy) TSR_EXCLUDES(mu_);
+  void CheckDeviceAfterFailure() TSR_EXCLUDES(mu_);
   void PublishStats() TSR_EXCLUDES(mu_);
   // The loop's last act: answers what is still queued, refuses the rest.
   void CloseInbox() TSR_EXCLUDES(mu_);
@@ -175,6 +176,9 @@ class Engine {
   EngineStats stats_ TSR_GUARDED_BY(mu_);
   int64_t queued_ TSR_GUARDED_BY(mu_) = 0;  // inbox + waiting (max_queued)
   bool accepting_ TSR_GUARDED_BY(mu_) = true;
+  // Set once when a failed step left the device unable to run (see
+  // CheckDeviceAfterFailure); "" while healthy.
+  std::string failure_ TSR_GUARDED_BY(mu_);
   bool stop_ TSR_GUARDED_BY(mu_) = false;
   double shutdown_grace_s_ TSR_GUARDED_BY(mu_) = 0;
   bool loop_done_ TSR_GUARDED_BY(mu_) = false;  // CloseInbox ran

@@ -68,6 +68,9 @@ struct RequestTiming {
 // A consistent snapshot, refreshed every scheduler step.
 struct EngineStats {
   bool ready = false;
+  // Why the engine stopped serving (a device error: restart the server);
+  // "" while healthy.
+  std::string failure;
   int64_t running = 0;
   int64_t queued = 0;
   int64_t last_batch_size = 0;

@@ -41,6 +41,42 @@ TEST_F(EngineTest, ConcurrentRequestsEqualTheSameRequestAlone) {
   }
 }
 
+// A kernel failing on the device leaves the compute stream with a sticky
+// error: the step's requests end as errors, the engine stops (Stats and
+// /health say why) and refuses new requests instead of serving garbage.
+TEST_F(EngineTest, ADeviceErrorStopsTheEngineAndSaysWhy) {
+  Start();
+  Collected before = Run(Greedy(Prompt(6, 1), 3));
+  ASSERT_EQ(before.ids.size(), 3u);
+  // Between steps, on the scheduler thread: an embedding lookup of id 7 in
+  // a 2-row table, queued on the compute stream, fails when it runs.
+  runtime::BufferPtr table, ids, out;
+  Status poisoned = engine_->RunOnScheduler([&]() -> Status {
+    runtime::Device& device = runner_->device();
+    TSR_ASSIGN_OR_RETURN(table, device.Allocate(2 * 4 * 4));
+    TSR_ASSIGN_OR_RETURN(ids, device.Allocate(4));
+    TSR_ASSIGN_OR_RETURN(out, device.Allocate(4 * 4));
+    const int32_t bad_id = 7;
+    TSR_RETURN_IF_ERROR(ids->CopyFromHost(0, &bad_id, 4));
+    const tsr_tensor in[] = {ids->View(TSR_DTYPE_I32, {1}),
+                             table->View(TSR_DTYPE_F32, {2, 4})};
+    const tsr_tensor y[] = {out->View(TSR_DTYPE_F32, {1, 4})};
+    return runtime_->dispatcher().Launch(runner_->stream(), TSR_OP_EMBEDDING, in, y);
+  });
+  ASSERT_TRUE(poisoned.ok()) << poisoned.ToString();
+  Collected failed = Run(Greedy(Prompt(6, 2), 3));
+  EXPECT_EQ(failed.last.finish.kind, FinishReason::Kind::kAbort);
+  EXPECT_TRUE(failed.last.finish.server_abort());
+  const std::string failure = engine_->Stats().failure;
+  EXPECT_NE(failure.find("the device failed"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("restart the server"), std::string::npos) << failure;
+  auto refused = engine_->Submit(Greedy(Prompt(6, 3), 3));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("the device failed"), std::string::npos);
+  // Nothing leaked: TearDown checks the KV pool and the cache.
+}
+
 TEST_F(EngineTest, ChunkedPrefillGivesTheSameTokens) {
   Start();
   Collected whole = Run(Greedy(Prompt(90, 3), 8));

@@ -41,6 +41,12 @@ class Executor {
   // (the plugin's stream busy time); nullopt when unknown.
   virtual std::optional<uint64_t> DeviceBusyNs() { return std::nullopt; }
 
+  // After a failed step: OK when the device can run the next one (the
+  // failure was the step's own, e.g. a launch refused synchronously); the
+  // error when it cannot (a stream holds a sticky error), which stops the
+  // engine (Engine::failure()).
+  virtual Status Health() { return OkStatus(); }
+
   // Launch and Collect in one (the serial step).
   StatusOr<StepResult> Run(const ScheduledBatch& batch) {
     Launch(batch);

@@ -68,7 +68,8 @@ StatusOr<StepResult> ModelExecutor::Collect() {
   inflight_.pop_front();
   TSR_RETURN_IF_ERROR(f.status);
   if (f.embedded) return std::move(*f.embedded);
-  TSR_RETURN_IF_ERROR(ids_copied_[f.staging]->Synchronize());
+  TSR_RETURN_IF_ERROR(
+      model::Sampler::WaitReadBack(*ids_copied_[f.staging], *ids_computed_[f.staging]));
   const std::vector<int32_t>& ids = host_ids_[f.staging];
   StepResult result;
   result.prompt_logprobs = std::move(f.prompt_logprobs);
@@ -82,6 +83,14 @@ StatusOr<StepResult> ModelExecutor::Collect() {
     }
   }
   return result;
+}
+
+Status ModelExecutor::Health() {
+  for (runtime::Stream* s : {&runner_.stream(), &runner_.copy_stream()}) {
+    StatusOr<bool> idle = s->IsIdle();  // the sticky error, if any
+    if (!idle.ok()) return idle.status();
+  }
+  return OkStatus();
 }
 
 std::optional<uint64_t> ModelExecutor::DeviceBusyNs() {
@@ -245,8 +254,12 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
   if (ids_copied_[k] == nullptr) {
     TSR_ASSIGN_OR_RETURN(ids_copied_[k], runtime::Event::Create(
                                              copy.plugin(), copy.device()));
+    TSR_ASSIGN_OR_RETURN(ids_computed_[k],
+                         runtime::Event::Create(runner_.stream().plugin(),
+                                                runner_.stream().device()));
   }
-  TSR_RETURN_IF_ERROR(sampler_.ReadBack(last_ids_, host_ids_[k], *ids_copied_[k]));
+  TSR_RETURN_IF_ERROR(sampler_.ReadBack(last_ids_, host_ids_[k], *ids_copied_[k],
+                                        *ids_computed_[k]));
   f.staging = k;
   return OkStatus();
 }

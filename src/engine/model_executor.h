@@ -51,6 +51,8 @@ class ModelExecutor : public Executor {
   void Launch(const ScheduledBatch& batch) override;
   StatusOr<StepResult> Collect() override;
   std::optional<uint64_t> DeviceBusyNs() override;
+  // The compute and copy streams' sticky errors.
+  Status Health() override;
 
  private:
   struct InFlight {
@@ -87,6 +89,9 @@ class ModelExecutor : public Executor {
   // sampler, which synchronises the streams when it goes.
   std::vector<int32_t> host_ids_[2];
   runtime::EventPtr ids_copied_[2];
+  // Recorded on the compute stream before each copy: its status is the
+  // step's (Sampler::WaitReadBack).
+  runtime::EventPtr ids_computed_[2];
   int next_staging_ = 0;
   model::Sampler sampler_;
   // The previous launch's sampled ids, on the device.

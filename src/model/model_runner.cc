@@ -35,13 +35,14 @@ tsr_tensor StridedView(const Buffer& buffer, DType dtype, uint64_t offset,
 // Grows `buffer` to at least `bytes` (contents are not kept).
 // Grows `buffer` to `bytes`. Before freeing an old buffer it waits once
 // for `stream` (queued work may still use it); `synced` remembers that.
-Status Reserve(runtime::Device& device, runtime::Stream* stream, bool& synced,
+// Grows `buffer` to `bytes`. Before an existing buffer is released,
+// `before_release` runs (the caller synchronises the stream and drops the
+// graphs that recorded the old buffers, so no graph outlives a buffer it
+// uses).
+Status Reserve(runtime::Device& device, const std::function<Status()>& before_release,
                BufferPtr& buffer, uint64_t bytes, const char* what) {
   if (buffer != nullptr && buffer->size() >= bytes) return OkStatus();
-  if (buffer != nullptr && stream != nullptr && !synced) {
-    TSR_RETURN_IF_ERROR(stream->Synchronize());
-    synced = true;  // the caller drops graphs that used the old buffers
-  }
+  if (buffer != nullptr) TSR_RETURN_IF_ERROR(before_release());
   buffer.reset();
   auto fresh = device.Allocate(bytes);
   if (!fresh.ok()) {
@@ -337,6 +338,15 @@ Status ModelRunner::ValidateBatch(const Batch& batch, StepShape& shape) const {
 Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
   Workspace& w = *ws_;
   bool synced = false;
+  // Once per call, before the first old buffer goes: wait for the work that
+  // uses it, then drop every graph (they recorded the old buffers).
+  const std::function<Status()> release = [&]() -> Status {
+    if (synced) return OkStatus();
+    if (stream_ != nullptr) TSR_RETURN_IF_ERROR(stream_->Synchronize());
+    synced = true;
+    DestroyGraphs();
+    return OkStatus();
+  };
   const uint64_t es = DTypeSize(act_dtype_);
   const int64_t h = config_.hidden_size;
   const int64_t qkv_dim =
@@ -349,44 +359,43 @@ Status ModelRunner::EnsureWorkspace(const StepShape& shape) {
     w.tokens = std::max(w.tokens, (shape.tokens + 63) / 64 * 64);
   }
   const uint64_t t = static_cast<uint64_t>(w.tokens);
-  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.residual, t * h * es, "residual"));
-  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.normed, t * h * es, "normed"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, release, w.residual, t * h * es, "residual"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, release, w.normed, t * h * es, "normed"));
   // Fused layers keep their intermediates inside the plugin.
   if (fused_layer_ == nullptr) {
-    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.hidden, t * h * es, "hidden"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.qkv, t * qkv_dim * es, "qkv"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.attn, t * q_dim * es, "attention"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, release, w.hidden, t * h * es, "hidden"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, release, w.qkv, t * qkv_dim * es, "qkv"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, release, w.attn, t * q_dim * es, "attention"));
     if (kv_dtype_ != act_dtype_) {
       const uint64_t ks = DTypeSize(kv_dtype_);
-      TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.qkv_kv, t * qkv_dim * ks, "qkv"));
+      TSR_RETURN_IF_ERROR(Reserve(device_, release, w.qkv_kv, t * qkv_dim * ks, "qkv"));
       TSR_RETURN_IF_ERROR(
-          Reserve(device_, stream_.get(), synced, w.attn_kv, t * q_dim * ks, "attention"));
+          Reserve(device_, release, w.attn_kv, t * q_dim * ks, "attention"));
     }
-    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.gate_up, t * 2 * inter * es, "mlp"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.act, t * inter * es, "mlp"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, release, w.gate_up, t * 2 * inter * es, "mlp"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, release, w.act, t * inter * es, "mlp"));
   }
-  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.rows_h,
+  TSR_RETURN_IF_ERROR(Reserve(device_, release, w.rows_h,
                               std::max(shape.rows, shape.sequences) * h * es,
                               "last rows"));
   const uint64_t v = embedding_only_ ? 0 : static_cast<uint64_t>(config_.vocab_size);
-  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.logits, shape.rows * v * es, "logits"));
+  TSR_RETURN_IF_ERROR(Reserve(device_, release, w.logits, shape.rows * v * es, "logits"));
   if (tp_.vocab_split) {
     // This rank's [rows, V / n] and everyone's, gathered rank-major.
     const uint64_t vl = static_cast<uint64_t>(tp_.vocab);
     TSR_RETURN_IF_ERROR(
-        Reserve(device_, stream_.get(), synced, w.logits_local, shape.rows * vl * es, "logits"));
-    TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.logits_gathered,
+        Reserve(device_, release, w.logits_local, shape.rows * vl * es, "logits"));
+    TSR_RETURN_IF_ERROR(Reserve(device_, release, w.logits_gathered,
                                 shape.rows * v * es, "logits"));
   }
   if (act_dtype_ != TSR_DTYPE_F32) {
     TSR_RETURN_IF_ERROR(
-        Reserve(device_, stream_.get(), synced, w.logits_f32, shape.rows * v * 4, "logits"));
+        Reserve(device_, release, w.logits_f32, shape.rows * v * 4, "logits"));
   }
   const uint64_t meta_ints = 3 * shape.tokens + 2 * shape.sequences + 1 +
                              std::max(shape.rows, shape.sequences) +
                              shape.sequences * shape.max_pages;
-  TSR_RETURN_IF_ERROR(Reserve(device_, stream_.get(), synced, w.meta, meta_ints * 4, "metadata"));
-  if (synced) DestroyGraphs();
+  TSR_RETURN_IF_ERROR(Reserve(device_, release, w.meta, meta_ints * 4, "metadata"));
   return OkStatus();
 }
 

@@ -40,27 +40,31 @@ StatusOr<std::vector<int32_t>> Sampler::Sample(
   if (sample_done_ == nullptr) {
     TSR_ASSIGN_OR_RETURN(sample_done_, runtime::Event::Create(
                                            copy_stream_.plugin(), copy_stream_.device()));
+    TSR_ASSIGN_OR_RETURN(sample_computed_,
+                         runtime::Event::Create(stream_.plugin(), stream_.device()));
   }
-  TSR_RETURN_IF_ERROR(ReadBack(ids, host_ids_, *sample_done_));
-  TSR_RETURN_IF_ERROR(sample_done_->Synchronize());
+  TSR_RETURN_IF_ERROR(ReadBack(ids, host_ids_, *sample_done_, *sample_computed_));
+  TSR_RETURN_IF_ERROR(WaitReadBack(*sample_done_, *sample_computed_));
   return host_ids_;
 }
 
 Status Sampler::ReadBack(const DeviceIds& ids, std::vector<int32_t>& host,
-                         runtime::Event& done) {
+                         runtime::Event& done, runtime::Event& computed) {
   host.resize(static_cast<size_t>(ids.rows));
-  if (&copy_stream_ != &stream_) {
-    if (sampled_ == nullptr) {
-      TSR_ASSIGN_OR_RETURN(sampled_, runtime::Event::Create(stream_.plugin(),
-                                                            stream_.device()));
-    }
-    TSR_RETURN_IF_ERROR(sampled_->Record(stream_));
-    TSR_RETURN_IF_ERROR(copy_stream_.Wait(*sampled_));
-  }
+  TSR_RETURN_IF_ERROR(computed.Record(stream_));
+  if (&copy_stream_ != &stream_) TSR_RETURN_IF_ERROR(copy_stream_.Wait(computed));
   TSR_RETURN_IF_ERROR(copy_stream_.CopyDeviceToHost(
       host.data(), *ids.buffer, ids.offset, static_cast<uint64_t>(ids.rows) * 4));
   TSR_RETURN_IF_ERROR(done.Record(copy_stream_));
   last_read_ = &done;
+  return OkStatus();
+}
+
+Status Sampler::WaitReadBack(runtime::Event& done, runtime::Event& computed) {
+  TSR_RETURN_IF_ERROR(done.Synchronize());
+  // Complete by now (the copy waited for it): this only reads its status.
+  Status s = computed.Synchronize();
+  if (!s.ok()) return s.WithContext("the step failed on the device");
   return OkStatus();
 }
 

@@ -79,13 +79,18 @@ class Sampler {
   StatusOr<DeviceIds> Enqueue(const tsr_tensor& logits,
                               std::span<const SampleRow> rows);
 
-  // Enqueues a copy of `ids` (after the work enqueued on the compute stream
-  // so far) into `host` (resized to ids.rows) on the copy stream and
-  // records `done` there; `host` must stay untouched until `done`. The next
-  // Enqueue's writes to the ids wait for `done` on the compute stream, so
-  // `done` must live until then.
+  // Records `computed` on the compute stream, then enqueues a copy of `ids`
+  // (after `computed`) into `host` (resized to ids.rows) on the copy stream
+  // and records `done` there; `host` must stay untouched until `done`. The
+  // next Enqueue's writes to the ids wait for `done` on the compute stream,
+  // so `done` must live until then. Wait for the result with WaitReadBack.
   Status ReadBack(const DeviceIds& ids, std::vector<int32_t>& host,
-                  runtime::Event& done);
+                  runtime::Event& done, runtime::Event& computed);
+  // Waits for a ReadBack's copy, then returns the compute stream's error at
+  // the sampling: a kernel that failed before `computed` is that stream's
+  // sticky error, which the copy stream's wait does not carry (the ids in
+  // `host` are then meaningless).
+  static Status WaitReadBack(runtime::Event& done, runtime::Event& computed);
 
   runtime::Stream& copy_stream() const { return copy_stream_; }
 
@@ -100,12 +105,11 @@ class Sampler {
   std::vector<runtime::BufferPtr> retired_;
   // The sampling parameters' uploads (double-buffered host staging).
   runtime::StagedUpload params_upload_;
-  // Recorded on the compute stream after a sampling, for the read-back.
-  runtime::EventPtr sampled_;
   // The last ReadBack's `done`: the next Enqueue's writes wait for it.
   runtime::Event* last_read_ = nullptr;
   std::vector<int32_t> host_ids_;
-  runtime::EventPtr sample_done_;  // Sample()'s read-back
+  runtime::EventPtr sample_done_;      // Sample()'s read-back (copy stream)
+  runtime::EventPtr sample_computed_;  // and its compute-stream event
 };
 
 }  // namespace tessera::model

@@ -118,6 +118,38 @@ TEST_F(SamplerTest, RejectsMismatchedRows) {
   EXPECT_NE(s.status().message().find("no generator"), std::string::npos);
 }
 
+// With a copy stream, the ids come back on another stream than the one
+// that computed them: a kernel that failed on the compute stream must still
+// fail the read-back (a wait across streams does not carry the error).
+TEST_F(SamplerTest, AFailedComputeStreamFailsTheReadBack) {
+  auto copy = runtime_->device(0).CreateStream();
+  ASSERT_TRUE(copy.ok());
+  Sampler sampler(*runtime_, runtime_->device(0), *stream_, copy->get());
+  tsr_tensor logits = Upload({0, 5, 1, 5}, 1);
+  std::vector<SampleRow> rows(1);
+  // A healthy step first.
+  auto ok = sampler.Sample(logits, rows);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  // An embedding lookup of id 7 in a 2-row table fails when it runs: the
+  // compute stream's sticky error.
+  auto table = runtime_->device(0).Allocate(2 * 4 * 4);
+  auto ids = runtime_->device(0).Allocate(4);
+  auto out = runtime_->device(0).Allocate(4 * 4);
+  ASSERT_TRUE(table.ok() && ids.ok() && out.ok());
+  const int32_t bad_id = 7;
+  ASSERT_TRUE((*ids)->CopyFromHost(0, &bad_id, 4).ok());
+  const tsr_tensor in[] = {(*ids)->View(TSR_DTYPE_I32, {1}),
+                           (*table)->View(TSR_DTYPE_F32, {2, 4})};
+  const tsr_tensor y[] = {(*out)->View(TSR_DTYPE_F32, {1, 4})};
+  ASSERT_TRUE(runtime_->dispatcher().Launch(*stream_, TSR_OP_EMBEDDING, in, y).ok());
+  auto failed = sampler.Sample(logits, rows);
+  ASSERT_FALSE(failed.ok()) << "the ids of a failed step came back as if valid";
+  EXPECT_NE(failed.status().message().find("the step failed on the device"),
+            std::string::npos)
+      << failed.status().ToString();
+  (void)stream_->Synchronize();  // the sticky error, for the teardown
+}
+
 TEST(SamplerRngTest, DeterministicUniformsInUnitInterval) {
   SamplerRng a(5), b(5);
   double sum = 0;

@@ -144,7 +144,11 @@ void HandleHealth(ServingContext& ctx, const HttpRequest&,
   if (ctx.draining.load()) {
     return SendError(res, ServiceUnavailable("the server is shutting down"));
   }
-  if (!ctx.ready.load() || !ctx.engine->Stats().ready) {
+  const engine::EngineStats stats = ctx.engine->Stats();
+  if (!stats.failure.empty()) {
+    return SendError(res, ServiceUnavailable(stats.failure));
+  }
+  if (!ctx.ready.load() || !stats.ready) {
     return SendError(res, ServiceUnavailable("the model is still loading"));
   }
   res.status = 200;
