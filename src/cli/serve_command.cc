@@ -290,13 +290,31 @@ int LoadModel(ServeOptions& o, bool demo, LoadedModel& m) {
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &ro);
   const int64_t context =
       o.context_length > 0 ? o.context_length : config.max_position_embeddings;
+  // The device rank 0 runs on (--base-gpu-id under tensor parallelism).
+  const int tp_size_for_memory = std::max(1, o.tp.tp_size);
+  const int memory_device =
+      tp_size_for_memory > 1 ? TpDevice(o.tp, 0) : 0;
+  if (memory_device >= m.runtime->num_devices()) {
+    return ReportError(InvalidArgumentError(fmt::format(
+                           "--base-gpu-id puts rank 0 on device {}, but the {} "
+                           "plugin has {} device(s)",
+                           memory_device, m.runtime->plugin().name(),
+                           m.runtime->num_devices())),
+                       kExitBadInput);
+  }
   const uint64_t device_memory =
-      m.runtime->device(0).properties().memory_total;
+      m.runtime->device(memory_device).properties().memory_total;
   if (o.max_total_tokens > 0) {
     ro.kv_capacity_tokens = o.max_total_tokens;
+  } else if (o.mem_fraction_static > 0 && tp_size_for_memory == 1) {
+    // The runner measures what the weights take on the device.
+    ro.kv_memory_fraction = o.mem_fraction_static;
+    ro.kv_capacity_tokens = 0;
   } else if (o.mem_fraction_static > 0) {
+    // Every rank must hold the same tokens, decided before the ranks load:
+    // each rank's share of the weight files stands for its weights.
     const double budget = o.mem_fraction_static * double(device_memory) -
-                          double(WeightFileBytes(o.model_path));
+                          double(WeightFileBytes(o.model_path)) / tp_size_for_memory;
     if (budget <= 0) {
       return ReportError(
           InvalidArgumentError(fmt::format(

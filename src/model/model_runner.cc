@@ -227,7 +227,28 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   kv.head_dim = config.head_dim;
   kv.dtype = kv_dtype;
   kv.page_size = options.page_size;
-  if (options.kv_memory_budget_bytes > 0) {
+  if (options.kv_memory_fraction > 0) {
+    TSR_ASSIGN_OR_RETURN(runtime::DeviceMemoryFigures used,
+                         device.plugin().MemoryFigures(device.ordinal()));
+    const double total = double(device.properties().memory_total);
+    const double budget = options.kv_memory_fraction * total - double(used.in_use_bytes);
+    constexpr double kGiB = 1073741824.0;
+    if (budget < 1) {
+      return ResourceExhaustedError(fmt::format(
+          "a memory fraction of {} of {}'s {:.2f} GiB leaves no room for the "
+          "KV cache: the device already holds {:.2f} GiB (the weights); raise "
+          "--mem-fraction-static or give --max-total-tokens",
+          options.kv_memory_fraction, device.Label(), total / kGiB,
+          used.in_use_bytes / kGiB));
+    }
+    kv.memory_budget_bytes = static_cast<uint64_t>(budget);
+    TSR_LOG_INFO("KV cache: {:.3g} x {:.2f} GiB less {:.2f} GiB in use on {} ({}) = "
+                 "{:.2f} GiB",
+                 options.kv_memory_fraction, total / kGiB, used.in_use_bytes / kGiB,
+                 device.Label(),
+                 used.from_plugin ? "the plugin's memory_stats" : "the host's count",
+                 budget / kGiB);
+  } else if (options.kv_memory_budget_bytes > 0) {
     kv.memory_budget_bytes = options.kv_memory_budget_bytes;
   } else {
     kv.capacity_tokens = options.kv_capacity_tokens;

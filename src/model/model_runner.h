@@ -79,6 +79,12 @@ struct ModelRunnerOptions {
   // KV pool size: a token capacity, or (when positive) a memory budget.
   int64_t kv_capacity_tokens = 4096;
   uint64_t kv_memory_budget_bytes = 0;
+  // When positive (SGLang's --mem-fraction-static), instead of both: the
+  // pool takes this fraction of the device's memory_total less what the
+  // device holds once the weights are loaded (the plugin's memory_stats, or
+  // the host's count of its buffers there); what stays free is left for the
+  // workspace, graphs and the plugin's scratch.
+  double kv_memory_fraction = 0;
   // Initial workspace size (tokens per step); grows when a batch needs more.
   int64_t max_batch_tokens = 256;
   // Linear weights stored as F16 stay F16 (see weights.h).

@@ -447,6 +447,45 @@ TEST_F(ModelRunnerTest, ActivationDtypeDefaultsFollowTheCheckpoint) {
   EXPECT_TRUE((*r2)->weights().layer(0).q_norm.present());
 }
 
+// --mem-fraction-static: the pool is the fraction of memory_total less
+// what the device holds after the weights load, measured, not guessed.
+TEST_F(ModelRunnerTest, KvMemoryFractionLeavesRoomForWhatTheDeviceHolds) {
+  auto ckpt = Make(Architecture::kLlama, TSR_DTYPE_F32);
+  ASSERT_NE(ckpt, nullptr);
+  runtime::Device& device = runtime_->device(0);
+  const double total = double(device.properties().memory_total);
+  const ModelConfig& c = ckpt->config();
+  const uint64_t per_token =
+      2ull * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * 4;
+  // A fraction worth 64 MiB of this device: the pool is below that by at
+  // least the weights, which the device holds by then.
+  ModelRunnerOptions options;
+  options.kv_memory_fraction = (64.0 * 1048576) / total;
+  auto runner = ModelRunner::Create(*runtime_, *ckpt, options);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  auto used = device.plugin().MemoryFigures(0);
+  ASSERT_TRUE(used.ok());
+  const uint64_t pool_bytes =
+      static_cast<uint64_t>((*runner)->kv_pool().num_pages()) *
+      (*runner)->kv_pool().page_size() * per_token;
+  EXPECT_GT(pool_bytes, 0u);
+  EXPECT_LE(pool_bytes, 64ull << 20);
+  // Fraction x total = pool + what else the device holds (one page of
+  // rounding and the scratch page aside).
+  EXPECT_GE(double(used->in_use_bytes) + 1, 64.0 * 1048576 -
+                                               2.0 * (*runner)->kv_pool().page_size() * per_token);
+  runner->reset();
+
+  // A fraction smaller than the weights: refused, naming both sizes.
+  options.kv_memory_fraction = 1024.0 / total;
+  auto none = ModelRunner::Create(*runtime_, *ckpt, options);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(none.status().message().find("leaves no room for the KV cache"),
+            std::string::npos)
+      << none.status().ToString();
+}
+
 TEST_F(ModelRunnerTest, FusesQkvAndGateUpInCheckpointOrder) {
   auto ckpt = Make(Architecture::kQwen2, TSR_DTYPE_F32);
   ASSERT_NE(ckpt, nullptr);
