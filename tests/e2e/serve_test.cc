@@ -183,6 +183,22 @@ TEST_P(ServeOnPlatformTest, SharedPrefixIsCachedAndReportedInUsageAndMetrics) {
   std::smatch match;
   ASSERT_TRUE(std::regex_search(m, match, hit)) << m;
   EXPECT_GT(std::stod(match[1]), 0.3);
+  // The device's memory (the plugin's memory_stats, ABI 1.7, or the host's
+  // count where a plugin lacks it): the weights and the KV pool are in use,
+  // the peak at least that, and the limit above it.
+  const std::string source = GetParam() == "cpu" ? "plugin" : "(plugin|host)";
+  auto gauge = [&](const std::string& name) {
+    const std::regex re("tessera:" + name + "\\{plugin=\"" + GetParam() +
+                        "\",device=\"0\",source=\"" + source +
+                        "\"\\} ([0-9.eE+-]+)");
+    std::smatch g;
+    EXPECT_TRUE(std::regex_search(m, g, re)) << name << "\n" << m;
+    return g.empty() ? -1.0 : std::stod(g[g.size() - 1]);
+  };
+  const double in_use = gauge("device_memory_in_use_bytes");
+  EXPECT_GT(in_use, 1e5);
+  EXPECT_GE(gauge("device_memory_peak_bytes"), in_use);
+  EXPECT_GE(gauge("device_memory_limit_bytes"), in_use);
   EXPECT_EQ(server.Stop(), 0);
 }
 
