@@ -450,16 +450,17 @@ void Engine::Loop() {
     // nothing new could be launched).
     if (!inflight.empty() && (inflight.size() >= max_inflight || !launched)) {
       StatusOr<StepResult> result = executor_->Collect();
-      const bool failed = !result.ok();
+      // Before the failed step's requests see their abort, so whoever they
+      // tell already finds the engine's verdict.
+      if (!result.ok()) CheckDeviceAfterFailure();
       scheduler_->Postprocess(inflight.front(), std::move(result));
       inflight.pop_front();
-      if (failed) CheckDeviceAfterFailure();
     }
   }
   CloseInbox();
 }
 
-// A failed step aborted every request (Scheduler::Postprocess). If the
+// A step failed (Scheduler::Postprocess then aborts every request). If the
 // device cannot run another step (a sticky stream error), the engine stops
 // for good: /health answers 503 with the reason, new requests are refused,
 // and an orchestrator restarts the server. Otherwise it serves on.
