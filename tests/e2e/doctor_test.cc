@@ -98,7 +98,17 @@ TEST(DoctorTest, JsonHasTheDocumentedKeys) {
   for (const auto& [op, route] : j["ops"]["cpu"].items()) {
     EXPECT_EQ(route, "native") << op;
   }
-  EXPECT_LT(j["elapsed_ms"].get<double>(), 2000.0);
+  // The quick conformance subset ran on the selected plugin and passed;
+  // the device's memory comes from the cpu plugin's memory_stats (ABI 1.7).
+  EXPECT_EQ(j["conformance"]["status"], "passed") << j["conformance"].dump(2);
+  EXPECT_GT(j["conformance"]["passed"].get<int>(), 50);
+  EXPECT_EQ(j["conformance"]["failed"], 0);
+  const nlohmann::json& memory = j["devices"][0]["memory"];
+  EXPECT_EQ(memory["source"], "plugin") << memory.dump();
+  EXPECT_GT(memory["limit"].get<uint64_t>(), 0u);
+  EXPECT_GE(memory["peak"].get<uint64_t>(), memory["in_use"].get<uint64_t>());
+  // Smoke tests and the conformance subset (a child process) together.
+  EXPECT_LT(j["elapsed_ms"].get<double>(), 5000.0);
 }
 
 TEST(DoctorTest, CpuDevicesChangesTheDeviceCount) {
@@ -213,6 +223,9 @@ TEST(DoctorTest, MinimalPluginWithCpuFallback) {
   }
   EXPECT_EQ(j["smoke"]["all_reduce"]["status"], "skipped");
   EXPECT_EQ(j["smoke"]["all_reduce"]["detail"], "plugin has no collectives");
+  // No memory_stats in the minimal plugin: the host's own count.
+  EXPECT_EQ(j["devices"][0]["memory"]["source"], "host");
+  EXPECT_EQ(j["conformance"]["status"], "passed") << j["conformance"].dump(2);
   Result text =
       Doctor(std::string("--platform minimal"),
              {{"TESSERA_PLUGIN_PATH",
