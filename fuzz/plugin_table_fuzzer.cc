@@ -103,6 +103,10 @@ tsr_status BufferInfo(tsr_buffer, tsr_buffer_info* info) {
     info->reserved_size = g_in->ConsumeIntegralInRange<uint64_t>(0, 1 << 16);
     info->host_pointer = Own(info->reserved_size);
   }
+  // Since 1.7, when the host's struct has room (it always does here).
+  if (info->struct_size >= sizeof(tsr_buffer_info)) {
+    info->device_address = g_in->ConsumeIntegral<uint64_t>();
+  }
   return Answer();
 }
 tsr_status StreamCreate(int32_t, tsr_stream* out) {
@@ -173,6 +177,12 @@ tsr_status Launch(tsr_kernel, tsr_stream, const tsr_tensor*, size_t,
 }
 tsr_status StreamBusyNs(tsr_stream, uint64_t* ns) {
   *ns = g_in->ConsumeIntegral<uint64_t>();
+  return Answer();
+}
+tsr_status MemoryStats(int32_t, tsr_memory_stats* stats) {
+  stats->bytes_in_use = g_in->ConsumeIntegral<uint64_t>();
+  stats->peak_bytes_in_use = g_in->ConsumeIntegral<uint64_t>();
+  stats->bytes_limit = g_in->ConsumeIntegral<uint64_t>();
   return Answer();
 }
 tsr_status CommInitAll(const int32_t*, int32_t, tsr_comm*) { return Answer(); }
@@ -299,6 +309,7 @@ const tsr_plugin_api* BuildTable() {
   api.comm = g_in->ConsumeBool() ? ExactCopy(comm, sizeof(uint32_t)) : nullptr;
   api.graph = g_in->ConsumeBool() ? ExactCopy(graph, sizeof(uint32_t)) : nullptr;
   api.stream_busy_ns = Maybe(&StreamBusyNs);
+  api.memory_stats = Maybe(&MemoryStats);
   // The header (struct_size, abi_major, abi_minor) is read before the size
   // is checked.
   return ExactCopy(api, offsetof(tsr_plugin_api, reserved0));
@@ -321,6 +332,7 @@ void UseDevice(Device& device, OpDispatcher& dispatcher, Plugin& plugin) {
   }
   (void)device.AllocateUncached(bytes, TSR_MEM_PINNED_HOST, 64);
   (void)device.Trim();
+  (void)plugin.MemoryFigures(device.ordinal());  // doctor, /metrics
   size_t resolved = 0;
   for (const tsr_op_signature& sig : plugin.ops()) {
     (void)dispatcher.Coverage(sig.op);

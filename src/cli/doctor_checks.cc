@@ -332,10 +332,7 @@ QuickConformance RunQuickConformance(
     const std::string& path, const std::vector<runtime::PluginOption>& options) {
   constexpr double kTimeoutS = 120;
   QuickConformance q;
-  std::string joined;
-  for (const auto& o : options) {
-    joined += (joined.empty() ? "" : ",") + o.key + "=" + o.value;
-  }
+  const std::string joined = runtime::FormatPluginOptions(options);
   std::vector<std::string> args = {"plugin-check", path, "--quick", "--json"};
   if (!joined.empty()) {
     args.push_back("--options");

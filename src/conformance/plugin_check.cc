@@ -4,29 +4,21 @@
 
 #include <regex>
 
-#include "base/env.h"
 #include "conformance/checks.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "runtime/plugin_library.h"
+#include "runtime/runtime_config.h"
 
 namespace tessera::conformance {
 
 StatusOr<InitOptions> ParseInitOptions(const std::string& text) {
+  // The host's own format (TESSERA_PLUGIN_OPTIONS), escapes included.
+  TSR_ASSIGN_OR_RETURN(std::vector<runtime::PluginOption> parsed,
+                       runtime::ParsePluginOptions(text, "--options"));
   InitOptions out;
-  for (const std::string& item : SplitList(text, ',')) {
-    size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return InvalidArgumentError(
-          fmt::format("--options item '{}' is not key=value (e.g. --options "
-                      "threads=4,devices=2)",
-                      item));
-    }
-    auto trim = [](std::string s) {
-      size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
-      return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-    };
-    out.emplace_back(trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
+  for (runtime::PluginOption& o : parsed) {
+    out.emplace_back(std::move(o.key), std::move(o.value));
   }
   return out;
 }

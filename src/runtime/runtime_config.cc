@@ -65,25 +65,74 @@ StatusOr<std::vector<int32_t>> ParseVisibleDevices(const std::string& text) {
 StatusOr<std::vector<PluginOption>> ParsePluginOptions(
     const std::string& text, const std::string& source) {
   std::vector<PluginOption> options;
-  for (const std::string& item : SplitList(text, ',')) {
-    size_t eq = item.find('=');
-    std::string key = eq == std::string::npos ? "" : Trim(item.substr(0, eq));
-    if (eq == std::string::npos || key.empty()) {
+  // One item at a time: its key, whether '=' came, its value, its raw text.
+  std::string key, value, raw;
+  bool has_eq = false;
+  auto finish = [&]() -> Status {
+    const std::string k = Trim(key), v = Trim(value);
+    key.clear();
+    value.clear();
+    const bool had_eq = has_eq;
+    has_eq = false;
+    const std::string item = Trim(raw);
+    raw.clear();
+    if (item.empty()) return OkStatus();  // "a=1,,b=2" and a trailing ','
+    if (!had_eq || k.empty()) {
       return InvalidArgumentError(
           fmt::format("{}='{}': '{}' is not key=value; write options as "
-                      "key=value,key=value (e.g. threads=4)",
+                      "key=value,key=value (e.g. threads=4; a backslash "
+                      "escapes a ',' or '=' inside a value)",
                       source, text, item));
     }
     for (const auto& o : options) {
-      if (o.key == key) {
+      if (o.key == k) {
         return InvalidArgumentError(
             fmt::format("{}='{}' sets '{}' twice; give each option once",
-                        source, text, key));
+                        source, text, k));
       }
     }
-    options.push_back({key, Trim(item.substr(eq + 1)), source});
+    options.push_back({k, v, source});
+    return OkStatus();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      c = text[++i];
+      raw += '\\';
+      raw += c;
+      (has_eq ? value : key) += c;
+      continue;
+    }
+    if (c == ',') {
+      TSR_RETURN_IF_ERROR(finish());
+      continue;
+    }
+    raw += c;
+    if (c == '=' && !has_eq) {
+      has_eq = true;
+    } else {
+      (has_eq ? value : key) += c;
+    }
   }
+  TSR_RETURN_IF_ERROR(finish());
   return options;
+}
+
+std::string FormatPluginOptions(const std::vector<PluginOption>& options) {
+  auto escape = [](const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == ',' || c == '=' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out;
+  };
+  std::string out;
+  for (const PluginOption& o : options) {
+    if (!out.empty()) out += ',';
+    out += escape(o.key) + "=" + escape(o.value);
+  }
+  return out;
 }
 
 StatusOr<bool> ParseBoolSetting(const std::string& text,

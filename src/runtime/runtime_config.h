@@ -111,9 +111,15 @@ struct RuntimeConfig {
 StatusOr<std::vector<int32_t>> ParseVisibleDevices(const std::string& text);
 
 // "threads=4,devices=2" -> options. Each item needs a non-empty key and '=';
-// a key given twice is an error. `source` names the variable in messages.
+// a key given twice is an error. A backslash makes the next character
+// literal, so a value may hold ',' '=' or '\' ("cpusets=0-3\,8-11" is one
+// option); spaces around keys and values are trimmed. `source` names the
+// variable in messages.
 StatusOr<std::vector<PluginOption>> ParsePluginOptions(
     const std::string& text, const std::string& source);
+// The inverse: key=value,... with ',' '=' and '\' in keys and values
+// escaped, so ParsePluginOptions gives `options` back.
+std::string FormatPluginOptions(const std::vector<PluginOption>& options);
 
 // Accepts 1/true/yes/on and 0/false/no/off/"" (case-insensitive).
 StatusOr<bool> ParseBoolSetting(const std::string& text,

@@ -131,6 +131,33 @@ TEST(RuntimeConfigTest, ReadsEveryVariable) {
   EXPECT_TRUE(c->log_ops);
 }
 
+// A backslash escapes ',' '=' and '\' inside options; FormatPluginOptions
+// writes what ParsePluginOptions reads back.
+TEST(RuntimeConfigTest, PluginOptionsEscapeCommasAndRoundTrip) {
+  auto parsed = ParsePluginOptions(
+      R"(cpusets=0-3\,8-11, threads = 4 ,path=a\=b\\c,,)", "TEST");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->size(), 3u);
+  EXPECT_EQ((*parsed)[0].key, "cpusets");
+  EXPECT_EQ((*parsed)[0].value, "0-3,8-11");
+  EXPECT_EQ((*parsed)[1].key, "threads");
+  EXPECT_EQ((*parsed)[1].value, "4");
+  EXPECT_EQ((*parsed)[2].value, R"(a=b\c)");
+  auto again = ParsePluginOptions(FormatPluginOptions(*parsed), "TEST");
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*again)[i].key, (*parsed)[i].key);
+    EXPECT_EQ((*again)[i].value, (*parsed)[i].value);
+  }
+  // An unescaped comma still splits: "0-3" then "8-11" is not key=value.
+  auto split = ParsePluginOptions("cpusets=0-3,8-11", "TEST");
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("'8-11' is not key=value"),
+            std::string::npos)
+      << split.status().message();
+}
+
 TEST(RuntimeConfigTest, SetButEmptyVisibleDevicesMeansNone) {
   ScopedCleanEnv env;
   env.Set("TESSERA_VISIBLE_DEVICES", "");
