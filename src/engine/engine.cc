@@ -481,6 +481,7 @@ bool Engine::AwaitWork(bool busy) {
   std::deque<std::unique_ptr<Sequence>> incoming;
   std::deque<std::function<void()>> tasks;
   bool stopping = false;
+  std::string failure;  // failure_, read with the rest
   {
     MutexLock lock(&mu_);
     if (inbox_.empty() && tasks_.empty() && !stop_) {
@@ -504,6 +505,7 @@ bool Engine::AwaitWork(bool busy) {
     incoming.swap(inbox_);
     tasks.swap(tasks_);
     stopping = stop_;
+    failure = failure_;
     if (stopping && !stop_at_) {
       stop_at_ = SteadyClock::now() +
                  std::chrono::duration_cast<SteadyClock::duration>(
@@ -513,11 +515,6 @@ bool Engine::AwaitWork(bool busy) {
   }
   for (auto& seq : incoming) scheduler_->Enqueue(std::move(seq));
   for (auto& task : tasks) task();
-  std::string failure;
-  {
-    MutexLock lock(&mu_);
-    failure = failure_;
-  }
   // Requests that slipped in while the device failed.
   if (!failure.empty() && scheduler_->has_work()) {
     scheduler_->AbortAll(AbortCause::kError, failure);

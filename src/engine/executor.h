@@ -44,7 +44,7 @@ class Executor {
   // After a failed step: OK when the device can run the next one (the
   // failure was the step's own, e.g. a launch refused synchronously); the
   // error when it cannot (a stream holds a sticky error), which stops the
-  // engine (Engine::failure()).
+  // engine (EngineStats::failure).
   virtual Status Health() { return OkStatus(); }
 
   // Launch and Collect in one (the serial step).

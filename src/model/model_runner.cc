@@ -32,13 +32,10 @@ tsr_tensor StridedView(const Buffer& buffer, DType dtype, uint64_t offset,
   return t;
 }
 
-// Grows `buffer` to at least `bytes` (contents are not kept).
-// Grows `buffer` to `bytes`. Before freeing an old buffer it waits once
-// for `stream` (queued work may still use it); `synced` remembers that.
-// Grows `buffer` to `bytes`. Before an existing buffer is released,
-// `before_release` runs (the caller synchronises the stream and drops the
-// graphs that recorded the old buffers, so no graph outlives a buffer it
-// uses).
+// Grows `buffer` to at least `bytes` (contents are not kept). Before an
+// existing buffer is released, `before_release` runs (the caller synchronises
+// the stream and drops the graphs that recorded the old buffers, so no graph
+// outlives a buffer it uses).
 Status Reserve(runtime::Device& device, const std::function<Status()>& before_release,
                BufferPtr& buffer, uint64_t bytes, const char* what) {
   if (buffer != nullptr && buffer->size() >= bytes) return OkStatus();

@@ -62,22 +62,45 @@ StatusOr<std::vector<int32_t>> ParseVisibleDevices(const std::string& text) {
   return indices;
 }
 
+namespace {
+
+// Splits `text` at each `sep` no backslash escapes, into at most
+// `max_pieces` pieces (the last takes the rest); pieces keep their escapes.
+std::vector<std::string> SplitUnescaped(const std::string& text, char sep,
+                                        size_t max_pieces) {
+  std::vector<std::string> pieces(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == sep && pieces.size() < max_pieces) {
+      pieces.emplace_back();
+      continue;
+    }
+    pieces.back() += text[i];
+    if (text[i] == '\\' && i + 1 < text.size()) pieces.back() += text[++i];
+  }
+  return pieces;
+}
+
+// Drops each escaping backslash: "a\,b" -> "a,b", "a\\b" -> "a\b".
+std::string Unescape(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) ++i;
+    out += text[i];
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<std::vector<PluginOption>> ParsePluginOptions(
     const std::string& text, const std::string& source) {
   std::vector<PluginOption> options;
-  // One item at a time: its key, whether '=' came, its value, its raw text.
-  std::string key, value, raw;
-  bool has_eq = false;
-  auto finish = [&]() -> Status {
-    const std::string k = Trim(key), v = Trim(value);
-    key.clear();
-    value.clear();
-    const bool had_eq = has_eq;
-    has_eq = false;
+  for (const std::string& raw : SplitUnescaped(text, ',', std::string::npos)) {
     const std::string item = Trim(raw);
-    raw.clear();
-    if (item.empty()) return OkStatus();  // "a=1,,b=2" and a trailing ','
-    if (!had_eq || k.empty()) {
+    if (item.empty()) continue;  // "a=1,,b=2" and a trailing ','
+    const std::vector<std::string> kv = SplitUnescaped(item, '=', 2);
+    const std::string key = Trim(Unescape(kv[0]));
+    if (kv.size() < 2 || key.empty()) {
       return InvalidArgumentError(
           fmt::format("{}='{}': '{}' is not key=value; write options as "
                       "key=value,key=value (e.g. threads=4; a backslash "
@@ -85,36 +108,14 @@ StatusOr<std::vector<PluginOption>> ParsePluginOptions(
                       source, text, item));
     }
     for (const auto& o : options) {
-      if (o.key == k) {
+      if (o.key == key) {
         return InvalidArgumentError(
             fmt::format("{}='{}' sets '{}' twice; give each option once",
-                        source, text, k));
+                        source, text, key));
       }
     }
-    options.push_back({k, v, source});
-    return OkStatus();
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '\\' && i + 1 < text.size()) {
-      c = text[++i];
-      raw += '\\';
-      raw += c;
-      (has_eq ? value : key) += c;
-      continue;
-    }
-    if (c == ',') {
-      TSR_RETURN_IF_ERROR(finish());
-      continue;
-    }
-    raw += c;
-    if (c == '=' && !has_eq) {
-      has_eq = true;
-    } else {
-      (has_eq ? value : key) += c;
-    }
+    options.push_back({key, Trim(Unescape(kv[1])), source});
   }
-  TSR_RETURN_IF_ERROR(finish());
   return options;
 }
 
