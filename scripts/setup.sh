@@ -9,7 +9,7 @@ cd "$root"
 
 # Debian packages: compiler and build tools, then the libraries we build on.
 packages=(
-  g++ cmake ninja-build pkg-config
+  g++ cmake ninja-build pkg-config ccache
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   libcpp-httplib-dev libssl-dev libboost-dev libpcre2-dev libutf8proc-dev

@@ -51,8 +51,6 @@ std::string IdPrefix(const tsr_comm_unique_id& id) {
   return out + "/";
 }
 
-Status DeviceError(std::string message) { return Status(TSR_ERR_DEVICE, std::move(message)); }
-
 // Gloo writes to its peers' sockets without MSG_NOSIGNAL, so a peer that
 // died would kill this process with SIGPIPE instead of failing the
 // collective. A process that left SIGPIPE at its default gets it ignored

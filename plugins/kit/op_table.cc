@@ -7,10 +7,10 @@
 namespace tessera::plugin_kit {
 namespace {
 
-constexpr tsr_dtype F32 = TSR_DTYPE_F32;
-constexpr tsr_dtype BF16 = TSR_DTYPE_BF16;
-constexpr tsr_dtype F16 = TSR_DTYPE_F16;
-constexpr tsr_dtype I32 = TSR_DTYPE_I32;
+constexpr tsr_dtype kF32 = TSR_DTYPE_F32;
+constexpr tsr_dtype kBF16 = TSR_DTYPE_BF16;
+constexpr tsr_dtype kF16 = TSR_DTYPE_F16;
+constexpr tsr_dtype kI32 = TSR_DTYPE_I32;
 
 const OpDef kOpDefs[] = {
     {TSR_OP_EMBEDDING, "embedding", {"ids", "table"}, {"y"}, 0, CheckEmbedding},
@@ -65,31 +65,31 @@ struct Tables : OpTableBuilder {
 const Tables& GetTables() {
   static const Tables tables = [] {
     Tables t;
-    for (tsr_dtype x : {F32, BF16, F16}) t.Add(TSR_OP_EMBEDDING, 2, {I32, x, x});
-    for (tsr_dtype x : {F32, BF16}) {
+    for (tsr_dtype x : {kF32, kBF16, kF16}) t.Add(TSR_OP_EMBEDDING, 2, {kI32, x, x});
+    for (tsr_dtype x : {kF32, kBF16}) {
       t.Add(TSR_OP_RMS_NORM, 2, {x, x, x});
       t.Add(TSR_OP_ADD_RMS_NORM, 3, {x, x, x, x, x});
     }
-    for (tsr_dtype a : {F32, BF16}) {
-      for (tsr_dtype w : {a, F16}) {
+    for (tsr_dtype a : {kF32, kBF16}) {
+      for (tsr_dtype w : {a, kF16}) {
         t.Add(TSR_OP_LINEAR, 2, {a, w, a});
         t.Add(TSR_OP_LINEAR, 3, {a, w, a, a});
       }
     }
-    for (tsr_dtype x : {F32, BF16}) {
-      t.Add(TSR_OP_ROPE, 4, {I32, F32, x, x, x, x});
-      t.Add(TSR_OP_KV_STORE, 3, {x, x, I32, x, x});
-      t.Add(TSR_OP_PAGED_ATTENTION, 6, {x, x, x, I32, I32, I32, x});
+    for (tsr_dtype x : {kF32, kBF16}) {
+      t.Add(TSR_OP_ROPE, 4, {kI32, kF32, x, x, x, x});
+      t.Add(TSR_OP_KV_STORE, 3, {x, x, kI32, x, x});
+      t.Add(TSR_OP_PAGED_ATTENTION, 6, {x, x, x, kI32, kI32, kI32, x});
       t.Add(TSR_OP_SILU_AND_MUL, 1, {x, x});
       t.Add(TSR_OP_ADD, 2, {x, x, x});
     }
-    for (tsr_dtype x : {F32, BF16, F16}) {
-      for (tsr_dtype y : {F32, BF16, F16}) t.Add(TSR_OP_CAST, 1, {x, y});
+    for (tsr_dtype x : {kF32, kBF16, kF16}) {
+      for (tsr_dtype y : {kF32, kBF16, kF16}) t.Add(TSR_OP_CAST, 1, {x, y});
     }
-    for (tsr_dtype x : {F32, BF16}) t.Add(TSR_OP_ARGMAX, 1, {x, I32});
-    t.Add(TSR_OP_SAMPLE, 6, {F32, F32, I32, F32, F32, F32, I32});
-    t.Add(TSR_OP_LOGPROBS, 2, {F32, I32, F32});
-    t.Add(TSR_OP_LOGPROBS, 2, {F32, I32, F32, I32, F32});
+    for (tsr_dtype x : {kF32, kBF16}) t.Add(TSR_OP_ARGMAX, 1, {x, kI32});
+    t.Add(TSR_OP_SAMPLE, 6, {kF32, kF32, kI32, kF32, kF32, kF32, kI32});
+    t.Add(TSR_OP_LOGPROBS, 2, {kF32, kI32, kF32});
+    t.Add(TSR_OP_LOGPROBS, 2, {kF32, kI32, kF32, kI32, kF32});
     ExtendOpTable(t);
     return t;
   }();

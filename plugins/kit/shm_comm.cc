@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kIdMagic[8] = {'T', 'S', 'R', 'S', 'H', 'M', '1', '\0'};
 constexpr uint64_t kSegmentMagic = 0x314D48535253544EULL;  // segment ready
-constexpr size_t kAlign = 64;
+constexpr size_t kShmAlign = 64;
 // Busy-wait this long before yielding, and yield this long before sleeping.
 constexpr auto kSpinFor = std::chrono::microseconds(50);
 constexpr auto kYieldFor = std::chrono::milliseconds(2);
@@ -43,7 +43,7 @@ struct ShmId {
 };
 static_assert(sizeof(ShmId) <= 80);  // rank_comm.h: bytes 80.. are the network's
 
-size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+size_t AlignUp(size_t n) { return (n + kShmAlign - 1) / kShmAlign * kShmAlign; }
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,17 +70,15 @@ bool ProcessGone(int32_t pid) {
   return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-Status DeviceError(std::string message) { return Status(TSR_ERR_DEVICE, std::move(message)); }
-
 // Per-rank staging: 32 MiB over all ranks' two slots, each 64 KiB..4 MiB.
 size_t SlotBytesFor(int n) {
   const size_t share = (size_t{32} << 20) / (2 * static_cast<size_t>(n));
-  return std::clamp(share, size_t{64} << 10, size_t{4} << 20) & ~(kAlign - 1);
+  return std::clamp(share, size_t{64} << 10, size_t{4} << 20) & ~(kShmAlign - 1);
 }
 size_t ChannelBytesFor(int n) {
   if (n < 2) return 0;
   const size_t share = (size_t{16} << 20) / (static_cast<size_t>(n) * (n - 1));
-  return std::clamp(share, size_t{64} << 10, size_t{1} << 20) & ~(kAlign - 1);
+  return std::clamp(share, size_t{64} << 10, size_t{1} << 20) & ~(kShmAlign - 1);
 }
 
 // What a barrier wait names in a timeout message ("at all_reduce"); string

@@ -88,6 +88,10 @@ Status NotFound(const Args&... args) {
   return Status(TSR_ERR_NOT_FOUND, StrCat(args...));
 }
 template <typename... Args>
+Status DeviceError(const Args&... args) {
+  return Status(TSR_ERR_DEVICE, StrCat(args...));
+}
+template <typename... Args>
 Status Internal(const Args&... args) {
   return Status(TSR_ERR_INTERNAL, StrCat(args...));
 }

@@ -3,7 +3,6 @@
 #include "program_cache.h"
 
 namespace tessera::opencl {
-namespace {
 
 std::string DeviceString(cl_device_id device, cl_device_info what) {
   size_t size = 0;
@@ -13,6 +12,8 @@ std::string DeviceString(cl_device_id device, cl_device_info what) {
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
+
+namespace {
 
 std::string PlatformString(cl_platform_id platform, cl_platform_info what) {
   size_t size = 0;

@@ -34,6 +34,10 @@ struct PhysicalDevice {
 // ICD loader or no platform is an empty list, not an error.
 std::vector<PhysicalDevice> FindPhysicalDevices();
 
+// A string property of a device (CL_DEVICE_NAME, ...) without its trailing
+// NULs; "" when the query fails.
+std::string DeviceString(cl_device_id device, cl_device_info what);
+
 struct KernelSlot {
   cl_kernel kernel = nullptr;
   size_t max_work_group = 1;

@@ -10,17 +10,10 @@
 #include <sstream>
 #include <vector>
 
+#include "device.h"
+
 namespace tessera::opencl {
 namespace {
-
-std::string DeviceString(cl_device_id device, cl_device_info what) {
-  size_t size = 0;
-  if (clGetDeviceInfo(device, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
-  std::string s(size, '\0');
-  if (clGetDeviceInfo(device, what, size, s.data(), nullptr) != CL_SUCCESS) return "";
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
-}
 
 std::string PlatformVersion(cl_device_id device) {
   cl_platform_id platform = nullptr;

@@ -9,10 +9,10 @@
 namespace tessera::bench {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-Json DistributionJson(const Distribution& d) {
-  Json out = Json::object();
+OrderedJson DistributionJson(const Distribution& d) {
+  OrderedJson out = OrderedJson::object();
   out["mean"] = d.mean;
   out["median"] = d.median;
   out["std"] = d.std;
@@ -30,7 +30,7 @@ double Rate(double amount, double seconds) {
 void Line(std::string& text, std::string_view label, const std::string& value) {
   text += fmt::format("{:<41}{}\n", label, value);
 }
-std::string Fixed(const Json& v) {
+std::string Fixed(const OrderedJson& v) {
   return fmt::format("{:.2f}", v.get<double>());
 }
 
@@ -41,7 +41,7 @@ void Rule(std::string& text, std::string_view title, char fill) {
           std::string(width - left - title.size(), fill) + "\n";
 }
 
-void DistributionLines(std::string& text, const Json& d, std::string_view what,
+void DistributionLines(std::string& text, const OrderedJson& d, std::string_view what,
                        bool tail) {
   Line(text, fmt::format("Mean {} (ms):", what), Fixed(d["mean"]));
   Line(text, fmt::format("Median {} (ms):", what), Fixed(d["median"]));
@@ -51,7 +51,7 @@ void DistributionLines(std::string& text, const Json& d, std::string_view what,
   if (tail) Line(text, fmt::format("Max {} (ms):", what), Fixed(d["max"]));
 }
 
-std::string DatasetText(const Json& dataset) {
+std::string DatasetText(const OrderedJson& dataset) {
   std::string text = dataset.value("name", std::string("?"));
   std::string params;
   for (const auto& [key, value] : dataset.items()) {
@@ -132,7 +132,7 @@ BenchSummary SummarizeLoad(const LoadResult& load) {
 }
 
 nlohmann::ordered_json SummaryJson(const BenchSummary& s) {
-  Json out = Json::object();
+  OrderedJson out = OrderedJson::object();
   out["completed"] = s.completed;
   out["failed"] = s.failed;
   out["errors"] = s.errors;
@@ -161,11 +161,11 @@ std::string ResultTable(const nlohmann::ordered_json& r) {
   Rule(text, " Serving Benchmark Result ", '=');
   Line(text, "Server:", r.value("base_url", ""));
   Line(text, "Model:", r.value("model", ""));
-  Line(text, "Dataset:", DatasetText(r.value("dataset", Json::object())));
-  const Json rate = r.value("request_rate", Json());
+  Line(text, "Dataset:", DatasetText(r.value("dataset", OrderedJson::object())));
+  const OrderedJson rate = r.value("request_rate", OrderedJson());
   Line(text, "Traffic request rate:",
        rate.is_number() ? fmt::format("{:g}", rate.get<double>()) : "inf");
-  const Json limit = r.value("max_concurrency", Json());
+  const OrderedJson limit = r.value("max_concurrency", OrderedJson());
   Line(text, "Max request concurrency:",
        limit.is_number() ? std::to_string(limit.get<int64_t>()) : "not set");
   Line(text, "Successful requests:", std::to_string(r["completed"].get<int64_t>()));
@@ -196,12 +196,12 @@ std::string ResultTable(const nlohmann::ordered_json& r) {
   DistributionLines(text, r["itl_ms"], "ITL", true);
   if (r.contains("ttft_ms_by_round")) {
     Rule(text, "Multi-turn", '-');
-    const Json& rounds = r["ttft_ms_by_round"];
+    const OrderedJson& rounds = r["ttft_ms_by_round"];
     for (size_t i = 0; i < rounds.size(); ++i) {
       Line(text, fmt::format("Mean TTFT round {} (ms):", i),
            rounds[i].is_number() ? Fixed(rounds[i]) : std::string("n/a"));
     }
-    const Json rate = r.value("cache_tier_hit_rate", Json());
+    const OrderedJson rate = r.value("cache_tier_hit_rate", OrderedJson());
     if (rate.is_object()) {
       for (const auto& [tier, value] : rate.items()) {
         Line(text, fmt::format("Hit rate, {} tier (%):", tier),
@@ -216,11 +216,11 @@ std::string ResultTable(const nlohmann::ordered_json& r) {
         "max_tokens (does the server honour ignore_eos?)\n",
         r["output_len_mismatches"].get<int64_t>());
   }
-  const Json& errors = r["errors"];
+  const OrderedJson& errors = r["errors"];
   if (!errors.empty()) {
     text += fmt::format("first {} of {} failures:\n", errors.size(),
                         r["failed"].get<int64_t>());
-    for (const Json& e : errors) text += "  " + e.get<std::string>() + "\n";
+    for (const OrderedJson& e : errors) text += "  " + e.get<std::string>() + "\n";
   }
   return text;
 }

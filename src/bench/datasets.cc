@@ -10,14 +10,6 @@
 namespace tessera::bench {
 namespace {
 
-// Draws come from one stream, request by request: lengths first, then ids.
-std::vector<int32_t> RandomIds(SeededRandom& rng, int64_t count,
-                               int64_t vocab_size) {
-  std::vector<int32_t> ids(static_cast<size_t>(count));
-  for (int32_t& id : ids) id = int32_t(rng.UniformInt(0, vocab_size - 1));
-  return ids;
-}
-
 Status CheckAtLeastOne(int64_t value, const char* flag) {
   if (value >= 1) return OkStatus();
   return InvalidArgumentError(
@@ -57,7 +49,7 @@ StatusOr<std::vector<BenchRequest>> MakeRandomDataset(
   for (BenchRequest& r : requests) {
     const int64_t in = rng.UniformInt(min_in, o.input_len);
     r.output_len = rng.UniformInt(min_out, o.output_len);
-    r.prompt_ids = RandomIds(rng, in, o.vocab_size);
+    r.prompt_ids = rng.TokenIds(in, o.vocab_size);
   }
   return requests;
 }
@@ -77,14 +69,14 @@ StatusOr<std::vector<BenchRequest>> MakeSharedPrefixDataset(
   requests.reserve(size_t(o.num_groups * o.prompts_per_group));
   for (int64_t g = 0; g < o.num_groups; ++g) {
     const std::vector<int32_t> prefix =
-        RandomIds(rng, o.system_prompt_len, o.vocab_size);
+        rng.TokenIds(o.system_prompt_len, o.vocab_size);
     for (int64_t p = 0; p < o.prompts_per_group; ++p) {
       BenchRequest r;
       r.group = int32_t(g);
       r.output_len = o.output_len;
       r.prompt_ids = prefix;
       const std::vector<int32_t> question =
-          RandomIds(rng, o.question_len, o.vocab_size);
+          rng.TokenIds(o.question_len, o.vocab_size);
       r.prompt_ids.insert(r.prompt_ids.end(), question.begin(),
                           question.end());
       requests.push_back(std::move(r));
@@ -99,7 +91,7 @@ BenchRequest MakeWarmupRequest(const BenchRequest& like, int64_t vocab_size,
   SeededRandom rng(seed);
   BenchRequest r;
   r.output_len = like.output_len;
-  r.prompt_ids = RandomIds(rng, int64_t(like.prompt_ids.size()), vocab_size);
+  r.prompt_ids = rng.TokenIds(int64_t(like.prompt_ids.size()), vocab_size);
   return r;
 }
 

@@ -15,13 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<int32_t> RandomIds(SeededRandom& rng, int64_t count,
-                               int64_t vocab_size) {
-  std::vector<int32_t> ids(static_cast<size_t>(count));
-  for (int32_t& id : ids) id = int32_t(rng.UniformInt(0, vocab_size - 1));
-  return ids;
-}
-
 }  // namespace
 
 StatusOr<std::vector<std::vector<BenchRequest>>> MakeMultiTurnDataset(
@@ -44,14 +37,14 @@ StatusOr<std::vector<std::vector<BenchRequest>>> MakeMultiTurnDataset(
   for (int64_t c = 0; c < o.num_conversations; ++c) {
     std::vector<int32_t> history;
     for (int64_t r = 0; r < o.rounds; ++r) {
-      const std::vector<int32_t> q = RandomIds(rng, o.question_len, o.vocab_size);
+      const std::vector<int32_t> q = rng.TokenIds(o.question_len, o.vocab_size);
       history.insert(history.end(), q.begin(), q.end());
       BenchRequest req;
       req.prompt_ids = history;
       req.output_len = o.output_len;
       req.group = int32_t(c);
       out[size_t(c)].push_back(std::move(req));
-      const std::vector<int32_t> a = RandomIds(rng, o.output_len, o.vocab_size);
+      const std::vector<int32_t> a = rng.TokenIds(o.output_len, o.vocab_size);
       history.insert(history.end(), a.begin(), a.end());
     }
   }

@@ -40,6 +40,13 @@ class SeededRandom {
   // Exponential with the given rate (> 0): mean 1 / rate.
   double Exponential(double rate) { return -std::log1p(-UniformReal()) / rate; }
 
+  // `count` token ids, each uniform in [0, vocab_size), drawn in order.
+  std::vector<int32_t> TokenIds(int64_t count, int64_t vocab_size) {
+    std::vector<int32_t> ids(static_cast<size_t>(count));
+    for (int32_t& id : ids) id = int32_t(UniformInt(0, vocab_size - 1));
+    return ids;
+  }
+
   // Fisher-Yates.
   template <typename T>
   void Shuffle(std::vector<T>& items) {

@@ -15,14 +15,14 @@
 namespace tessera::bench {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // Streams derived from --seed (arbitrary odd constants).
 constexpr uint64_t kArrivalSeedMix = 0x9e3779b97f4a7c15ull;
 constexpr uint64_t kWarmupSeedMix = 0xbf58476d1ce4e5b9ull;
 
-Json DatasetJson(const ServingBenchConfig& c) {
-  Json d = Json::object();
+OrderedJson DatasetJson(const ServingBenchConfig& c) {
+  OrderedJson d = OrderedJson::object();
   d["name"] = c.dataset_name;
   if (c.dataset_name == kDatasetRandom) {
     d["num_prompts"] = c.random.num_prompts;
@@ -193,30 +193,30 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
 
   ServingBenchReport report;
   report.summary = SummarizeLoad(load);
-  Json& out = report.result;
-  out = Json::object();
+  OrderedJson& out = report.result;
+  out = OrderedJson::object();
   out["benchmark"] = "serving";
   out["base_url"] = endpoint.Url();
   out["model"] = model.id;
   out["dataset"] = DatasetJson(config);
   out["request_rate"] = std::isinf(config.request_rate)
-                            ? Json(nullptr)
-                            : Json(config.request_rate);
+                            ? OrderedJson(nullptr)
+                            : OrderedJson(config.request_rate);
   out["max_concurrency"] = config.max_concurrency > 0
-                               ? Json(config.max_concurrency)
-                               : Json(nullptr);
+                               ? OrderedJson(config.max_concurrency)
+                               : OrderedJson(nullptr);
   out["seed"] = config.seed;
   out["warmup_requests"] = config.warmup_requests;
   if (!config.extra_request_body.empty()) {
     out["extra_request_body"] = config.extra_request_body;
   }
   out["vocab_size"] = vocab_size;
-  const Json summary = SummaryJson(report.summary);
+  const OrderedJson summary = SummaryJson(report.summary);
   for (const auto& item : summary.items()) out[item.key()] = item.value();
   if (multi_turn) {
     // Mean TTFT per round (results are conversation-major).
     const int64_t rounds = config.multi_turn_rounds;
-    Json by_round = Json::array();
+    OrderedJson by_round = OrderedJson::array();
     for (int64_t r = 0; r < rounds; ++r) {
       double sum = 0;
       int64_t n = 0;
@@ -225,7 +225,7 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
         sum += load.results[i].ttft_s * 1000.0;
         ++n;
       }
-      by_round.push_back(n > 0 ? Json(sum / double(n)) : Json(nullptr));
+      by_round.push_back(n > 0 ? OrderedJson(sum / double(n)) : OrderedJson(nullptr));
     }
     out["ttft_ms_by_round"] = by_round;
     const std::map<std::string, double> hits_after = TierHitTokens(endpoint);
@@ -233,7 +233,7 @@ StatusOr<ServingBenchReport> RunServingBench(const ServingBenchConfig& config) {
       out["cache_tier_hit_tokens"] = nullptr;
       out["cache_tier_hit_rate"] = nullptr;
     } else {
-      Json tokens = Json::object(), rate = Json::object();
+      OrderedJson tokens = OrderedJson::object(), rate = OrderedJson::object();
       const double prompt = double(std::max<int64_t>(
           1, report.summary.reported_prompt_tokens));
       for (const char* tier : {"device", "host", "storage"}) {

@@ -22,7 +22,7 @@ namespace tessera::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kRssFloorMiB = 2.0;
@@ -106,7 +106,7 @@ class SoakRun {
     return client;
   }
   std::string Path(const char* path) const { return endpoint_.path_prefix + path; }
-  Json Body(SeededRandom& rng, bool chat, bool stream) const;
+  OrderedJson Body(SeededRandom& rng, bool chat, bool stream) const;
 
   const SoakConfig& config_;
   const Endpoint endpoint_;
@@ -115,17 +115,17 @@ class SoakRun {
   Counts counts_;
 };
 
-Json SoakRun::Body(SeededRandom& rng, bool chat, bool stream) const {
+OrderedJson SoakRun::Body(SeededRandom& rng, bool chat, bool stream) const {
   const std::string text = fmt::format(
       "Tell me a story about the number {} and a {}.", rng.UniformInt(0, 9999),
       rng.UniformInt(0, 1) ? "cat" : "lighthouse");
-  Json body = {{"model", model_},
+  OrderedJson body = {{"model", model_},
                {"max_tokens", rng.UniformInt(1, 48)},
                {"temperature", 0.8},
                {"seed", rng.UniformInt(0, 1 << 30)},
                {"stream", stream}};
   if (chat) {
-    body["messages"] = Json::array({{{"role", "user"}, {"content", text}}});
+    body["messages"] = OrderedJson::array({{{"role", "user"}, {"content", text}}});
   } else {
     body["prompt"] = text;
   }
@@ -185,7 +185,7 @@ Outcome SoakRun::Disconnect(SeededRandom& rng, std::string* /*why*/) {
   httplib::Request req;
   req.method = "POST";
   req.path = Path("/v1/chat/completions");
-  Json body = Body(rng, true, stream);
+  OrderedJson body = Body(rng, true, stream);
   body["max_tokens"] = 256;
   req.body = body.dump();
   req.set_header("Content-Type", "application/json");
@@ -202,7 +202,7 @@ Outcome SoakRun::Disconnect(SeededRandom& rng, std::string* /*why*/) {
 Outcome SoakRun::Abort(SeededRandom& rng, int64_t worker, int64_t n,
                        std::string* why) {
   const std::string rid = fmt::format("soak-{}-{}", worker, n);
-  const Json body = {{"text", fmt::format("Count to {}.", rng.UniformInt(5, 50))},
+  const OrderedJson body = {{"text", fmt::format("Count to {}.", rng.UniformInt(5, 50))},
                      {"rid", rid},
                      {"stream", true},
                      {"sampling_params",
@@ -227,7 +227,7 @@ Outcome SoakRun::Abort(SeededRandom& rng, int64_t worker, int64_t n,
       sent_abort = true;
       auto aborter = NewClient(30);
       (void)aborter->Post(Path("/abort_request"),
-                          Json{{"rid", rid}}.dump(), "application/json");
+                          OrderedJson{{"rid", rid}}.dump(), "application/json");
     }
     return true;
   };
@@ -400,7 +400,7 @@ SoakReport SoakRun::Run() {
   }
   report.passed = failures.empty();
 
-  Json& r = report.result;
+  OrderedJson& r = report.result;
   r["benchmark"] = "soak";
   r["base_url"] = endpoint_.Url();
   r["model"] = model_;
@@ -416,24 +416,24 @@ SoakReport SoakRun::Run() {
                    {"aborts", counts_.aborts.load()}};
   const Sample* front = samples.empty() ? nullptr : &samples.front();
   const Sample* back = samples.empty() ? nullptr : &samples.back();
-  auto figure = [&](double Sample::*field, double scale) -> Json {
-    return front ? Json((*front).*field / scale) : Json(nullptr);
+  auto figure = [&](double Sample::*field, double scale) -> OrderedJson {
+    return front ? OrderedJson((*front).*field / scale) : OrderedJson(nullptr);
   };
-  auto last = [&](double Sample::*field, double scale) -> Json {
-    return back ? Json((*back).*field / scale) : Json(nullptr);
+  auto last = [&](double Sample::*field, double scale) -> OrderedJson {
+    return back ? OrderedJson((*back).*field / scale) : OrderedJson(nullptr);
   };
   r["resident_memory"] = {{"start_mib", figure(&Sample::rss_bytes, kMiB)},
                           {"end_mib", last(&Sample::rss_bytes, kMiB)},
                           {"slope_mib_per_10min", rss_per_10min}};
   r["open_fds"] = {{"start", figure(&Sample::open_fds, 1)},
                    {"end", last(&Sample::open_fds, 1)},
-                   {"idle", have_after ? Json(after.open_fds) : Json(nullptr)},
+                   {"idle", have_after ? OrderedJson(after.open_fds) : OrderedJson(nullptr)},
                    {"second_half_growth", fd_growth}};
   r["threads"] = {{"start", figure(&Sample::threads, 1)},
                   {"end", last(&Sample::threads, 1)},
-                  {"idle", have_after ? Json(after.threads) : Json(nullptr)},
+                  {"idle", have_after ? OrderedJson(after.threads) : OrderedJson(nullptr)},
                   {"second_half_growth", thread_growth}};
-  Json series = Json::array();
+  OrderedJson series = OrderedJson::array();
   for (const Sample& s : samples) {
     series.push_back({{"t", std::round(s.t * 10) / 10},
                       {"rss_mib", std::round(s.rss_bytes / kMiB * 100) / 100},

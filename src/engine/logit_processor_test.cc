@@ -12,7 +12,7 @@ namespace {
 
 constexpr int64_t kVocab = 6;
 
-LogitProcessor Make(LogitParams params, std::vector<int32_t> prompt = {}) {
+LogitProcessor MakeLogitProcessor(LogitParams params, std::vector<int32_t> prompt = {}) {
   auto p = LogitProcessor::Create(std::move(params), kVocab, prompt);
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   return std::move(p).value();
@@ -27,7 +27,7 @@ std::vector<float> Applied(const LogitProcessor& p) {
 }
 
 TEST(LogitProcessorTest, DefaultsChangeNothing) {
-  LogitProcessor p = Make({}, {0, 1, 2});
+  LogitProcessor p = MakeLogitProcessor({}, {0, 1, 2});
   p.AddOutputToken(3);
   EXPECT_FALSE(p.active());
   EXPECT_EQ(Applied(p), Base());
@@ -36,7 +36,7 @@ TEST(LogitProcessorTest, DefaultsChangeNothing) {
 TEST(LogitProcessorTest, RepetitionPenaltyOverPromptAndOutput) {
   LogitParams params;
   params.repetition_penalty = 2.0f;
-  LogitProcessor p = Make(params, /*prompt=*/{0, 1, 0});
+  LogitProcessor p = MakeLogitProcessor(params, /*prompt=*/{0, 1, 0});
   EXPECT_TRUE(p.active());
   // Seen {0, 1}: 2 / 2 = 1; -1 * 2 = -2.
   EXPECT_EQ(Applied(p),
@@ -52,7 +52,7 @@ TEST(LogitProcessorTest, PresenceAndFrequencyOverOutputOnly) {
   LogitParams params;
   params.presence_penalty = 0.5f;
   params.frequency_penalty = 0.25f;
-  LogitProcessor p = Make(params, /*prompt=*/{0, 5});  // prompt not counted
+  LogitProcessor p = MakeLogitProcessor(params, /*prompt=*/{0, 5});  // prompt not counted
   EXPECT_EQ(Applied(p), Base());
   p.AddOutputToken(2);
   p.AddOutputToken(2);
@@ -70,7 +70,7 @@ TEST(LogitProcessorTest, NegativePenaltiesEncourageRepeats) {
   LogitParams params;
   params.presence_penalty = -1.0f;
   params.frequency_penalty = -0.5f;
-  LogitProcessor p = Make(params);
+  LogitProcessor p = MakeLogitProcessor(params);
   p.AddOutputToken(4);
   p.AddOutputToken(4);
   // 0 - (-0.5*2 + -1) = 2.
@@ -80,7 +80,7 @@ TEST(LogitProcessorTest, NegativePenaltiesEncourageRepeats) {
 TEST(LogitProcessorTest, CountsAreIncrementalAcrossSteps) {
   LogitParams params;
   params.frequency_penalty = 1.0f;
-  LogitProcessor p = Make(params);
+  LogitProcessor p = MakeLogitProcessor(params);
   const std::vector<int32_t> generated = {5, 5, 0, 5, 3};
   std::vector<int> expected_count(kVocab, 0);
   for (int32_t id : generated) {
@@ -100,7 +100,7 @@ TEST(LogitProcessorTest, CountsAreIncrementalAcrossSteps) {
 TEST(LogitProcessorTest, LogitBiasAddsAndDuplicatesSum) {
   LogitParams params;
   params.logit_bias = {{1, 5.0f}, {4, -100.0f}, {1, 0.5f}};
-  LogitProcessor p = Make(params);
+  LogitProcessor p = MakeLogitProcessor(params);
   EXPECT_TRUE(p.active());
   EXPECT_EQ(Applied(p),
             (std::vector<float>{2.0f, 4.5f, 0.5f, -3.0f, -100.0f, 1.0f}));
@@ -113,7 +113,7 @@ TEST(LogitProcessorTest, CombinationOrderBiasThenRepetitionThenPresence) {
   params.repetition_penalty = 2.0f;
   params.presence_penalty = 1.0f;
   params.frequency_penalty = 0.5f;
-  LogitProcessor p = Make(params, /*prompt=*/{3});
+  LogitProcessor p = MakeLogitProcessor(params, /*prompt=*/{3});
   p.AddOutputToken(0);
   p.AddOutputToken(0);
   std::vector<float> x = Applied(p);
@@ -130,7 +130,7 @@ TEST(LogitProcessorTest, MinTokensMasksStopIdsUntilReached) {
   params.min_tokens = 2;
   params.min_tokens_stop_ids = {5, 2};
   params.logit_bias = {{5, 100.0f}};  // cannot undo the mask
-  LogitProcessor p = Make(params);
+  LogitProcessor p = MakeLogitProcessor(params);
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = Applied(p);
   EXPECT_EQ(x[5], -inf);
@@ -148,7 +148,7 @@ TEST(LogitProcessorTest, MinTokensAloneIsInactiveOnceReached) {
   LogitParams params;
   params.min_tokens = 1;
   params.min_tokens_stop_ids = {5};
-  LogitProcessor p = Make(params);
+  LogitProcessor p = MakeLogitProcessor(params);
   EXPECT_TRUE(p.active());
   p.AddOutputToken(0);
   EXPECT_FALSE(p.active());
@@ -199,8 +199,8 @@ TEST(LogitProcessorTest, BatchAppliesPerRowAndChecksShape) {
   a.logit_bias = {{0, 1.0f}};
   LogitParams b;
   b.logit_bias = {{5, -1.0f}};
-  LogitProcessor pa = Make(a);
-  LogitProcessor pb = Make(b);
+  LogitProcessor pa = MakeLogitProcessor(a);
+  LogitProcessor pb = MakeLogitProcessor(b);
   std::vector<float> logits;  // F32 [3, V]
   for (int r = 0; r < 3; ++r) {
     for (float v : Base()) logits.push_back(v);

@@ -9,7 +9,7 @@
 namespace tessera::engine {
 namespace {
 
-StopMatcher Make(std::vector<std::string> stops) {
+StopMatcher MakeStopMatcher(std::vector<std::string> stops) {
   auto m = StopMatcher::Create(std::move(stops));
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return std::move(m).value();
@@ -40,7 +40,7 @@ FeedResult Feed(StopMatcher& m, const std::vector<std::string>& pieces,
 }
 
 TEST(StopMatcherTest, NoStopsPassesPiecesThrough) {
-  StopMatcher m = Make({});
+  StopMatcher m = MakeStopMatcher({});
   FeedResult r = Feed(m, {"Hello", "", " world"});
   EXPECT_EQ(r.emitted, "Hello world");
   EXPECT_EQ(r.per_piece, (std::vector<std::string>{"Hello", "", " world"}));
@@ -48,7 +48,7 @@ TEST(StopMatcherTest, NoStopsPassesPiecesThrough) {
 }
 
 TEST(StopMatcherTest, StopInsideOnePieceDropsStopAndRest) {
-  StopMatcher m = Make({"END"});
+  StopMatcher m = MakeStopMatcher({"END"});
   FeedResult r = Feed(m, {"abc END def"});
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(r.stop_index, 0);
@@ -59,7 +59,7 @@ TEST(StopMatcherTest, StopInsideOnePieceDropsStopAndRest) {
 }
 
 TEST(StopMatcherTest, StopSpanningSeveralPiecesIsHeldThenDropped) {
-  StopMatcher m = Make({"###"});
+  StopMatcher m = MakeStopMatcher({"###"});
   StopMatch a = m.Add("x#");
   EXPECT_EQ(a.text, "x");  // "#" could start "###": held
   EXPECT_EQ(m.held_bytes(), 1u);
@@ -72,7 +72,7 @@ TEST(StopMatcherTest, StopSpanningSeveralPiecesIsHeldThenDropped) {
 }
 
 TEST(StopMatcherTest, HeldTextReleasedWhenItStopsMatching) {
-  StopMatcher m = Make({"stop"});
+  StopMatcher m = MakeStopMatcher({"stop"});
   EXPECT_EQ(m.Add("a st").text, "a ");
   EXPECT_EQ(m.Add("o").text, "");
   StopMatch s = m.Add("ry");  // "story" is not "stop"
@@ -83,7 +83,7 @@ TEST(StopMatcherTest, HeldTextReleasedWhenItStopsMatching) {
 
 TEST(StopMatcherTest, ReleaseKeepsANewCandidateTail) {
   // "aab" with stop "ab": after "a","a" one "a" is released, one held.
-  StopMatcher m = Make({"ab"});
+  StopMatcher m = MakeStopMatcher({"ab"});
   EXPECT_EQ(m.Add("a").text, "");
   EXPECT_EQ(m.Add("a").text, "a");
   StopMatch s = m.Add("b");
@@ -94,7 +94,7 @@ TEST(StopMatcherTest, ReleaseKeepsANewCandidateTail) {
 TEST(StopMatcherTest, FailedLongCandidateStillFindsShorterInsideIt) {
   // The whole of "abcab" is held (a prefix of "abcabd"); when "x" breaks
   // that candidate, stop "cabx" is found starting inside the held text.
-  StopMatcher m = Make({"abcabd", "cabx"});
+  StopMatcher m = MakeStopMatcher({"abcabd", "cabx"});
   EXPECT_EQ(m.Add("abcab").text, "");
   StopMatch s = m.Add("x!");
   EXPECT_TRUE(s.stopped);
@@ -104,28 +104,28 @@ TEST(StopMatcherTest, FailedLongCandidateStillFindsShorterInsideIt) {
 
 TEST(StopMatcherTest, OverlappingStopsEarliestEndWins) {
   {
-    StopMatcher m = Make({"bc", "ab"});
+    StopMatcher m = MakeStopMatcher({"bc", "ab"});
     FeedResult r = Feed(m, {"xabc"});
     EXPECT_TRUE(r.stopped);
     EXPECT_EQ(r.stop_index, 1);  // "ab" ends first
     EXPECT_EQ(r.emitted, "x");
   }
   {
-    StopMatcher m = Make({"ab", "bc"});
+    StopMatcher m = MakeStopMatcher({"ab", "bc"});
     FeedResult r = Feed(m, {"x", "a", "b", "c"});
     EXPECT_EQ(r.stop_index, 0);
     EXPECT_EQ(r.emitted, "x");
   }
   {
     // Same end: the one starting first wins, emitting less.
-    StopMatcher m = Make({"b", "ab"});
+    StopMatcher m = MakeStopMatcher({"b", "ab"});
     FeedResult r = Feed(m, {"zab"});
     EXPECT_EQ(r.stop_index, 1);
     EXPECT_EQ(r.emitted, "z");
   }
   {
     // "bc" only ever matches when "ab" did not.
-    StopMatcher m = Make({"ab", "bc"});
+    StopMatcher m = MakeStopMatcher({"ab", "bc"});
     FeedResult r = Feed(m, {"b", "b", "c"});
     EXPECT_EQ(r.stop_index, 1);
     EXPECT_EQ(r.emitted, "b");
@@ -133,7 +133,7 @@ TEST(StopMatcherTest, OverlappingStopsEarliestEndWins) {
 }
 
 TEST(StopMatcherTest, PrefixOfOneStopIsWholeOtherStop) {
-  StopMatcher m = Make({"abcd", "ab"});
+  StopMatcher m = MakeStopMatcher({"abcd", "ab"});
   FeedResult r = Feed(m, {"a", "b", "c", "d"});
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(r.stop_index, 1);  // "ab" completes first
@@ -141,7 +141,7 @@ TEST(StopMatcherTest, PrefixOfOneStopIsWholeOtherStop) {
 }
 
 TEST(StopMatcherTest, EmptyPiecesChangeNothing) {
-  StopMatcher m = Make({"xyz"});
+  StopMatcher m = MakeStopMatcher({"xyz"});
   EXPECT_EQ(m.Add("").text, "");
   EXPECT_EQ(m.Add("x").text, "");
   EXPECT_EQ(m.Add("").text, "");
@@ -151,7 +151,7 @@ TEST(StopMatcherTest, EmptyPiecesChangeNothing) {
 }
 
 TEST(StopMatcherTest, FlushReleasesHeldTail) {
-  StopMatcher m = Make({"</answer>"});
+  StopMatcher m = MakeStopMatcher({"</answer>"});
   FeedResult r = Feed(m, {"42 </ans"});
   EXPECT_FALSE(r.stopped);
   EXPECT_EQ(r.per_piece[0], "42 ");
@@ -162,7 +162,7 @@ TEST(StopMatcherTest, FlushReleasesHeldTail) {
 
 TEST(StopMatcherTest, Utf8StopsAndTextStayWholeCharacters) {
   // "é" is C3 A9; "日本" is E6 97 A5 E6 9C AC.
-  StopMatcher m = Make({"日本", "é!"});
+  StopMatcher m = MakeStopMatcher({"日本", "é!"});
   EXPECT_EQ(m.Add("caf").text, "caf");
   EXPECT_EQ(m.Add("é").text, "");  // could start "é!"
   StopMatch s = m.Add("?日");
@@ -175,7 +175,7 @@ TEST(StopMatcherTest, Utf8StopsAndTextStayWholeCharacters) {
 
 TEST(StopMatcherTest, Utf8SharedLeadBytesDoNotFalselyMatch) {
   // "é" (C3 A9) and "è" (C3 A8) share the lead byte; stop "è" must not fire.
-  StopMatcher m = Make({"è"});
+  StopMatcher m = MakeStopMatcher({"è"});
   FeedResult r = Feed(m, {"é", "é"});
   EXPECT_FALSE(r.stopped);
   EXPECT_EQ(r.per_piece, (std::vector<std::string>{"é", "é"}));
@@ -189,7 +189,7 @@ TEST(StopMatcherTest, StreamEqualsTruncatedFullText) {
   const std::vector<std::string> stops = {"three", "thx", "our"};
   for (size_t cut1 = 0; cut1 <= text.size(); ++cut1) {
     for (size_t cut2 = cut1; cut2 <= text.size(); ++cut2) {
-      StopMatcher m = Make(stops);
+      StopMatcher m = MakeStopMatcher(stops);
       FeedResult r =
           Feed(m, {text.substr(0, cut1), text.substr(cut1, cut2 - cut1),
                    text.substr(cut2)});
@@ -201,7 +201,7 @@ TEST(StopMatcherTest, StreamEqualsTruncatedFullText) {
 }
 
 TEST(StopMatcherTest, HeldTailNeverExceedsLongestStop) {
-  StopMatcher m = Make({"aaaa"});
+  StopMatcher m = MakeStopMatcher({"aaaa"});
   std::string emitted;
   for (int i = 0; i < 1000; ++i) {
     StopMatch s = m.Add(i % 4 == 3 ? "b" : "a");
@@ -265,7 +265,7 @@ TEST(StopMatcherTest, RandomStreamsMatchNaiveReference) {
     for (int i = 0; i < npieces; ++i) {
       pieces.push_back(i % 5 == 4 ? std::string() : random_text(3));
     }
-    StopMatcher m = Make(stops);
+    StopMatcher m = MakeStopMatcher(stops);
     std::string fed, emitted;
     bool stopped = false;
     for (const std::string& p : pieces) {

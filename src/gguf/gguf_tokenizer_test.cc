@@ -74,7 +74,7 @@ TEST(GgufTokenizerTest, Qwen3SurvivesTheRoundTrip) {
   EXPECT_FALSE(tok.bos_id().has_value());
   EXPECT_TRUE(tok.IsSpecial(151644));    // <|im_start|>: CONTROL
   EXPECT_FALSE(tok.IsSpecial(151667));   // <think>: USER_DEFINED
-  for (const Json& c : testing::ReadJsonLines<Json>(dir + "/golden_encode.jsonl")) {
+  for (const Json& c : tessera::testing::ReadJsonLines<Json>(dir + "/golden_encode.jsonl")) {
     const std::string text = c["text"];
     EXPECT_EQ(tok.Encode(text, false), Ids(c["ids"])) << text;
   }
@@ -82,7 +82,7 @@ TEST(GgufTokenizerTest, Qwen3SurvivesTheRoundTrip) {
   auto chat = ChatTemplate::FromString(*r.files.chat_template, "",
                                        tok.eos_token());
   ASSERT_TRUE(chat.ok()) << chat.status().ToString();
-  for (const Json& c : testing::ReadJsonLines<Json>(dir + "/golden_chat.jsonl")) {
+  for (const Json& c : tessera::testing::ReadJsonLines<Json>(dir + "/golden_chat.jsonl")) {
     Json kwargs = Json::object();
     if (c.contains("enable_thinking")) kwargs["enable_thinking"] = c["enable_thinking"];
     auto rendered = chat->Render(c["messages"], c.value("tools", Json()),
@@ -108,7 +108,7 @@ TEST(GgufTokenizerTest, Stories260kSurvivesTheRoundTrip) {
   const Tokenizer& tok = *r.tokenizer;
   EXPECT_EQ(tok.bos_id(), 1);
   EXPECT_EQ(tok.eos_id(), 2);
-  for (const Json& c : testing::ReadJsonLines<Json>(dir + "/golden_greedy.jsonl")) {
+  for (const Json& c : tessera::testing::ReadJsonLines<Json>(dir + "/golden_greedy.jsonl")) {
     EXPECT_EQ(tok.Encode(c["prompt"].get<std::string>(), true),
               Ids(c["prompt_ids"]));
     Json all = c["prompt_ids"];

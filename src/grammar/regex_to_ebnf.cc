@@ -16,7 +16,7 @@ namespace {
 
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
 
-constexpr int kMaxNesting = 128;
+constexpr int kMaxRegexNesting = 128;
 
 std::string ClassChar(uint32_t cp) {
   if (cp < 0x80 && std::isalnum(static_cast<int>(cp))) {
@@ -64,7 +64,7 @@ class RegexParser {
   bool AtEndAnchor() const { return pos_ + 1 == re_.size() && re_[pos_] == '$'; }
 
   Status Alternation(int depth, std::string* out) {
-    if (depth > kMaxNesting) return Error("groups are nested too deeply");
+    if (depth > kMaxRegexNesting) return Error("groups are nested too deeply");
     std::vector<std::string> alternatives(1);
     while (pos_ < re_.size()) {
       const char c = re_[pos_];

@@ -19,7 +19,7 @@ using Json = nlohmann::json;
 constexpr std::string_view kModulePrefix = "sentence_transformers.models.";
 
 StatusOr<Json> ReadJsonFile(const std::string& path) {
-  TSR_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "embedding model file"));
+  TSR_ASSIGN_OR_RETURN(std::string text, ::tessera::ReadTextFile(path, "embedding model file"));
   auto parsed = ParseBoundedJson(text);
   if (!parsed.ok()) {
     return InvalidArgumentError(

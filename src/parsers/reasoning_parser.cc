@@ -10,8 +10,8 @@
 namespace tessera::parsers {
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
+constexpr std::string_view kThinkOpen = "<think>";
+constexpr std::string_view kThinkClose = "</think>";
 
 struct ReasoningFormat {
   std::string_view name;
@@ -63,14 +63,14 @@ ReasoningParser::ReasoningParser(bool force_reasoning)
 
 ReasoningParseResult ReasoningParser::ParseFull(std::string_view text) const {
   std::string_view rest = text.substr(SkipSpaces(text));
-  bool has_open = rest.starts_with(kOpen);
+  bool has_open = rest.starts_with(kThinkOpen);
   if (!has_open && !force_reasoning_) {
     return {std::nullopt, std::string(text)};
   }
-  std::string_view body = has_open ? rest.substr(kOpen.size()) : text;
-  size_t end = body.find(kClose);
+  std::string_view body = has_open ? rest.substr(kThinkOpen.size()) : text;
+  size_t end = body.find(kThinkClose);
   if (end == std::string_view::npos) return {std::string(body), ""};
-  std::string_view after = body.substr(end + kClose.size());
+  std::string_view after = body.substr(end + kThinkClose.size());
   after.remove_prefix(SkipNewlines(after));
   return {std::string(body.substr(0, end)), std::string(after)};
 }
@@ -90,13 +90,13 @@ void ReasoningParser::Consume(std::string_view text, ReasoningDelta& out) {
     switch (state_) {
       case State::kStart: {
         std::string_view rest = text.substr(SkipSpaces(text));
-        if (rest.starts_with(kOpen)) {
+        if (rest.starts_with(kThinkOpen)) {
           saw_reasoning_ = true;
           state_ = State::kReasoning;
-          text = rest.substr(kOpen.size());
+          text = rest.substr(kThinkOpen.size());
           continue;
         }
-        if (kOpen.starts_with(rest)) {  // only whitespace + a partial "<think"
+        if (kThinkOpen.starts_with(rest)) {  // only whitespace + a partial "<think"
           held_.assign(text);
           return;
         }
@@ -111,14 +111,14 @@ void ReasoningParser::Consume(std::string_view text, ReasoningDelta& out) {
         continue;
       }
       case State::kReasoning: {
-        size_t end = text.find(kClose);
+        size_t end = text.find(kThinkClose);
         if (end != std::string_view::npos) {
           out.reasoning_delta.append(text.substr(0, end));
           state_ = State::kAfterEnd;
-          text = text.substr(end + kClose.size());
+          text = text.substr(end + kThinkClose.size());
           continue;
         }
-        size_t hold = PartialTagSuffix(text, kClose);
+        size_t hold = PartialTagSuffix(text, kThinkClose);
         out.reasoning_delta.append(text.substr(0, text.size() - hold));
         held_.assign(text.substr(text.size() - hold));
         return;

@@ -15,7 +15,7 @@ using testing::IsWholeUtf8;
 using testing::RandomSplit;
 using testing::RandomText;
 
-std::unique_ptr<ReasoningParser> Make(bool force = false,
+std::unique_ptr<ReasoningParser> MakeReasoningParser(bool force = false,
                                       std::string_view name = "qwen3") {
   auto p = ReasoningParser::Create(name, force);
   EXPECT_TRUE(p.ok()) << p.status().ToString();
@@ -31,25 +31,25 @@ TEST(ReasoningParserTest, NamesAndUnknownName) {
   EXPECT_NE(bad.status().message().find("qwen4"), std::string::npos);
   EXPECT_NE(bad.status().message().find("deepseek-r1, qwen3"),
             std::string::npos);
-  EXPECT_FALSE(Make(false, "qwen3")->force_reasoning());
-  EXPECT_TRUE(Make(false, "deepseek-r1")->force_reasoning());
+  EXPECT_FALSE(MakeReasoningParser(false, "qwen3")->force_reasoning());
+  EXPECT_TRUE(MakeReasoningParser(false, "deepseek-r1")->force_reasoning());
 }
 
 TEST(ReasoningParserTest, FullSplitsThinkBlockAndStripsNewlinesAfterIt) {
-  ReasoningParseResult r = Make()->ParseFull("<think>\nplan\n</think>\n\nHi\n");
+  ReasoningParseResult r = MakeReasoningParser()->ParseFull("<think>\nplan\n</think>\n\nHi\n");
   ASSERT_TRUE(r.reasoning.has_value());
   EXPECT_EQ(*r.reasoning, "\nplan\n");
   EXPECT_EQ(r.content, "Hi\n");
 }
 
 TEST(ReasoningParserTest, FullLeadingWhitespaceBeforeThinkIsDropped) {
-  ReasoningParseResult r = Make()->ParseFull(" \n\t<think>a</think>  b");
+  ReasoningParseResult r = MakeReasoningParser()->ParseFull(" \n\t<think>a</think>  b");
   EXPECT_EQ(r.reasoning, "a");
   EXPECT_EQ(r.content, "  b");  // only newlines are stripped after </think>
 }
 
 TEST(ReasoningParserTest, FullWithoutThinkIsAllContent) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   ReasoningParseResult r = p->ParseFull("Hi <think>x</think> there");
   EXPECT_FALSE(r.reasoning.has_value());
   EXPECT_EQ(r.content, "Hi <think>x</think> there");
@@ -62,16 +62,16 @@ TEST(ReasoningParserTest, FullWithoutThinkIsAllContent) {
 }
 
 TEST(ReasoningParserTest, FullUnclosedBlockIsAllReasoning) {
-  ReasoningParseResult r = Make()->ParseFull("<think>still thinking </thi");
+  ReasoningParseResult r = MakeReasoningParser()->ParseFull("<think>still thinking </thi");
   EXPECT_EQ(r.reasoning, "still thinking </thi");
   EXPECT_EQ(r.content, "");
-  r = Make()->ParseFull("<think>");
+  r = MakeReasoningParser()->ParseFull("<think>");
   EXPECT_EQ(r.reasoning, "");
   EXPECT_EQ(r.content, "");
 }
 
 TEST(ReasoningParserTest, FullForcedReasoningStartsInsideTheBlock) {
-  auto p = Make(/*force=*/true);
+  auto p = MakeReasoningParser(/*force=*/true);
   ReasoningParseResult r = p->ParseFull("\nplan</think>\n\nanswer");
   EXPECT_EQ(r.reasoning, "\nplan");
   EXPECT_EQ(r.content, "answer");
@@ -87,13 +87,13 @@ TEST(ReasoningParserTest, FullForcedReasoningStartsInsideTheBlock) {
 
 TEST(ReasoningParserTest, FullSecondThinkAfterBlockIsContent) {
   ReasoningParseResult r =
-      Make()->ParseFull("<think>a</think>b<think>c</think>");
+      MakeReasoningParser()->ParseFull("<think>a</think>b<think>c</think>");
   EXPECT_EQ(r.reasoning, "a");
   EXPECT_EQ(r.content, "b<think>c</think>");
 }
 
 TEST(ReasoningParserTest, StreamOpenTagArrivingInParts) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   ReasoningDelta d = p->Push("<th");
   EXPECT_EQ(d.reasoning_delta, "");
   EXPECT_EQ(d.content_delta, "");
@@ -109,7 +109,7 @@ TEST(ReasoningParserTest, StreamOpenTagArrivingInParts) {
 }
 
 TEST(ReasoningParserTest, StreamCloseTagSplitAcrossThreePieces) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   EXPECT_EQ(p->Push("<think>idea </th").reasoning_delta, "idea ");
   EXPECT_EQ(p->held_bytes(), 4u);
   ReasoningDelta d = p->Push("in");
@@ -124,7 +124,7 @@ TEST(ReasoningParserTest, StreamCloseTagSplitAcrossThreePieces) {
 }
 
 TEST(ReasoningParserTest, StreamLookalikeOfOpenTagIsReleasedAsContent) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   EXPECT_EQ(p->Push("<thi").content_delta, "");
   ReasoningDelta d = p->Push("s is html");
   EXPECT_EQ(d.content_delta, "<this is html");
@@ -136,14 +136,14 @@ TEST(ReasoningParserTest, StreamLookalikeOfOpenTagIsReleasedAsContent) {
 }
 
 TEST(ReasoningParserTest, StreamLookalikeOfCloseTagIsReleasedAsReasoning) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   EXPECT_EQ(p->Push("<think>a </thi").reasoning_delta, "a ");
   EXPECT_EQ(p->Push("s").reasoning_delta, "</this");
   EXPECT_TRUE(p->in_reasoning());
 }
 
 TEST(ReasoningParserTest, StreamNewlinesAfterCloseTagDroppedAcrossPieces) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   p->Push("<think>x</think>");
   EXPECT_EQ(p->Push("\n").content_delta, "");
   EXPECT_EQ(p->Push("\r\n").content_delta, "");
@@ -152,10 +152,10 @@ TEST(ReasoningParserTest, StreamNewlinesAfterCloseTagDroppedAcrossPieces) {
 }
 
 TEST(ReasoningParserTest, StreamDelaysNothingElse) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   EXPECT_EQ(p->Push("Hello").content_delta, "Hello");
   EXPECT_EQ(p->Push(" <").content_delta, " <");  // decided: no think block
-  auto q = Make();
+  auto q = MakeReasoningParser();
   q->Push("<think>");
   EXPECT_EQ(q->Push("abc").reasoning_delta, "abc");
   EXPECT_EQ(q->Push("a<b").reasoning_delta, "a<b");  // "<b" cannot be </think>
@@ -164,7 +164,7 @@ TEST(ReasoningParserTest, StreamDelaysNothingElse) {
 }
 
 TEST(ReasoningParserTest, StreamFinishFlushesHeldText) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   p->Push("  <thin");
   ReasoningDelta d = p->Finish();
   EXPECT_EQ(d.content_delta, "  <thin");
@@ -173,17 +173,17 @@ TEST(ReasoningParserTest, StreamFinishFlushesHeldText) {
   EXPECT_EQ(p->Push("more").content_delta, "");
   EXPECT_EQ(p->Finish().content_delta, "");
 
-  auto f = Make(/*force=*/true);
+  auto f = MakeReasoningParser(/*force=*/true);
   f->Push("\n<thin");
   EXPECT_EQ(f->Finish().reasoning_delta, "\n<thin");
 
-  auto q = Make();
+  auto q = MakeReasoningParser();
   EXPECT_EQ(q->Push("<think>deep</thin").reasoning_delta, "deep");
   EXPECT_EQ(q->Finish().reasoning_delta, "</thin");
 }
 
 TEST(ReasoningParserTest, StreamForcedWithoutOpenTag) {
-  auto p = Make(/*force=*/true);
+  auto p = MakeReasoningParser(/*force=*/true);
   EXPECT_EQ(p->Push("Okay, ").reasoning_delta, "Okay, ");
   EXPECT_TRUE(p->saw_reasoning());
   ReasoningDelta d = p->Push("so</think>\n\nDone");
@@ -192,7 +192,7 @@ TEST(ReasoningParserTest, StreamForcedWithoutOpenTag) {
 }
 
 TEST(ReasoningParserTest, ParseFullDoesNotTouchStreamState) {
-  auto p = Make();
+  auto p = MakeReasoningParser();
   p->Push("<think>a");
   EXPECT_EQ(p->ParseFull("plain").content, "plain");
   EXPECT_TRUE(p->in_reasoning());
@@ -214,7 +214,7 @@ TEST(ReasoningParserTest, RandomSplitsMatchParseFull) {
     if (iter % 3 == 0) text = "<think>" + text;
     if (iter % 7 == 0) text = "\n " + text;
     for (bool force : {false, true}) {
-      ReasoningParseResult full = Make(force)->ParseFull(text);
+      ReasoningParseResult full = MakeReasoningParser(force)->ParseFull(text);
       if (!full.reasoning.has_value()) {
         ++no_block;
       } else if (text.find("</think>") != std::string::npos) {
@@ -224,7 +224,7 @@ TEST(ReasoningParserTest, RandomSplitsMatchParseFull) {
       }
       for (int split = 0; split < 5; ++split) {
         std::vector<std::string> pieces = RandomSplit(rng, text);
-        auto p = Make(force);
+        auto p = MakeReasoningParser(force);
         std::string reasoning, content;
         for (const std::string& piece : pieces) {
           ReasoningDelta d = p->Push(piece);

@@ -18,7 +18,7 @@ using testing::IsWholeUtf8;
 using testing::RandomSplit;
 using testing::RandomText;
 
-std::unique_ptr<ToolCallParser> Make(std::vector<std::string> tools = {},
+std::unique_ptr<ToolCallParser> MakeToolCallParser(std::vector<std::string> tools = {},
                                      std::optional<uint64_t> seed = 7,
                                      std::string_view name = "qwen") {
   auto p = ToolCallParser::Create(name, std::move(tools), seed);
@@ -84,7 +84,7 @@ TEST(ToolCallParserTest, NamesAliasesAndUnknownName) {
 }
 
 TEST(ToolCallParserTest, FullSingleCall) {
-  auto p = Make({"get_weather"});
+  auto p = MakeToolCallParser({"get_weather"});
   ToolCallParseResult r = p->ParseFull(Block(
       R"({"name": "get_weather", "arguments": {"city": "Paris", "days": 3}})"));
   EXPECT_EQ(r.normal_text, "");
@@ -98,7 +98,7 @@ TEST(ToolCallParserTest, FullSingleCall) {
 }
 
 TEST(ToolCallParserTest, FullMultipleCallsWithTextAround) {
-  auto p = Make({"a", "b"});
+  auto p = MakeToolCallParser({"a", "b"});
   std::string text =
       "Let me check.\n\n" + Block(R"({"name": "a", "arguments": {}})") + "\n" +
       Block(R"({"name": "b", "arguments": {"x": [1, 2]}})") + "\n\nDone.";
@@ -115,7 +115,7 @@ TEST(ToolCallParserTest, FullMultipleCallsWithTextAround) {
 }
 
 TEST(ToolCallParserTest, FullNestedJsonWithBracesAndTagsInStrings) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   std::string args =
       R"({"code":"if (x) { return \"}\"; } // </tool_call>","n":{"m":{"k":"}}"}}})";
   ToolCallParseResult r = p->ParseFull(
@@ -126,7 +126,7 @@ TEST(ToolCallParserTest, FullNestedJsonWithBracesAndTagsInStrings) {
 }
 
 TEST(ToolCallParserTest, FullArgumentKeyOrderAndUnicodeKept) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   ToolCallParseResult r = p->ParseFull(Block(
       R"({"name": "say", "arguments": {"z": "日本語 🙂", "a": "\u00e9\n", "m": null}})"));
   ASSERT_EQ(r.calls.size(), 1u);
@@ -135,7 +135,7 @@ TEST(ToolCallParserTest, FullArgumentKeyOrderAndUnicodeKept) {
 }
 
 TEST(ToolCallParserTest, FullArgumentsGivenAsJsonString) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   ToolCallParseResult r =
       p->ParseFull(Block(R"({"name": "f", "arguments": "{\"q\": \"x\"}"})") +
                    Block(R"({"name": "g", "arguments": null})"));
@@ -145,7 +145,7 @@ TEST(ToolCallParserTest, FullArgumentsGivenAsJsonString) {
 }
 
 TEST(ToolCallParserTest, FullInvalidBlocksStayVerbatim) {
-  auto p = Make({"f"});
+  auto p = MakeToolCallParser({"f"});
   const std::vector<std::string> bad = {
       Block(R"({"name": "f", "arguments": {"a": 1})"),  // missing brace
       Block(R"({"arguments": {"a": 1}})"),              // no name
@@ -174,7 +174,7 @@ TEST(ToolCallParserTest, FullInvalidBlocksStayVerbatim) {
 }
 
 TEST(ToolCallParserTest, FullUnclosedBlockIsNormalText) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   std::string text = std::string("x") + Block(R"({"name": "f"})") +
                      "<tool_call>\n{\"name\": \"g\", \"arguments\": {\"a\"";
   ToolCallParseResult r = p->ParseFull(text);
@@ -190,25 +190,25 @@ TEST(ToolCallParserTest, FullUnclosedBlockIsNormalText) {
 }
 
 TEST(ToolCallParserTest, FullNoToolNamesAcceptsAnyName) {
-  ToolCallParseResult r = Make({})->ParseFull(Block(R"({"name": "anything"})"));
+  ToolCallParseResult r = MakeToolCallParser({})->ParseFull(Block(R"({"name": "anything"})"));
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].name, "anything");
 }
 
 TEST(ToolCallParserTest, IdsAreSeededOrRandom) {
-  auto a = Make({}, 42);
-  auto b = Make({}, 42);
+  auto a = MakeToolCallParser({}, 42);
+  auto b = MakeToolCallParser({}, 42);
   std::string text = Block(R"({"name": "f"})");
   EXPECT_EQ(a->ParseFull(text).calls[0].id, b->ParseFull(text).calls[0].id);
   std::set<std::string> ids;
   for (int i = 0; i < 50; ++i) {
-    ids.insert(Make({}, std::nullopt)->ParseFull(text).calls[0].id);
+    ids.insert(MakeToolCallParser({}, std::nullopt)->ParseFull(text).calls[0].id);
   }
   EXPECT_EQ(ids.size(), 50u);
 }
 
 TEST(ToolCallParserTest, StreamHoldsPartialOpenTagThenReleasesLookalike) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   ToolCallStreamResult s = p->Push("Hi <tool");
   EXPECT_EQ(s.normal_text_delta, "Hi ");
   EXPECT_EQ(p->held_bytes(), 5u);
@@ -220,7 +220,7 @@ TEST(ToolCallParserTest, StreamHoldsPartialOpenTagThenReleasesLookalike) {
 }
 
 TEST(ToolCallParserTest, StreamEmitsCallWhenBlockCloses) {
-  auto p = Make({"get_weather"});
+  auto p = MakeToolCallParser({"get_weather"});
   EXPECT_EQ(p->Push("Sure.\n<tool_").normal_text_delta, "Sure.\n");
   ToolCallStreamResult s = p->Push("call>\n{\"name\": \"get_weather\", ");
   EXPECT_EQ(s.normal_text_delta, "");
@@ -245,7 +245,7 @@ TEST(ToolCallParserTest, StreamEmitsCallWhenBlockCloses) {
 }
 
 TEST(ToolCallParserTest, StreamCloseTagInsideStringDoesNotClose) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   ToolCallStreamResult s = p->Push(
       "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"</tool_call>");
   EXPECT_TRUE(s.deltas.empty());
@@ -255,7 +255,7 @@ TEST(ToolCallParserTest, StreamCloseTagInsideStringDoesNotClose) {
 }
 
 TEST(ToolCallParserTest, StreamInvalidBlockReleasedVerbatimOnClose) {
-  auto p = Make({"f"});
+  auto p = MakeToolCallParser({"f"});
   p->Push("<tool_call>{\"name\": \"nope\"}");
   ToolCallStreamResult s = p->Push("</tool_call>\nx");
   EXPECT_TRUE(s.deltas.empty());
@@ -265,7 +265,7 @@ TEST(ToolCallParserTest, StreamInvalidBlockReleasedVerbatimOnClose) {
 }
 
 TEST(ToolCallParserTest, StreamFinishReturnsUnclosedBlockAsText) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   p->Push("a<tool_call>\n{\"name\": \"f\", \"argu");
   ToolCallStreamResult s = p->Finish();
   EXPECT_EQ(s.normal_text_delta, "<tool_call>\n{\"name\": \"f\", \"argu");
@@ -275,7 +275,7 @@ TEST(ToolCallParserTest, StreamFinishReturnsUnclosedBlockAsText) {
   EXPECT_EQ(p->Push("<tool_call>").normal_text_delta, "");
   EXPECT_EQ(p->Finish().normal_text_delta, "");
 
-  auto q = Make();
+  auto q = MakeToolCallParser();
   q->Push("x<tool_ca");
   EXPECT_EQ(q->Finish().normal_text_delta, "<tool_ca");
 }
@@ -314,13 +314,13 @@ TEST(ToolCallParserTest, RandomSplitsMatchParseFull) {
     for (const std::vector<std::string>& tools :
          {std::vector<std::string>{}, {"get_weather", "search"}}) {
       uint64_t seed = rng();
-      ToolCallParseResult full = Make(tools, seed)->ParseFull(text);
+      ToolCallParseResult full = MakeToolCallParser(tools, seed)->ParseFull(text);
       with_calls += !full.calls.empty();
       with_two_calls += full.calls.size() >= 2;
       with_kept_block +=
           full.normal_text.find("</tool_call>") != std::string::npos;
       for (int split = 0; split < 4; ++split) {
-        auto p = Make(tools, seed);
+        auto p = MakeToolCallParser(tools, seed);
         ToolCallParseResult streamed =
             StreamAndAssemble(*p, RandomSplit(rng, text));
         ASSERT_EQ(streamed.normal_text, full.normal_text) << "text=" << text;
@@ -338,7 +338,7 @@ TEST(ToolCallParserTest, RandomSplitsMatchParseFull) {
 
 // Every call the parser returns has arguments that parse as a JSON object.
 TEST(ToolCallParserTest, ArgumentsAreAlwaysJsonObjects) {
-  auto p = Make();
+  auto p = MakeToolCallParser();
   ToolCallParseResult r = p->ParseFull(Block(
       R"({"name": "f", "arguments": {"a": "\ud83d\ude00", "b": 1.5e3}})"));
   ASSERT_EQ(r.calls.size(), 1u);

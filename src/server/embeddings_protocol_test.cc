@@ -10,7 +10,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-EmbeddingRequest Parse(const char* text) {
+EmbeddingRequest ParseEmbeddingRequest(const char* text) {
   EmbeddingRequest r;
   auto e = ParseEmbeddingRequest(Json::parse(text), ProtocolLimits{}, &r);
   EXPECT_FALSE(e.has_value()) << e->message;
@@ -25,18 +25,18 @@ ApiError ParseError(const char* text) {
 }
 
 TEST(EmbeddingsProtocolTest, InputsLikeOpenAis) {
-  EmbeddingRequest r = Parse(R"({"model": "m", "input": "hello"})");
+  EmbeddingRequest r = ParseEmbeddingRequest(R"({"model": "m", "input": "hello"})");
   ASSERT_EQ(r.inputs.size(), 1u);
   EXPECT_EQ(r.inputs[0].text, "hello");
   EXPECT_FALSE(r.base64);
-  r = Parse(R"({"input": ["a", [1, 2, 3]], "encoding_format": "base64",
+  r = ParseEmbeddingRequest(R"({"input": ["a", [1, 2, 3]], "encoding_format": "base64",
                "dimensions": 8, "user": "u"})");
   ASSERT_EQ(r.inputs.size(), 2u);
   EXPECT_TRUE(r.inputs[1].is_token_ids);
   EXPECT_EQ(r.inputs[1].token_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_TRUE(r.base64);
   EXPECT_EQ(r.dimensions, 8);
-  r = Parse(R"({"input": [5, 6]})");
+  r = ParseEmbeddingRequest(R"({"input": [5, 6]})");
   ASSERT_EQ(r.inputs.size(), 1u);
   EXPECT_EQ(r.inputs[0].token_ids, (std::vector<int32_t>{5, 6}));
 }

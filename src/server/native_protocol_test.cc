@@ -6,24 +6,17 @@
 
 #include "server/api_error.h"
 #include "server/openai_response.h"
+#include "server/protocol_test_util.h"
 
 namespace tessera::server {
 namespace {
 
-Json Parse(const std::string& text) { return Json::parse(text); }
-
-void ExpectBadParam(const MaybeApiError& e, const std::string& param,
-                    const std::string& needle) {
-  ASSERT_TRUE(e.has_value()) << "expected an error on " << param;
-  EXPECT_EQ(e->http_status, 400);
-  EXPECT_EQ(e->type, "invalid_request_error");
-  EXPECT_EQ(e->param, param) << e->message;
-  EXPECT_NE(e->message.find(needle), std::string::npos) << e->message;
-}
+using testing::ExpectBadParam;
+using testing::ParseJson;
 
 TEST(GenerateRequestTest, TextWithSamplingParams) {
   GenerateRequest r;
-  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"text": "Once",
+  ASSERT_FALSE(ParseGenerateRequest(ParseJson(R"({"text": "Once",
       "sampling_params": {"max_new_tokens": 8, "temperature": 0.5,
         "top_p": 0.8, "top_k": 20, "min_p": 0.1, "stop": "\n",
         "stop_token_ids": [2], "ignore_eos": true, "presence_penalty": 0.1,
@@ -53,7 +46,7 @@ TEST(GenerateRequestTest, TextWithSamplingParams) {
 
 TEST(GenerateRequestTest, SglangSamplingExtrasAndUnknownFields) {
   GenerateRequest r;
-  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"text": "Once",
+  ASSERT_FALSE(ParseGenerateRequest(ParseJson(R"({"text": "Once",
       "sampling_params": {"max_new_tokens": 8, "min_new_tokens": 4,
         "skip_special_tokens": false, "spaces_between_special_tokens": true,
         "no_stop_trim": true, "logit_bias": {"5": -100}}})"),
@@ -62,86 +55,86 @@ TEST(GenerateRequestTest, SglangSamplingExtrasAndUnknownFields) {
   EXPECT_FALSE(r.sampling.skip_special_tokens);
   EXPECT_TRUE(r.sampling.no_stop_trim);
   EXPECT_EQ(r.sampling.logit_bias.at(5), -100.0f);
-  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "Once",
+  ExpectBadParam(ParseGenerateRequest(ParseJson(R"({"text": "Once",
       "sampling_params": {"max_new_tokens": 8, "min_new_tokens": 9}})"),
                                       {}, &r),
                  "sampling_params.min_new_tokens", "min_new_tokens");
   ASSERT_FALSE(ParseGenerateRequest(
-      Parse(R"({"text": "x", "sampling_params": {"regex": "[0-9]+"}})"), {},
+      ParseJson(R"({"text": "x", "sampling_params": {"regex": "[0-9]+"}})"), {},
       &r));
   ASSERT_TRUE(r.sampling.constraint);
   EXPECT_EQ(r.sampling.constraint->text, "[0-9]+");
   MaybeApiError e;
   ExpectBadParam(
-      ParseGenerateRequest(Parse(R"({"text": "x", "sampling_param": {}})"), {},
+      ParseGenerateRequest(ParseJson(R"({"text": "x", "sampling_param": {}})"), {},
                            &r),
       "sampling_param", "not a field of a /generate request");
 }
 
 TEST(GenerateRequestTest, InputIdsAndBatches) {
   GenerateRequest r;
-  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"input_ids": [1, 2]})"), {}, &r));
+  ASSERT_FALSE(ParseGenerateRequest(ParseJson(R"({"input_ids": [1, 2]})"), {}, &r));
   EXPECT_FALSE(r.batched);
   EXPECT_EQ(r.prompts[0].token_ids, (std::vector<int32_t>{1, 2}));
   ASSERT_FALSE(
-      ParseGenerateRequest(Parse(R"({"input_ids": [[1], [2, 3]]})"), {}, &r));
+      ParseGenerateRequest(ParseJson(R"({"input_ids": [[1], [2, 3]]})"), {}, &r));
   EXPECT_TRUE(r.batched);
   ASSERT_EQ(r.prompts.size(), 2u);
   EXPECT_EQ(r.prompts[1].token_ids, (std::vector<int32_t>{2, 3}));
-  ASSERT_FALSE(ParseGenerateRequest(Parse(R"({"text": ["a", "b"]})"), {}, &r));
+  ASSERT_FALSE(ParseGenerateRequest(ParseJson(R"({"text": ["a", "b"]})"), {}, &r));
   EXPECT_TRUE(r.batched);
   EXPECT_EQ(r.prompts.size(), 2u);
 }
 
 TEST(GenerateRequestTest, Errors) {
   GenerateRequest r;
-  ExpectBadParam(ParseGenerateRequest(Parse("{}"), {}, &r), "text",
+  ExpectBadParam(ParseGenerateRequest(ParseJson("{}"), {}, &r), "text",
                  "'text' or 'input_ids' is required");
   ExpectBadParam(
-      ParseGenerateRequest(Parse(R"({"text": "a", "input_ids": [1]})"), {}, &r),
+      ParseGenerateRequest(ParseJson(R"({"text": "a", "input_ids": [1]})"), {}, &r),
       "text", "not both");
-  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": 3})"), {}, &r), "text",
+  ExpectBadParam(ParseGenerateRequest(ParseJson(R"({"text": 3})"), {}, &r), "text",
                  "a string");
   ExpectBadParam(
-      ParseGenerateRequest(Parse(R"({"input_ids": [[1], [-1]]})"), {}, &r),
+      ParseGenerateRequest(ParseJson(R"({"input_ids": [[1], [-1]]})"), {}, &r),
       "input_ids[1][0]", "not a token id");
-  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+  ExpectBadParam(ParseGenerateRequest(ParseJson(R"({"text": "a",
       "sampling_params": {"max_new_tokens": 0}})"),
                                       {}, &r),
                  "sampling_params.max_new_tokens",
                  "'sampling_params.max_new_tokens' must be at least 1");
-  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+  ExpectBadParam(ParseGenerateRequest(ParseJson(R"({"text": "a",
       "sampling_params": {"temperature": -1}})"),
                                       {}, &r),
                  "sampling_params.temperature", ">= 0");
-  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+  ExpectBadParam(ParseGenerateRequest(ParseJson(R"({"text": "a",
       "sampling_params": {"max_tokens": 5}})"),
                                       {}, &r),
                  "sampling_params.max_tokens", "not a sampling parameter");
-  ExpectBadParam(ParseGenerateRequest(Parse(R"({"text": "a",
+  ExpectBadParam(ParseGenerateRequest(ParseJson(R"({"text": "a",
       "sampling_params": []})"),
                                       {}, &r),
                  "sampling_params", "an object");
   MaybeApiError e = ParseGenerateRequest(
-      Parse(R"({"text": "a", "return_hidden_states": true})"), {}, &r);
+      ParseJson(R"({"text": "a", "return_hidden_states": true})"), {}, &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, "unsupported_parameter");
   EXPECT_EQ(e->param, "return_hidden_states");
   ExpectBadParam(ParseGenerateRequest(
-                     Parse(R"({"text": "a", "return_logprob": true,
+                     ParseJson(R"({"text": "a", "return_logprob": true,
                                "logprob_start_len": -2})"),
                      {}, &r),
                  "logprob_start_len", "-1");
   ExpectBadParam(ParseGenerateRequest(
-                     Parse(R"({"text": "a", "top_logprobs_num": 50})"), {}, &r),
+                     ParseJson(R"({"text": "a", "top_logprobs_num": 50})"), {}, &r),
                  "top_logprobs_num", "between 0");
   // max_new_tokens 0 scores the prompt: only with its logprobs asked for.
   ExpectBadParam(ParseGenerateRequest(
-                     Parse(R"({"text": "a", "sampling_params": {"max_new_tokens": 0}})"),
+                     ParseJson(R"({"text": "a", "sampling_params": {"max_new_tokens": 0}})"),
                      {}, &r),
                  "sampling_params.max_new_tokens", "logprob_start_len");
   ASSERT_FALSE(ParseGenerateRequest(
-      Parse(R"({"text": "a", "sampling_params": {"max_new_tokens": 0},
+      ParseJson(R"({"text": "a", "sampling_params": {"max_new_tokens": 0},
                 "return_logprob": true, "logprob_start_len": 0,
                 "top_logprobs_num": 2, "return_text_in_logprobs": true})"),
       {}, &r));
@@ -149,7 +142,7 @@ TEST(GenerateRequestTest, Errors) {
   EXPECT_EQ(r.logprob_start_len, 0);
   EXPECT_EQ(r.top_logprobs_num, 2);
   EXPECT_TRUE(r.return_text_in_logprobs);
-  e = ParseGenerateRequest(Parse(R"({"text": "a", "image_data": "x"})"), {},
+  e = ParseGenerateRequest(ParseJson(R"({"text": "a", "image_data": "x"})"), {},
                            &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "image_data");
@@ -162,7 +155,7 @@ TEST(GenerateRequestTest, RidIsRestrictedToSafeCharacters) {
        {R"({"text": "a", "rid": "x\"y"})", R"({"text": "a", "rid": "a\nb"})",
         R"({"text": "a", "rid": ""})", R"({"text": "a", "rid": "a b"})"}) {
     SCOPED_TRACE(bad);
-    ExpectBadParam(ParseGenerateRequest(Parse(bad), {}, &r), "rid",
+    ExpectBadParam(ParseGenerateRequest(ParseJson(bad), {}, &r), "rid",
                    "1 to 128 characters");
   }
   ExpectBadParam(
@@ -170,7 +163,7 @@ TEST(GenerateRequestTest, RidIsRestrictedToSafeCharacters) {
                            {}, &r),
       "rid", "1 to 128 characters");
   EXPECT_FALSE(ParseGenerateRequest(
-      Parse(R"({"text": "a", "rid": "Req-1.a_b:9"})"), {}, &r));
+      ParseJson(R"({"text": "a", "rid": "Req-1.a_b:9"})"), {}, &r));
   EXPECT_EQ(*r.rid, "Req-1.a_b:9");
 }
 

@@ -6,10 +6,13 @@
 #include <ostream>
 #include <string>
 
+#include "server/protocol_test_util.h"
+
 namespace tessera::server {
 namespace {
 
-Json Parse(const std::string& text) { return Json::parse(text); }
+using testing::ExpectBadParam;
+using testing::ParseJson;
 
 // Parses a completions body with `extra` merged into {"prompt": "hi"}.
 MaybeApiError Completion(const Json& extra, CompletionRequest* out,
@@ -20,26 +23,15 @@ MaybeApiError Completion(const Json& extra, CompletionRequest* out,
 }
 
 MaybeApiError Chat(const Json& extra, ChatRequest* out) {
-  Json body = Parse(R"({"model": "m", "messages": [{"role": "user",
+  Json body = ParseJson(R"({"model": "m", "messages": [{"role": "user",
                         "content": "hi"}]})");
   for (auto it = extra.begin(); it != extra.end(); ++it) body[it.key()] = *it;
   return ParseChatRequest(body, ProtocolLimits{}, out);
 }
 
-// Expects a 400 invalid_request_error naming `param` whose message contains
-// `needle`.
-void ExpectBadParam(const MaybeApiError& e, const std::string& param,
-                    const std::string& needle) {
-  ASSERT_TRUE(e.has_value()) << "expected an error on " << param;
-  EXPECT_EQ(e->http_status, 400);
-  EXPECT_EQ(e->type, "invalid_request_error");
-  EXPECT_EQ(e->param, param) << e->message;
-  EXPECT_NE(e->message.find(needle), std::string::npos) << e->message;
-}
-
 TEST(CompletionRequestTest, Defaults) {
   CompletionRequest r;
-  ASSERT_FALSE(ParseCompletionRequest(Parse(R"({"prompt": "hello"})"), {}, &r));
+  ASSERT_FALSE(ParseCompletionRequest(ParseJson(R"({"prompt": "hello"})"), {}, &r));
   EXPECT_FALSE(r.model.has_value());
   ASSERT_EQ(r.prompts.size(), 1u);
   EXPECT_FALSE(r.prompts[0].is_token_ids);
@@ -58,16 +50,16 @@ TEST(CompletionRequestTest, Defaults) {
   EXPECT_FALSE(r.echo);
   // min_tokens above the default raises it; an explicit max_tokens stays.
   ASSERT_FALSE(ParseCompletionRequest(
-      Parse(R"({"prompt": "hello", "min_tokens": 30})"), {}, &r));
+      ParseJson(R"({"prompt": "hello", "min_tokens": 30})"), {}, &r));
   EXPECT_EQ(r.sampling.max_tokens, 30);
   ASSERT_FALSE(ParseCompletionRequest(
-      Parse(R"({"prompt": "hello", "max_tokens": 100})"), {}, &r));
+      ParseJson(R"({"prompt": "hello", "max_tokens": 100})"), {}, &r));
   EXPECT_EQ(r.sampling.max_tokens, 100);
 }
 
 TEST(CompletionRequestTest, AllSamplingParametersHappyPath) {
   CompletionRequest r;
-  ASSERT_FALSE(Completion(Parse(R"({
+  ASSERT_FALSE(Completion(ParseJson(R"({
       "max_tokens": 32, "temperature": 0.7, "top_p": 0.9, "top_k": 40,
       "min_p": 0.05, "presence_penalty": 0.5, "frequency_penalty": -0.5,
       "repetition_penalty": 1.1, "seed": 1234, "n": 3,
@@ -101,7 +93,7 @@ TEST(CompletionRequestTest, AllSamplingParametersHappyPath) {
 
 TEST(CompletionRequestTest, NullMeansDefault) {
   CompletionRequest r;
-  ASSERT_FALSE(Completion(Parse(R"({"temperature": null, "stop": null,
+  ASSERT_FALSE(Completion(ParseJson(R"({"temperature": null, "stop": null,
       "max_tokens": null, "logprobs": null, "suffix": null,
       "response_format": null})"),
                           &r));
@@ -111,34 +103,34 @@ TEST(CompletionRequestTest, NullMeansDefault) {
 
 TEST(CompletionRequestTest, StopStringVersusList) {
   CompletionRequest r;
-  ASSERT_FALSE(Completion(Parse(R"({"stop": "###"})"), &r));
+  ASSERT_FALSE(Completion(ParseJson(R"({"stop": "###"})"), &r));
   EXPECT_EQ(r.sampling.stop, (std::vector<std::string>{"###"}));
-  ASSERT_FALSE(Completion(Parse(R"({"stop": ["a", "b"]})"), &r));
+  ASSERT_FALSE(Completion(ParseJson(R"({"stop": ["a", "b"]})"), &r));
   EXPECT_EQ(r.sampling.stop, (std::vector<std::string>{"a", "b"}));
-  ExpectBadParam(Completion(Parse(R"({"stop": 5})"), &r), "stop",
+  ExpectBadParam(Completion(ParseJson(R"({"stop": 5})"), &r), "stop",
                  "a string or an array of strings");
-  ExpectBadParam(Completion(Parse(R"({"stop": ["a", 1]})"), &r), "stop[1]",
+  ExpectBadParam(Completion(ParseJson(R"({"stop": ["a", 1]})"), &r), "stop[1]",
                  "must be a string");
-  ExpectBadParam(Completion(Parse(R"({"stop": [""]})"), &r), "stop",
+  ExpectBadParam(Completion(ParseJson(R"({"stop": [""]})"), &r), "stop",
                  "empty string");
 }
 
 TEST(CompletionRequestTest, PromptForms) {
   CompletionRequest r;
-  ASSERT_FALSE(Completion(Parse(R"({"prompt": [1, 2, 3]})"), &r));
+  ASSERT_FALSE(Completion(ParseJson(R"({"prompt": [1, 2, 3]})"), &r));
   ASSERT_EQ(r.prompts.size(), 1u);
   EXPECT_TRUE(r.prompts[0].is_token_ids);
   EXPECT_EQ(r.prompts[0].token_ids, (std::vector<int32_t>{1, 2, 3}));
 
-  ASSERT_FALSE(Completion(Parse(R"({"prompt": ["a", "b", "c"]})"), &r));
+  ASSERT_FALSE(Completion(ParseJson(R"({"prompt": ["a", "b", "c"]})"), &r));
   ASSERT_EQ(r.prompts.size(), 3u);
   EXPECT_EQ(r.prompts[2].text, "c");
 
-  ASSERT_FALSE(Completion(Parse(R"({"prompt": [[1, 2], [3]]})"), &r));
+  ASSERT_FALSE(Completion(ParseJson(R"({"prompt": [[1, 2], [3]]})"), &r));
   ASSERT_EQ(r.prompts.size(), 2u);
   EXPECT_EQ(r.prompts[1].token_ids, (std::vector<int32_t>{3}));
 
-  ASSERT_FALSE(Completion(Parse(R"({"prompt": ["text", [9, 8]]})"), &r));
+  ASSERT_FALSE(Completion(ParseJson(R"({"prompt": ["text", [9, 8]]})"), &r));
   ASSERT_EQ(r.prompts.size(), 2u);
   EXPECT_FALSE(r.prompts[0].is_token_ids);
   EXPECT_TRUE(r.prompts[1].is_token_ids);
@@ -146,21 +138,21 @@ TEST(CompletionRequestTest, PromptForms) {
 
 TEST(CompletionRequestTest, PromptErrors) {
   CompletionRequest r;
-  ExpectBadParam(ParseCompletionRequest(Parse(R"({"model": "m"})"), {}, &r),
+  ExpectBadParam(ParseCompletionRequest(ParseJson(R"({"model": "m"})"), {}, &r),
                  "prompt", "required");
-  ExpectBadParam(Completion(Parse(R"({"prompt": 5})"), &r), "prompt",
+  ExpectBadParam(Completion(ParseJson(R"({"prompt": 5})"), &r), "prompt",
                  "not an integer");
-  ExpectBadParam(Completion(Parse(R"({"prompt": []})"), &r), "prompt",
+  ExpectBadParam(Completion(ParseJson(R"({"prompt": []})"), &r), "prompt",
                  "empty array");
-  ExpectBadParam(Completion(Parse(R"({"prompt": [[]]})"), &r), "prompt",
+  ExpectBadParam(Completion(ParseJson(R"({"prompt": [[]]})"), &r), "prompt",
                  "empty token array");
-  ExpectBadParam(Completion(Parse(R"({"prompt": [1, -2]})"), &r), "prompt[1]",
+  ExpectBadParam(Completion(ParseJson(R"({"prompt": [1, -2]})"), &r), "prompt[1]",
                  "not a token id");
-  ExpectBadParam(Completion(Parse(R"({"prompt": [1.5]})"), &r), "prompt[0]",
+  ExpectBadParam(Completion(ParseJson(R"({"prompt": [1.5]})"), &r), "prompt[0]",
                  "integer token id");
-  ExpectBadParam(Completion(Parse(R"({"prompt": ["a", {}]})"), &r), "prompt",
+  ExpectBadParam(Completion(ParseJson(R"({"prompt": ["a", {}]})"), &r), "prompt",
                  "prompt[1]");
-  ExpectBadParam(ParseCompletionRequest(Parse("[1]"), {}, &r), "",
+  ExpectBadParam(ParseCompletionRequest(ParseJson("[1]"), {}, &r), "",
                  "JSON object");
 }
 
@@ -178,7 +170,7 @@ TEST_P(CompletionRangeTest, Rejects) {
   CompletionRequest r;
   ProtocolLimits limits;
   limits.max_n = 8;
-  ExpectBadParam(Completion(Parse(GetParam().body), &r, limits),
+  ExpectBadParam(Completion(ParseJson(GetParam().body), &r, limits),
                  GetParam().param, GetParam().needle);
 }
 
@@ -246,7 +238,7 @@ class UnsupportedTest : public ::testing::TestWithParam<UnsupportedCase> {};
 
 TEST_P(UnsupportedTest, CompletionsRejectClearly) {
   CompletionRequest r;
-  MaybeApiError e = Completion(Parse(GetParam().body), &r);
+  MaybeApiError e = Completion(ParseJson(GetParam().body), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->param, GetParam().param);
@@ -268,16 +260,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(CompletionRequestTest, AcceptsHarmlessSpellingsOfUnsupported) {
   CompletionRequest r;
-  ASSERT_FALSE(Completion(Parse(R"({"response_format": {"type": "text"},
+  ASSERT_FALSE(Completion(ParseJson(R"({"response_format": {"type": "text"},
       "suffix": "", "modalities": ["text"], "best_of": 1})"),
                           &r));
-  ASSERT_FALSE(Completion(Parse(R"({"max_tokens": 16.0})"), &r));
+  ASSERT_FALSE(Completion(ParseJson(R"({"max_tokens": 16.0})"), &r));
   EXPECT_EQ(*r.sampling.max_tokens, 16);
 }
 
 TEST(ChatRequestTest, MessagesAndDefaults) {
   ChatRequest r;
-  ASSERT_FALSE(ParseChatRequest(Parse(R"({"messages": [
+  ASSERT_FALSE(ParseChatRequest(ParseJson(R"({"messages": [
       {"role": "system", "content": "be brief"},
       {"role": "user", "content": [{"type": "text", "text": "a"},
                                    {"type": "text", "text": "b"}]},
@@ -312,7 +304,7 @@ TEST(ChatRequestTest, MessagesAndDefaults) {
 
 TEST(ChatRequestTest, ChatSpecificFields) {
   ChatRequest r;
-  ASSERT_FALSE(Chat(Parse(R"({"max_completion_tokens": 64,
+  ASSERT_FALSE(Chat(ParseJson(R"({"max_completion_tokens": 64,
       "logprobs": true, "top_logprobs": 3,
       "chat_template_kwargs": {"enable_thinking": false},
       "separate_reasoning": false, "temperature": 0,
@@ -330,9 +322,9 @@ TEST(ChatRequestTest, ChatSpecificFields) {
   EXPECT_EQ(r.tools.size(), 1u);
   EXPECT_EQ(r.tool_choice["function"]["name"], "get");
 
-  ASSERT_FALSE(Chat(Parse(R"({"max_tokens": 10})"), &r));
+  ASSERT_FALSE(Chat(ParseJson(R"({"max_tokens": 10})"), &r));
   EXPECT_EQ(*r.sampling.max_tokens, 10);
-  ASSERT_FALSE(Chat(Parse(R"({"tool_choice": "none"})"), &r));
+  ASSERT_FALSE(Chat(ParseJson(R"({"tool_choice": "none"})"), &r));
   EXPECT_EQ(r.tool_choice, "none");
 }
 
@@ -341,12 +333,12 @@ TEST(ChatRequestTest, ChatSpecificFields) {
 TEST(ChatRequestTest, NonStringToolTypeIs400) {
   ChatRequest r;
   const std::string messages = R"("messages": [{"role": "user", "content": "x"}])";
-  ExpectBadParam(Chat(Parse("{" + messages +
+  ExpectBadParam(Chat(ParseJson("{" + messages +
                             R"(, "tools": [{"type": {"name": "f"}}]})"),
                       &r),
                  "tools[0]", "must be");
   ExpectBadParam(
-      Chat(Parse("{" + messages +
+      Chat(ParseJson("{" + messages +
                  R"(, "tools": [{"type": "function", "function": {"name": "f"}}],
                      "tool_choice": {"type": 7, "function": {"name": "f"}}})"),
            &r),
@@ -355,69 +347,69 @@ TEST(ChatRequestTest, NonStringToolTypeIs400) {
 
 TEST(ChatRequestTest, Errors) {
   ChatRequest r;
-  ExpectBadParam(ParseChatRequest(Parse(R"({"model": "m"})"), {}, &r),
+  ExpectBadParam(ParseChatRequest(ParseJson(R"({"model": "m"})"), {}, &r),
                  "messages", "required");
-  ExpectBadParam(Chat(Parse(R"({"messages": []})"), &r), "messages",
+  ExpectBadParam(Chat(ParseJson(R"({"messages": []})"), &r), "messages",
                  "must not be empty");
-  ExpectBadParam(Chat(Parse(R"({"messages": "hi"})"), &r), "messages",
+  ExpectBadParam(Chat(ParseJson(R"({"messages": "hi"})"), &r), "messages",
                  "an array");
-  ExpectBadParam(Chat(Parse(R"({"messages": [{"content": "x"}]})"), &r),
+  ExpectBadParam(Chat(ParseJson(R"({"messages": [{"content": "x"}]})"), &r),
                  "messages[0].role", "needs a string \"role\"");
   ExpectBadParam(
-      Chat(Parse(R"({"messages": [{"role": "robot", "content": "x"}]})"), &r),
+      Chat(ParseJson(R"({"messages": [{"role": "robot", "content": "x"}]})"), &r),
       "messages[0].role", "expected system, user, assistant or tool");
-  ExpectBadParam(Chat(Parse(R"({"messages": [{"role": "user"}]})"), &r),
+  ExpectBadParam(Chat(ParseJson(R"({"messages": [{"role": "user"}]})"), &r),
                  "messages[0].content", "needs \"content\"");
   ExpectBadParam(
-      Chat(Parse(R"({"messages": [{"role": "user", "content": 5}]})"), &r),
+      Chat(ParseJson(R"({"messages": [{"role": "user", "content": 5}]})"), &r),
       "messages[0].content", "a string or an array of text parts");
   ExpectBadParam(
-      Chat(Parse(R"({"messages": [{"role": "tool", "content": "x"}]})"), &r),
+      Chat(ParseJson(R"({"messages": [{"role": "tool", "content": "x"}]})"), &r),
       "messages[0].tool_call_id", "tool_call_id");
-  ExpectBadParam(Chat(Parse(R"({"messages": [{"role": "user", "content": "x",
+  ExpectBadParam(Chat(ParseJson(R"({"messages": [{"role": "user", "content": "x",
       "tool_calls": []}]})"),
                       &r),
                  "messages[0].tool_calls", "only allowed on assistant");
-  ExpectBadParam(Chat(Parse(R"({"messages": [{"role": "assistant",
+  ExpectBadParam(Chat(ParseJson(R"({"messages": [{"role": "assistant",
       "tool_calls": [{"id": "a"}]}]})"),
                       &r),
                  "messages[0].tool_calls[0].function", "needs \"function\"");
-  ExpectBadParam(Chat(Parse(R"({"logprobs": 3})"), &r), "logprobs",
+  ExpectBadParam(Chat(ParseJson(R"({"logprobs": 3})"), &r), "logprobs",
                  "true or false");
-  ExpectBadParam(Chat(Parse(R"({"logprobs": true, "top_logprobs": 21})"), &r),
+  ExpectBadParam(Chat(ParseJson(R"({"logprobs": true, "top_logprobs": 21})"), &r),
                  "top_logprobs", "between 0 and 20");
-  ExpectBadParam(Chat(Parse(R"({"top_logprobs": 2})"), &r), "top_logprobs",
+  ExpectBadParam(Chat(ParseJson(R"({"top_logprobs": 2})"), &r), "top_logprobs",
                  "needs 'logprobs'");
   ExpectBadParam(
-      Chat(Parse(R"({"max_tokens": 5, "max_completion_tokens": 6})"), &r),
+      Chat(ParseJson(R"({"max_tokens": 5, "max_completion_tokens": 6})"), &r),
       "max_completion_tokens", "disagree");
-  ExpectBadParam(Chat(Parse(R"({"max_completion_tokens": 0})"), &r),
+  ExpectBadParam(Chat(ParseJson(R"({"max_completion_tokens": 0})"), &r),
                  "max_completion_tokens", "at least 1");
-  ExpectBadParam(Chat(Parse(R"({"chat_template_kwargs": []})"), &r),
+  ExpectBadParam(Chat(ParseJson(R"({"chat_template_kwargs": []})"), &r),
                  "chat_template_kwargs", "an object");
-  ExpectBadParam(Chat(Parse(R"({"separate_reasoning": "no"})"), &r),
+  ExpectBadParam(Chat(ParseJson(R"({"separate_reasoning": "no"})"), &r),
                  "separate_reasoning", "true or false");
-  ExpectBadParam(Chat(Parse(R"({"tools": {}})"), &r), "tools", "an array");
-  ExpectBadParam(Chat(Parse(R"({"tools": [{"type": "function",
+  ExpectBadParam(Chat(ParseJson(R"({"tools": {}})"), &r), "tools", "an array");
+  ExpectBadParam(Chat(ParseJson(R"({"tools": [{"type": "function",
       "function": {"name": ""}}]})"),
                       &r),
                  "tools[0].function.name", "non-empty");
-  ExpectBadParam(Chat(Parse(R"({"tool_choice": "auto"})"), &r), "tool_choice",
+  ExpectBadParam(Chat(ParseJson(R"({"tool_choice": "auto"})"), &r), "tool_choice",
                  "needs 'tools'");
-  ExpectBadParam(Chat(Parse(R"({"tool_choice": "sometimes"})"), &r),
+  ExpectBadParam(Chat(ParseJson(R"({"tool_choice": "sometimes"})"), &r),
                  "tool_choice", "\"sometimes\"");
-  ExpectBadParam(Chat(Parse(R"({"tools": [{"type": "function",
+  ExpectBadParam(Chat(ParseJson(R"({"tools": [{"type": "function",
       "function": {"name": "a"}}], "tool_choice": {"type": "function",
       "function": {"name": "b"}}})"),
                       &r),
                  "tool_choice", "not in 'tools'");
-  ExpectBadParam(Chat(Parse(R"({"temperature": -1})"), &r), "temperature",
+  ExpectBadParam(Chat(ParseJson(R"({"temperature": -1})"), &r), "temperature",
                  ">= 0");
 }
 
 TEST(ChatRequestTest, NonTextContentIsUnsupported) {
   ChatRequest r;
-  MaybeApiError e = Chat(Parse(R"({"messages": [{"role": "user", "content":
+  MaybeApiError e = Chat(ParseJson(R"({"messages": [{"role": "user", "content":
       [{"type": "image_url", "image_url": {"url": "x"}}]}]})"),
                          &r);
   ASSERT_TRUE(e);
@@ -425,7 +417,7 @@ TEST(ChatRequestTest, NonTextContentIsUnsupported) {
   EXPECT_EQ(e->param, "messages[0].content[0]");
   EXPECT_NE(e->message.find("image_url"), std::string::npos);
   // json_schema without its schema is malformed, not unsupported.
-  e = Chat(Parse(R"({"response_format": {"type": "json_schema"}})"), &r);
+  e = Chat(ParseJson(R"({"response_format": {"type": "json_schema"}})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "response_format.json_schema");
 }
@@ -434,28 +426,28 @@ TEST(ChatRequestTest, NonTextContentIsUnsupported) {
 // naming it; OpenAI's bookkeeping fields are known.
 TEST(ChatRequestTest, UnknownFieldsAreRefusedByName) {
   ChatRequest r;
-  EXPECT_FALSE(Chat(Parse(R"({"user": "u", "store": false,
+  EXPECT_FALSE(Chat(ParseJson(R"({"user": "u", "store": false,
       "metadata": {"k": "v"}, "service_tier": "auto"})"),
                     &r));
   MaybeApiError e =
-      Chat(Parse(R"({"some_vendor_extension": {"a": 1}})"), &r);
+      Chat(ParseJson(R"({"some_vendor_extension": {"a": 1}})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->param, "some_vendor_extension");
   EXPECT_NE(e->message.find("'some_vendor_extension'"), std::string::npos);
   CompletionRequest c;
-  e = ParseCompletionRequest(Parse(R"({"prompt": "x", "max_token": 5})"), {},
+  e = ParseCompletionRequest(ParseJson(R"({"prompt": "x", "max_token": 5})"), {},
                              &c);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "max_token");
-  e = Chat(Parse(R"({"store": true})"), &r);
+  e = Chat(ParseJson(R"({"store": true})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, "unsupported_parameter");
 }
 
 TEST(ChatRequestTest, SglangExtrasOnV1) {
   ChatRequest r;
-  ASSERT_FALSE(Chat(Parse(R"({"min_tokens": 30, "max_tokens": 40,
+  ASSERT_FALSE(Chat(ParseJson(R"({"min_tokens": 30, "max_tokens": 40,
       "skip_special_tokens": false, "spaces_between_special_tokens": false,
       "no_stop_trim": true, "top_k": 5, "min_p": 0.1,
       "repetition_penalty": 1.1, "stop_token_ids": [3], "ignore_eos": true,
@@ -466,40 +458,40 @@ TEST(ChatRequestTest, SglangExtrasOnV1) {
   EXPECT_FALSE(r.sampling.spaces_between_special_tokens);
   EXPECT_TRUE(r.sampling.no_stop_trim);
   // Chat completions keep "up to the context" as the default.
-  ASSERT_FALSE(Chat(Parse(R"({"min_tokens": 3})"), &r));
+  ASSERT_FALSE(Chat(ParseJson(R"({"min_tokens": 3})"), &r));
   EXPECT_FALSE(r.sampling.max_tokens.has_value());
-  MaybeApiError e = Chat(Parse(R"({"min_tokens": 50, "max_tokens": 40})"), &r);
+  MaybeApiError e = Chat(ParseJson(R"({"min_tokens": 50, "max_tokens": 40})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "min_tokens");
-  e = Chat(Parse(R"({"min_tokens": -1})"), &r);
+  e = Chat(ParseJson(R"({"min_tokens": -1})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "min_tokens");
-  e = Chat(Parse(R"({"no_stop_trim": "yes"})"), &r);
+  e = Chat(ParseJson(R"({"no_stop_trim": "yes"})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "no_stop_trim");
   // Structured output: read here (compiled by the route), one at a time.
-  ASSERT_FALSE(Chat(Parse(R"({"regex": "[0-9]+"})"), &r));
+  ASSERT_FALSE(Chat(ParseJson(R"({"regex": "[0-9]+"})"), &r));
   ASSERT_TRUE(r.sampling.constraint);
   EXPECT_EQ(r.sampling.constraint->kind, ConstraintSpec::Kind::kRegex);
-  ASSERT_FALSE(Chat(Parse(R"({"json_schema": {"type": "integer"}})"), &r));
+  ASSERT_FALSE(Chat(ParseJson(R"({"json_schema": {"type": "integer"}})"), &r));
   EXPECT_EQ(r.sampling.constraint->kind, ConstraintSpec::Kind::kJsonSchema);
   EXPECT_EQ(r.sampling.constraint->text, R"({"type":"integer"})");
-  ASSERT_FALSE(Chat(Parse(R"({"response_format": {"type": "json_schema",
+  ASSERT_FALSE(Chat(ParseJson(R"({"response_format": {"type": "json_schema",
       "json_schema": {"name": "n", "schema": {"type": "object"},
                       "strict": true}}})"),
                     &r));
   EXPECT_EQ(r.sampling.constraint->param, "response_format.json_schema.schema");
-  ASSERT_FALSE(Chat(Parse(R"({"response_format": {"type": "json_object"}})"), &r));
+  ASSERT_FALSE(Chat(ParseJson(R"({"response_format": {"type": "json_object"}})"), &r));
   EXPECT_EQ(r.sampling.constraint->kind, ConstraintSpec::Kind::kJsonObject);
-  ASSERT_FALSE(Chat(Parse(R"({"response_format": {"type": "text"}})"), &r));
+  ASSERT_FALSE(Chat(ParseJson(R"({"response_format": {"type": "text"}})"), &r));
   EXPECT_FALSE(r.sampling.constraint);
-  e = Chat(Parse(R"({"regex": "a", "response_format": {"type": "json_object"}})"), &r);
+  e = Chat(ParseJson(R"({"regex": "a", "response_format": {"type": "json_object"}})"), &r);
   ASSERT_TRUE(e);
   EXPECT_NE(e->message.find("one structured-output constraint"), std::string::npos);
-  e = Chat(Parse(R"({"regex": 5})"), &r);
+  e = Chat(ParseJson(R"({"regex": 5})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "regex");
-  e = Chat(Parse(R"({"response_format": {"type": "xml"}})"), &r);
+  e = Chat(ParseJson(R"({"response_format": {"type": "xml"}})"), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "response_format.type");
 }

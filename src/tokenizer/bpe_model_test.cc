@@ -11,7 +11,7 @@
 namespace tessera::tok {
 namespace {
 
-std::unique_ptr<BpeModel> Make(const Json& model) {
+std::unique_ptr<BpeModel> MakeBpeModel(const Json& model) {
   auto bpe = BpeModel::FromJson(model, "model");
   EXPECT_TRUE(bpe.ok()) << bpe.status().ToString();
   return bpe.ok() ? std::move(bpe).value() : nullptr;
@@ -25,11 +25,11 @@ std::vector<int32_t> Tokenize(const BpeModel& bpe, std::string_view word) {
 
 TEST(BpeModel, AppliesMergesByRank) {
   Json vocab = {{"a", 0}, {"b", 1}, {"c", 2}, {"ab", 3}, {"bc", 4}, {"abc", 5}};
-  auto bc_first = Make(
+  auto bc_first = MakeBpeModel(
       {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"b c", "a b", "a bc"}}});
   EXPECT_EQ(Tokenize(*bc_first, "abc"), std::vector<int32_t>{5});
   EXPECT_EQ(Tokenize(*bc_first, "abcab"), (std::vector<int32_t>{5, 3}));
-  auto ab_first = Make({{"type", "BPE"},
+  auto ab_first = MakeBpeModel({{"type", "BPE"},
                         {"vocab", vocab},
                         {"merges", Json::array({{"a", "b"}, {"b", "c"}})}});
   // "ab" wins, and there is no (ab, c) merge.
@@ -37,7 +37,7 @@ TEST(BpeModel, AppliesMergesByRank) {
 }
 
 TEST(BpeModel, EqualRanksMergeLeftmostFirst) {
-  auto bpe = Make({{"type", "BPE"},
+  auto bpe = MakeBpeModel({{"type", "BPE"},
                    {"vocab", {{"a", 0}, {"aa", 1}, {"aaaa", 2}}},
                    {"merges", {"a a", "aa aa"}}});
   EXPECT_EQ(Tokenize(*bpe, "aaa"), (std::vector<int32_t>{1, 0}));
@@ -52,7 +52,7 @@ TEST(BpeModel, ByteFallbackAndUnk) {
     snprintf(name, sizeof(name), "<0x%02X>", b);
     vocab[name] = 2 + b;
   }
-  auto fallback = Make({{"type", "BPE"},
+  auto fallback = MakeBpeModel({{"type", "BPE"},
                         {"vocab", vocab},
                         {"merges", Json::array()},
                         {"unk_token", "<unk>"},
@@ -62,29 +62,29 @@ TEST(BpeModel, ByteFallbackAndUnk) {
             (std::vector<int32_t>{1, 2 + 0xC3, 2 + 0xA9}));
 
   Json small = {{"<unk>", 0}, {"a", 1}};
-  auto fused = Make({{"type", "BPE"},
+  auto fused = MakeBpeModel({{"type", "BPE"},
                      {"vocab", small},
                      {"merges", Json::array()},
                      {"unk_token", "<unk>"},
                      {"fuse_unk", true}});
   EXPECT_EQ(Tokenize(*fused, "xyaz"), (std::vector<int32_t>{0, 1, 0}));
-  auto unfused = Make({{"type", "BPE"},
+  auto unfused = MakeBpeModel({{"type", "BPE"},
                        {"vocab", small},
                        {"merges", Json::array()},
                        {"unk_token", "<unk>"}});
   EXPECT_EQ(Tokenize(*unfused, "xyaz"), (std::vector<int32_t>{0, 0, 1, 0}));
   auto no_unk =
-      Make({{"type", "BPE"}, {"vocab", small}, {"merges", Json::array()}});
+      MakeBpeModel({{"type", "BPE"}, {"vocab", small}, {"merges", Json::array()}});
   EXPECT_EQ(Tokenize(*no_unk, "xay"), std::vector<int32_t>{1});
 }
 
 TEST(BpeModel, IgnoreMergesEmitsWholeWords) {
   Json vocab = {{"a", 0}, {"b", 1}, {"ab", 2}, {"abab", 3}, {"ba", 4}};
   Json merges = {"b a", "a b"};
-  auto normal = Make({{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}});
+  auto normal = MakeBpeModel({{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}});
   // b-a merges first, so "abab" never becomes the whole-word token.
   EXPECT_EQ(Tokenize(*normal, "abab"), (std::vector<int32_t>{0, 4, 1}));
-  auto ignore = Make({{"type", "BPE"},
+  auto ignore = MakeBpeModel({{"type", "BPE"},
                       {"vocab", vocab},
                       {"merges", merges},
                       {"ignore_merges", true}});
@@ -93,14 +93,14 @@ TEST(BpeModel, IgnoreMergesEmitsWholeWords) {
 
 TEST(BpeModel, ContinuingSubwordPrefixAndSuffix) {
   Json vocab = {{"a", 0}, {"##b", 1}, {"##c", 2}, {"ab", 3}, {"ab##c", 4}};
-  auto bpe = Make({{"type", "BPE"},
+  auto bpe = MakeBpeModel({{"type", "BPE"},
                    {"vocab", vocab},
                    {"merges", {"a ##b"}},
                    {"continuing_subword_prefix", "##"}});
   EXPECT_EQ(Tokenize(*bpe, "abc"), (std::vector<int32_t>{3, 2}));
 
   Json vocab2 = {{"a", 0}, {"b</w>", 1}, {"ab</w>", 2}};
-  auto suffix = Make({{"type", "BPE"},
+  auto suffix = MakeBpeModel({{"type", "BPE"},
                       {"vocab", vocab2},
                       {"merges", {"a b</w>"}},
                       {"end_of_word_suffix", "</w>"}});
@@ -163,7 +163,7 @@ TEST(BpeModel, MatchesNaiveReferenceOnRandomWords) {
         tokens.push_back(merged);
       }
     }
-    auto bpe = Make({{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}});
+    auto bpe = MakeBpeModel({{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}});
     for (int w = 0; w < 50; ++w) {
       std::string word;
       const int len = 1 + static_cast<int>(rng() % 60);
@@ -180,7 +180,7 @@ TEST(BpeModel, MatchesNaiveReferenceOnRandomWords) {
 TEST(BpeModel, LongWordsMergeInNearLinearTime) {
   Json vocab = {{"a", 0}, {"b", 1}, {"ab", 2}, {"abab", 3}};
   auto bpe =
-      Make({{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b", "ab ab"}}});
+      MakeBpeModel({{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b", "ab ab"}}});
   std::string word;
   for (int i = 0; i < 200000; ++i) word += "ab";  // 400,000 characters
   const auto start = std::chrono::steady_clock::now();
@@ -195,7 +195,7 @@ TEST(BpeModel, LongWordsMergeInNearLinearTime) {
 }
 
 TEST(BpeModel, CachesShortWords) {
-  auto bpe = Make({{"type", "BPE"},
+  auto bpe = MakeBpeModel({{"type", "BPE"},
                    {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}},
                    {"merges", {"a b"}}});
   EXPECT_EQ(bpe->cache().size(), 0u);

@@ -11,7 +11,7 @@
 namespace tessera::tok {
 namespace {
 
-std::unique_ptr<Decoder> Make(const Json* config) {
+std::unique_ptr<Decoder> MakeDecoder(const Json* config) {
   auto decoder = Decoder::FromJson(config, "decoder");
   EXPECT_TRUE(decoder.ok()) << decoder.status().ToString();
   return decoder.ok() ? std::move(decoder).value() : nullptr;
@@ -51,7 +51,7 @@ TEST(Decoder, ParseByteTokenAcceptsOnlyWellFormedHex) {
 }
 
 TEST(Decoder, SentencePieceChain) {
-  auto d = Make(&kSentencePiece);
+  auto d = MakeDecoder(&kSentencePiece);
   EXPECT_EQ(DecodeAll(*d, {"▁Hello", "▁wor", "ld"}), "Hello world");
   EXPECT_EQ(DecodeAll(*d, {"▁", "▁a"}), " a");  // only one space stripped
   // 你 = E4 BD A0 as a valid run; an invalid run gives one U+FFFD per byte.
@@ -64,7 +64,7 @@ TEST(Decoder, SentencePieceChain) {
 
 TEST(Decoder, ByteLevel) {
   const Json config = {{"type", "ByteLevel"}};
-  auto d = Make(&config);
+  auto d = MakeDecoder(&config);
   EXPECT_EQ(DecodeAll(*d, {"Hello", "Ġworld", "Ċ"}), "Hello world\n");
   // "ðŁĺ" + "Ģ" = F0 9F 98 80 (😀) split over two tokens.
   EXPECT_EQ(DecodeAll(*d, {"ðŁĺ", "Ģ"}), "😀");
@@ -77,15 +77,15 @@ TEST(Decoder, MetaspaceDropsReplacementOnlyInFirstPiece) {
   const Json config = {{"type", "Metaspace"},
                        {"replacement", "▁"},
                        {"prepend_scheme", "always"}};
-  auto d = Make(&config);
+  auto d = MakeDecoder(&config);
   EXPECT_EQ(DecodeAll(*d, {"▁Hey", "▁friend"}), "Hey friend");
   const Json never = {
       {"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "never"}};
-  EXPECT_EQ(DecodeAll(*Make(&never), {"▁Hey", "▁friend"}), " Hey friend");
+  EXPECT_EQ(DecodeAll(*MakeDecoder(&never), {"▁Hey", "▁friend"}), " Hey friend");
 }
 
 TEST(Decoder, NoDecoderJoinsWithSpaces) {
-  auto d = Make(nullptr);
+  auto d = MakeDecoder(nullptr);
   EXPECT_EQ(DecodeAll(*d, {"a", "b", "c"}), "a b c");
 }
 
@@ -98,7 +98,7 @@ TEST(Decoder, TextModeReplaceAndStripHoldBackAcrossChunks) {
          {"pattern", {{"String", "<br>"}}},
          {"content", "\n"}},
         {{"type", "Strip"}, {"content", "-"}, {"start", 2}, {"stop", 2}}}}};
-  auto d = Make(&config);
+  auto d = MakeDecoder(&config);
   const std::vector<std::string> tokens = {"---a<b", "r>b", "<", "br", ">c---"};
   EXPECT_EQ(DecodeAll(*d, tokens), "-a\nb\nc-");
   // Streaming: no piece holds a partial "<br>", and the pieces add up.

@@ -3,39 +3,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "testing/cached_tokenizer.h"
 #include "testing/fixtures.h"
+#include "testing/goldens.h"
 #include "tokenizer/utf8.h"
 
 namespace tessera {
 namespace {
 
 using nlohmann::json;
-
-const Tokenizer& Cached(const std::string& path) {
-  static auto* cache = new std::map<std::string, std::unique_ptr<Tokenizer>>();
-  auto& slot = (*cache)[path];
-  if (!slot) {
-    auto loaded = Tokenizer::Load(path);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
-    slot = std::move(loaded).value();
-  }
-  return *slot;
-}
-
-std::vector<json> ReadJsonl(const std::string& path) {
-  std::vector<json> cases;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) cases.push_back(json::parse(line));
-  }
-  return cases;
-}
 
 // Streams `ids` one at a time; checks every piece is whole UTF-8 and that the
 // pieces add up to the full decode. Returns the number of Add calls that
@@ -62,14 +41,14 @@ int ExpectStreamEqualsDecode(const Tokenizer& tok,
 
 TEST(IncrementalDetokenizer, Qwen3GoldensStreamLikeFullDecode) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
-  for (const json& c : ReadJsonl(dir + "/golden_encode.jsonl")) {
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  for (const json& c : testing::ReadJsonLines(dir + "/golden_encode.jsonl")) {
     for (bool skip : {false, true}) {
       ExpectStreamEqualsDecode(tok, c["ids"].get<std::vector<int32_t>>(), skip,
                                c["text"]);
     }
   }
-  for (const json& c : ReadJsonl(dir + "/golden_chat.jsonl")) {
+  for (const json& c : testing::ReadJsonLines(dir + "/golden_chat.jsonl")) {
     for (bool skip : {false, true}) {
       ExpectStreamEqualsDecode(tok, c["ids"].get<std::vector<int32_t>>(), skip,
                                c["name"]);
@@ -79,7 +58,7 @@ TEST(IncrementalDetokenizer, Qwen3GoldensStreamLikeFullDecode) {
 
 TEST(IncrementalDetokenizer, Qwen3HoldsBackSplitCharacters) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
   const std::string text = "I 🫠 love 𝒳 and 龘龘 and 👩‍👩‍👧";
   const std::vector<int32_t> ids = tok.Encode(text, false);
   // Some of these characters span several byte-level tokens, so some Add
@@ -100,8 +79,8 @@ TEST(IncrementalDetokenizer, Qwen3HoldsBackSplitCharacters) {
 
 TEST(IncrementalDetokenizer, Stories260kGoldensStreamLikeFullDecode) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Tokenizer& tok = Cached(dir);
-  for (const json& c : ReadJsonl(dir + "/golden_greedy.jsonl")) {
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  for (const json& c : testing::ReadJsonLines(dir + "/golden_greedy.jsonl")) {
     std::vector<int32_t> ids = c["prompt_ids"].get<std::vector<int32_t>>();
     for (int32_t id : c["greedy_output_ids"].get<std::vector<int32_t>>()) {
       ids.push_back(id);
@@ -113,7 +92,7 @@ TEST(IncrementalDetokenizer, Stories260kGoldensStreamLikeFullDecode) {
 
 TEST(IncrementalDetokenizer, Stories260kByteFallbackRuns) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Tokenizer& tok = Cached(dir);
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
   const std::string text = "A 🐶 and 你好 friend 😀.";
   const std::vector<int32_t> ids = tok.Encode(text, true);
   EXPECT_GT(ExpectStreamEqualsDecode(tok, ids, true, text), 0);
@@ -130,8 +109,8 @@ TEST(IncrementalDetokenizer, Stories260kByteFallbackRuns) {
 
 TEST(IncrementalDetokenizer, PrimedWithPromptContinuesWithItsSpaces) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Tokenizer& tok = Cached(dir);
-  for (const json& c : ReadJsonl(dir + "/golden_greedy.jsonl")) {
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  for (const json& c : testing::ReadJsonLines(dir + "/golden_greedy.jsonl")) {
     const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     const auto output = c["greedy_output_ids"].get<std::vector<int32_t>>();
     IncrementalDetokenizer detok(tok, true);

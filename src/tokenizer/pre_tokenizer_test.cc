@@ -45,7 +45,7 @@ TEST(SplitByMatches, FollowsEachBehaviour) {
             (Words{"-", "-", "-"}));
 }
 
-std::unique_ptr<PreTokenizer> Make(const Json& config) {
+std::unique_ptr<PreTokenizer> MakePreTokenizer(const Json& config) {
   auto pre = PreTokenizer::FromJson(config, "pre_tokenizer");
   EXPECT_TRUE(pre.ok()) << pre.status().ToString();
   return pre.ok() ? std::move(pre).value() : nullptr;
@@ -63,7 +63,7 @@ constexpr const char* kQwenPattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 TEST(PreTokenizer, SplitWithUnicodeRegex) {
-  auto pre = Make({{"type", "Split"},
+  auto pre = MakePreTokenizer({{"type", "Split"},
                    {"pattern", {{"Regex", kQwenPattern}}},
                    {"behavior", "Isolated"},
                    {"invert", false}});
@@ -74,37 +74,37 @@ TEST(PreTokenizer, SplitWithUnicodeRegex) {
 }
 
 TEST(PreTokenizer, ByteLevelMapsBytesAndOptionallySplits) {
-  auto plain = Make({{"type", "ByteLevel"},
+  auto plain = MakePreTokenizer({{"type", "ByteLevel"},
                      {"add_prefix_space", false},
                      {"use_regex", false}});
   EXPECT_EQ(PreTok(*plain, "a b\n"), Words{"aĠbĊ"});
-  auto gpt2 = Make(
+  auto gpt2 = MakePreTokenizer(
       {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}});
   EXPECT_EQ(PreTok(*gpt2, "Hello world's"), (Words{"ĠHello", "Ġworld", "'s"}));
   EXPECT_EQ(PreTok(*gpt2, "é"), Words{"ĠÃ©"});
 }
 
 TEST(PreTokenizer, MetaspacePrependSchemes) {
-  auto always = Make({{"type", "Metaspace"},
+  auto always = MakePreTokenizer({{"type", "Metaspace"},
                       {"replacement", "▁"},
                       {"prepend_scheme", "always"},
                       {"split", true}});
   EXPECT_EQ(PreTok(*always, "Hey friend"), (Words{"▁Hey", "▁friend"}));
   EXPECT_EQ(PreTok(*always, "Hey", false), Words{"▁Hey"});
-  auto first = Make({{"type", "Metaspace"},
+  auto first = MakePreTokenizer({{"type", "Metaspace"},
                      {"replacement", "▁"},
                      {"prepend_scheme", "first"},
                      {"split", false}});
   EXPECT_EQ(PreTok(*first, "Hey friend"), Words{"▁Hey▁friend"});
   EXPECT_EQ(PreTok(*first, "Hey friend", false), Words{"Hey▁friend"});
-  auto legacy = Make({{"type", "Metaspace"},
+  auto legacy = MakePreTokenizer({{"type", "Metaspace"},
                       {"replacement", "▁"},
                       {"add_prefix_space", false}});
   EXPECT_EQ(PreTok(*legacy, "a  b"), (Words{"a", "▁", "▁b"}));
 }
 
 TEST(PreTokenizer, SequenceAppliesInOrder) {
-  auto seq = Make({{"type", "Sequence"},
+  auto seq = MakePreTokenizer({{"type", "Sequence"},
                    {"pretokenizers",
                     {{{"type", "Split"},
                       {"pattern", {{"String", " "}}},

@@ -4,12 +4,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "testing/cached_tokenizer.h"
 #include "testing/fixtures.h"
+#include "testing/goldens.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera {
@@ -17,37 +18,14 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> ReadJsonl(const std::string& path) {
-  std::vector<json> cases;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) cases.push_back(json::parse(line));
-  }
-  return cases;
-}
-
-// Loads a tokenizer once per process (the Qwen3 file is 11 MB).
-const Tokenizer& Cached(const std::string& path) {
-  static std::map<std::string, std::unique_ptr<Tokenizer>>* cache =
-      new std::map<std::string, std::unique_ptr<Tokenizer>>();
-  auto& slot = (*cache)[path];
-  if (!slot) {
-    auto loaded = Tokenizer::Load(path);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
-    slot = std::move(loaded).value();
-  }
-  return *slot;
-}
-
 std::vector<int32_t> Ids(const json& array) {
   return array.get<std::vector<int32_t>>();
 }
 
 TEST(Qwen3Tokenizer, EncodesEveryGoldenCaseExactly) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
-  auto cases = ReadJsonl(dir + "/golden_encode.jsonl");
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  auto cases = testing::ReadJsonLines(dir + "/golden_encode.jsonl");
   ASSERT_GE(cases.size(), 10u);
   for (const json& c : cases) {
     const std::string text = c["text"];
@@ -57,8 +35,8 @@ TEST(Qwen3Tokenizer, EncodesEveryGoldenCaseExactly) {
 
 TEST(Qwen3Tokenizer, DecodesEveryGoldenCaseBackToItsText) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
-  for (const json& c : ReadJsonl(dir + "/golden_encode.jsonl")) {
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  for (const json& c : testing::ReadJsonLines(dir + "/golden_encode.jsonl")) {
     const std::string text = c["text"];
     const std::vector<int32_t> ids = Ids(c["ids"]);
     // The NFC normalizer composes "e + U+0301" and "A + U+030A"; the golden
@@ -73,8 +51,8 @@ TEST(Qwen3Tokenizer, DecodesEveryGoldenCaseBackToItsText) {
 
 TEST(Qwen3Tokenizer, EncodesEveryRenderedChatExactly) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
-  auto cases = ReadJsonl(dir + "/golden_chat.jsonl");
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  auto cases = testing::ReadJsonLines(dir + "/golden_chat.jsonl");
   ASSERT_GE(cases.size(), 6u);
   for (const json& c : cases) {
     const std::string rendered = c["rendered"];
@@ -87,7 +65,7 @@ TEST(Qwen3Tokenizer, EncodesEveryRenderedChatExactly) {
 
 TEST(Qwen3Tokenizer, SpecialAndAddedTokens) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
   EXPECT_EQ(tok.vocab_size(), 151669);
   EXPECT_EQ(tok.TokenToId("<|im_start|>"), 151644);
   EXPECT_EQ(tok.IdToToken(151644), "<|im_start|>");
@@ -110,7 +88,7 @@ TEST(Qwen3Tokenizer, SpecialAndAddedTokens) {
 
 TEST(Qwen3Tokenizer, RoundTripsAssortedText) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
   for (std::string text :
        {"emoji 😀👍🏽 and 🇫🇷 flags",
         "mixed 中文 English 日本語 한국어", "tabs\t\t and \r\n windows",
@@ -129,8 +107,8 @@ TEST(Qwen3Tokenizer, RoundTripsAssortedText) {
 
 TEST(Qwen3Tokenizer, ConcurrentEncodeAndDecodeAgree) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "tokenizers/qwen3");
-  const Tokenizer& tok = Cached(dir);
-  auto cases = ReadJsonl(dir + "/golden_encode.jsonl");
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  auto cases = testing::ReadJsonLines(dir + "/golden_encode.jsonl");
   std::vector<std::thread> threads;
   std::atomic<int> mismatches{0};
   for (int t = 0; t < 4; ++t) {
@@ -155,11 +133,11 @@ TEST(Qwen3Tokenizer, ConcurrentEncodeAndDecodeAgree) {
 
 TEST(Stories260kTokenizer, EncodesEveryPromptWithBos) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Tokenizer& tok = Cached(dir);
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
   EXPECT_EQ(tok.vocab_size(), 512);
   EXPECT_EQ(tok.bos_id(), 1);
   EXPECT_EQ(tok.eos_id(), 2);
-  auto cases = ReadJsonl(dir + "/golden_greedy.jsonl");
+  auto cases = testing::ReadJsonLines(dir + "/golden_greedy.jsonl");
   ASSERT_GE(cases.size(), 5u);
   for (const json& c : cases) {
     const std::string prompt = c["prompt"];
@@ -172,8 +150,8 @@ TEST(Stories260kTokenizer, EncodesEveryPromptWithBos) {
 
 TEST(Stories260kTokenizer, DecodesPromptAndContinuationToFullText) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Tokenizer& tok = Cached(dir);
-  for (const json& c : ReadJsonl(dir + "/golden_greedy.jsonl")) {
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
+  for (const json& c : testing::ReadJsonLines(dir + "/golden_greedy.jsonl")) {
     std::vector<int32_t> ids = Ids(c["prompt_ids"]);
     const std::vector<int32_t> output = Ids(c["greedy_output_ids"]);
     ids.insert(ids.end(), output.begin(), output.end());
@@ -187,7 +165,7 @@ TEST(Stories260kTokenizer, DecodesPromptAndContinuationToFullText) {
 
 TEST(Stories260kTokenizer, ByteFallbackRoundTrips) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Tokenizer& tok = Cached(dir);
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
   const std::string text = "Lily saw a 🐶 in the café. 你好!\nThe end.";
   const std::vector<int32_t> ids = tok.Encode(text, false);
   // 🐶 is four bytes, none of them in the 512-token vocabulary as text.
@@ -203,7 +181,7 @@ TEST(Stories260kTokenizer, ByteFallbackRoundTrips) {
 
 TEST(Stories260kTokenizer, LongSingleWordMatchesPieceWiseEncoding) {
   TSR_REQUIRE_SHARED_FIXTURE(dir, "models/stories260k");
-  const Tokenizer& tok = Cached(dir);
+  const Tokenizer& tok = testing::CachedTokenizer(dir);
   // No pre-tokenizer: the whole text is one BPE word. Merges never cross
   // "▁" boundaries in this vocabulary except at a word start, so encoding
   // sentence by sentence must give the same ids as encoding all at once.

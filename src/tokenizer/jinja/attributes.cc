@@ -76,7 +76,7 @@ StatusOr<int64_t> IntArg(const Value& v, std::string_view what, int line) {
 }
 
 // Clamps Python's optional start/end to [0, length] code points.
-StatusOr<std::pair<int64_t, int64_t>> Range(const Value& start,
+StatusOr<std::pair<int64_t, int64_t>> SliceRange(const Value& start,
                                             const Value& end, int64_t length,
                                             std::string_view what, int line) {
   auto clamp = [&](const Value& v, int64_t fallback) -> StatusOr<int64_t> {
@@ -225,7 +225,7 @@ StatusOr<Value> CallStrMethod(const std::string& name, const std::string& s,
                                            {"start", Value::None()},
                                            {"end", Value::None()}}));
     TSR_ASSIGN_OR_RETURN(auto range,
-                         Range(a[1], a[2], text::Length(s), what, line));
+                         SliceRange(a[1], a[2], text::Length(s), what, line));
     const std::string sub = (a[1].is_none() && a[2].is_none())
                                 ? s
                                 : text::Substr(s, range.first, range.second);
@@ -248,7 +248,7 @@ StatusOr<Value> CallStrMethod(const std::string& name, const std::string& s,
                                            {"end", Value::None()}}));
     TSR_ASSIGN_OR_RETURN(std::string sub, StrArg(a[0], what, line));
     TSR_ASSIGN_OR_RETURN(auto range,
-                         Range(a[1], a[2], text::Length(s), what, line));
+                         SliceRange(a[1], a[2], text::Length(s), what, line));
     if (range.second < range.first) {
       return Value(int64_t{name == "count" ? 0 : -1});
     }

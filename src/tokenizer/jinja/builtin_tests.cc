@@ -12,7 +12,7 @@ namespace {
 
 using TestFn = StatusOr<bool> (*)(const Value& in, const CallArgs& args);
 
-std::string What(std::string_view name) {
+std::string TestLabel(std::string_view name) {
   return fmt::format("test '{}'", name);
 }
 
@@ -45,7 +45,7 @@ bool IsUpper(const Value& v) { return text::IsUpperString(v.ToStr()); }
 
 StatusOr<bool> Parity(const Value& in, const CallArgs& args, bool want_even) {
   TSR_RETURN_IF_ERROR(
-      BindArgs(What(want_even ? "even" : "odd"), args, {}).status());
+      BindArgs(TestLabel(want_even ? "even" : "odd"), args, {}).status());
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (!in.is_number()) {
     return TemplateError(
@@ -67,7 +67,7 @@ StatusOr<bool> Odd(const Value& in, const CallArgs& args) {
 
 StatusOr<bool> DivisibleBy(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(auto a,
-                       BindArgs(What("divisibleby"), args, {{"num", {}}}));
+                       BindArgs(TestLabel("divisibleby"), args, {{"num", {}}}));
   TSR_ASSIGN_OR_RETURN(Value mod,
                        ApplyBinary(BinaryOp::kMod, in, a[0], args.line));
   return Equals(mod, Value(0));
@@ -82,7 +82,7 @@ StatusOr<bool> Compare(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<bool> SameAs(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("sameas"), args, {{"other", {}}}));
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(TestLabel("sameas"), args, {{"other", {}}}));
   return in.SameAs(a[0]);
 }
 
@@ -139,7 +139,7 @@ bool HasTest(std::string_view name) {
 StatusOr<bool> ApplyTest(std::string_view name, const Value& input,
                          const CallArgs& args) {
   if (const auto p = Predicates().find(name); p != Predicates().end()) {
-    TSR_RETURN_IF_ERROR(BindArgs(What(name), args, {}).status());
+    TSR_RETURN_IF_ERROR(BindArgs(TestLabel(name), args, {}).status());
     return p->second(input);
   }
   const auto it = Tests().find(name);

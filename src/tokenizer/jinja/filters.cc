@@ -20,7 +20,7 @@ namespace {
 
 using FilterFn = StatusOr<Value> (*)(const Value& input, const CallArgs& args);
 
-std::string What(std::string_view name) {
+std::string FilterLabel(std::string_view name) {
   return fmt::format("filter '{}'", name);
 }
 
@@ -64,7 +64,7 @@ Status SortByKeys(std::vector<size_t>* order, const ValueList& keys,
 }
 
 StatusOr<Value> Length(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("length"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("length"), args, {}).status());
   TSR_ASSIGN_OR_RETURN(int64_t n, jinja::Length(in, args.line));
   return Value(n);
 }
@@ -72,7 +72,7 @@ StatusOr<Value> Length(const Value& in, const CallArgs& args) {
 StatusOr<Value> StringOp(const Value& in, const CallArgs& args,
                          std::string_view name,
                          std::string (*op)(std::string_view)) {
-  TSR_RETURN_IF_ERROR(BindArgs(What(name), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel(name), args, {}).status());
   return Value(op(in.ToStr()));
 }
 
@@ -89,7 +89,7 @@ StatusOr<Value> Capitalize(const Value& in, const CallArgs& args) {
 // Jinja's title filter: each run after "-", whitespace, "(", "{", "[" or "<"
 // gets its first character upper-cased and the rest lower-cased.
 StatusOr<Value> Title(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("title"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("title"), args, {}).status());
   auto is_sep = [](char32_t c) {
     return text::IsSpace(c) || c == U'-' || c == U'(' || c == U'{' ||
            c == U'[' || c == U'<';
@@ -112,29 +112,29 @@ StatusOr<Value> Title(const Value& in, const CallArgs& args) {
 
 StatusOr<Value> Trim(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(
-      auto a, BindArgs(What("trim"), args, {{"chars", Value::None()}}));
+      auto a, BindArgs(FilterLabel("trim"), args, {{"chars", Value::None()}}));
   std::optional<std::string> chars;
   if (!a[0].is_none()) chars = a[0].ToStr();
   return Value(text::Strip(in.ToStr(), chars, true, true));
 }
 
 StatusOr<Value> String(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("string"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("string"), args, {}).status());
   return Value(in.ToStr());
 }
 
 StatusOr<Value> Safe(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("safe"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("safe"), args, {}).status());
   return Value(in.ToStr());
 }
 
 StatusOr<Value> Escape(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("escape"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("escape"), args, {}).status());
   return Value(text::HtmlEscape(in.ToStr()));
 }
 
 StatusOr<Value> Default(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("default"), args,
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel("default"), args,
                                         {{"default_value", Value("")},
                                          {"boolean", Value(false)}}));
   if (in.is_undefined() || (a[1].Truthy() && !in.Truthy())) return a[0];
@@ -142,7 +142,7 @@ StatusOr<Value> Default(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> First(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("first"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("first"), args, {}).status());
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   if (items.empty())
     return Value::Undefined("No first item, sequence was empty.");
@@ -150,7 +150,7 @@ StatusOr<Value> First(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Last(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("last"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("last"), args, {}).status());
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   if (items.empty())
     return Value::Undefined("No last item, sequence was empty.");
@@ -158,13 +158,13 @@ StatusOr<Value> Last(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> List(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("list"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("list"), args, {}).status());
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   return Value::List(std::move(items));
 }
 
 StatusOr<Value> Items(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("items"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("items"), args, {}).status());
   if (in.is_undefined()) return Value::List({});
   if (!in.is_dict()) {
     return TemplateError(args.line,
@@ -179,7 +179,7 @@ StatusOr<Value> Items(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Reverse(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("reverse"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("reverse"), args, {}).status());
   if (in.is_string()) {
     std::u32string u = text::Decode(in.str());
     std::reverse(u.begin(), u.end());
@@ -197,7 +197,7 @@ StatusOr<Value> Reverse(const Value& in, const CallArgs& args) {
 
 StatusOr<Value> Join(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(
-      auto a, BindArgs(What("join"), args,
+      auto a, BindArgs(FilterLabel("join"), args,
                        {{"d", Value("")}, {"attribute", Value::None()}}));
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   const std::string sep = a[0].ToStr();
@@ -219,7 +219,7 @@ StatusOr<Value> Join(const Value& in, const CallArgs& args) {
 
 StatusOr<Value> Replace(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(
-      auto a, BindArgs(What("replace"), args,
+      auto a, BindArgs(FilterLabel("replace"), args,
                        {{"old", {}}, {"new", {}}, {"count", Value::None()}}));
   int64_t count = -1;
   if (!a[2].is_none()) {
@@ -239,7 +239,7 @@ StatusOr<Value> Replace(const Value& in, const CallArgs& args) {
 
 StatusOr<Value> Int(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(auto a,
-                       BindArgs(What("int"), args,
+                       BindArgs(FilterLabel("int"), args,
                                 {{"default", Value(0)}, {"base", Value(10)}}));
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (in.is_integral()) return Value(in.int_value());
@@ -266,7 +266,7 @@ StatusOr<Value> Int(const Value& in, const CallArgs& args) {
 
 StatusOr<Value> Float(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(
-      auto a, BindArgs(What("float"), args, {{"default", Value(0.0)}}));
+      auto a, BindArgs(FilterLabel("float"), args, {{"default", Value(0.0)}}));
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (in.is_number()) return Value(in.number_value());
   if (in.is_string()) {
@@ -276,7 +276,7 @@ StatusOr<Value> Float(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Abs(const Value& in, const CallArgs& args) {
-  TSR_RETURN_IF_ERROR(BindArgs(What("abs"), args, {}).status());
+  TSR_RETURN_IF_ERROR(BindArgs(FilterLabel("abs"), args, {}).status());
   if (in.is_float()) return Value(std::fabs(in.number_value()));
   if (in.is_integral()) {
     if (in.int_value() == std::numeric_limits<int64_t>::min()) {
@@ -305,7 +305,7 @@ double RoundHalfEven(double x, int64_t precision) {
 
 StatusOr<Value> Round(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(
-      auto a, BindArgs(What("round"), args,
+      auto a, BindArgs(FilterLabel("round"), args,
                        {{"precision", Value(0)}, {"method", Value("common")}}));
   if (in.is_undefined()) return UndefinedError(args.line, in);
   if (!in.is_number() || !a[0].is_integral()) {
@@ -335,7 +335,7 @@ StatusOr<Value> Round(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Indent(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("indent"), args,
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel("indent"), args,
                                         {{"width", Value(4)},
                                          {"first", Value(false)},
                                          {"blank", Value(false)}}));
@@ -365,7 +365,7 @@ StatusOr<Value> Indent(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> ToJson(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("tojson"), args,
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel("tojson"), args,
                                         {{"ensure_ascii", Value(false)},
                                          {"indent", Value::None()},
                                          {"separators", Value::None()},
@@ -457,7 +457,7 @@ StatusOr<Value> Map(const Value& in, const CallArgs& args) {
   out.reserve(items.size());
   if (args.positional.empty()) {
     TSR_ASSIGN_OR_RETURN(
-        auto a, BindArgs(What("map"), args,
+        auto a, BindArgs(FilterLabel("map"), args,
                          {{"attribute", {}}, {"default", Value::None()}}));
     for (const Value& item : items) {
       TSR_ASSIGN_OR_RETURN(Value v, GetPath(item, a[0], args.line));
@@ -500,7 +500,7 @@ StatusOr<Value> KeyOf(const Value& item, const Value& attribute,
 }
 
 StatusOr<Value> Sort(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("sort"), args,
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel("sort"), args,
                                         {{"reverse", Value(false)},
                                          {"case_sensitive", Value(false)},
                                          {"attribute", Value::None()}}));
@@ -519,7 +519,7 @@ StatusOr<Value> Sort(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Unique(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("unique"), args,
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel("unique"), args,
                                         {{"case_sensitive", Value(false)},
                                          {"attribute", Value::None()}}));
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
@@ -537,7 +537,7 @@ StatusOr<Value> Unique(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> MinMax(const Value& in, const CallArgs& args, bool max) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What(max ? "max" : "min"), args,
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel(max ? "max" : "min"), args,
                                         {{"case_sensitive", Value(false)},
                                          {"attribute", Value::None()}}));
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
@@ -570,7 +570,7 @@ StatusOr<Value> Max(const Value& in, const CallArgs& args) {
 
 StatusOr<Value> Sum(const Value& in, const CallArgs& args) {
   TSR_ASSIGN_OR_RETURN(
-      auto a, BindArgs(What("sum"), args,
+      auto a, BindArgs(FilterLabel("sum"), args,
                        {{"attribute", Value::None()}, {"start", Value(0)}}));
   TSR_ASSIGN_OR_RETURN(ValueList items, Iterate(in, args.line));
   Value total = a[1];
@@ -586,7 +586,7 @@ StatusOr<Value> Sum(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> DictSort(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("dictsort"), args,
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel("dictsort"), args,
                                         {{"case_sensitive", Value(false)},
                                          {"by", Value("key")},
                                          {"reverse", Value(false)}}));
@@ -613,7 +613,7 @@ StatusOr<Value> DictSort(const Value& in, const CallArgs& args) {
 }
 
 StatusOr<Value> Attr(const Value& in, const CallArgs& args) {
-  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(What("attr"), args, {{"name", {}}}));
+  TSR_ASSIGN_OR_RETURN(auto a, BindArgs(FilterLabel("attr"), args, {{"name", {}}}));
   const std::string name = a[0].ToStr();
   // Python getattr only: a dict's keys are not attributes, its methods are.
   static const std::set<std::string, std::less<>> kDictAttributes = {

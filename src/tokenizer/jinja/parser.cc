@@ -12,7 +12,7 @@ namespace tessera::jinja {
 namespace {
 
 // Deeper nesting than this is refused rather than risking the stack.
-constexpr int kMaxDepth = 200;
+constexpr int kMaxBlockDepth = 200;
 
 class Parser {
  public:
@@ -104,7 +104,7 @@ class Parser {
 
   Status ParseStatement(Body* body) {
     if (ts_.Cur().kind != TokenKind::kName) return ts_.Unexpected("a tag name");
-    if (++depth_ > kMaxDepth) {
+    if (++depth_ > kMaxBlockDepth) {
       return TemplateError(ts_.Cur().line, "blocks are nested too deeply");
     }
     const std::string tag = ts_.Cur().text;
