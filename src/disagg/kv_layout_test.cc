@@ -61,6 +61,9 @@ TEST(KvLayoutMismatchTest, HexRoundTrips) {
   EXPECT_FALSE(FromHex("zz").ok());
 }
 
+void ExpectCopied(const kv::KvPool& a, const kv::KvPool& b,
+                  const std::vector<int32_t>& s, const std::vector<int32_t>& d);
+
 TEST_F(KvLayoutTest, PlannedPutsCopyThePromptBetweenPools) {
   auto src = kv::KvPool::Create(runtime_->device(0), Small(32));
   ASSERT_TRUE(src.ok()) << src.status().ToString();
@@ -97,20 +100,43 @@ TEST_F(KvLayoutTest, PlannedPutsCopyThePromptBetweenPools) {
 
   auto sender = UcxTransfer::Create();
   ASSERT_TRUE(sender.ok());
-  auto receiver = UcxTransfer::Create();
-  ASSERT_TRUE(receiver.ok());
-  auto regions = RegisterPool(**receiver, b);
-  ASSERT_TRUE(regions.ok()) << regions.status().ToString();
-  WriteJob job;
-  job.peer_address = (*receiver)->WorkerAddress();
-  job.regions = *regions;
-  job.puts = *puts;
-  job.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  std::promise<Status> done;
-  job.done = [&](Status st) { done.set_value(std::move(st)); };
-  (*sender)->Write(std::move(job));
-  ASSERT_TRUE(done.get_future().get().ok());
+  for (WriteMethod method : {WriteMethod::kRma, WriteMethod::kRendezvous}) {
+    SCOPED_TRACE(method == WriteMethod::kRma ? "rma" : "rendezvous");
+    for (int64_t l = 0; l < b.num_layers(); ++l) {
+      for (runtime::Buffer* buf : {&b.k_buffer(l), &b.v_buffer(l)}) {
+        std::memset(buf->host_pointer(), 0, buf->size());
+      }
+    }
+    auto receiver = UcxTransfer::Create();
+    ASSERT_TRUE(receiver.ok());
+    auto regions = RegisterPool(**receiver, b);
+    ASSERT_TRUE(regions.ok()) << regions.status().ToString();
+    // The message's arrival at the receiver is what says the bytes are in
+    // place (the sender's done may come first with kRendezvous).
+    std::promise<void> arrived;
+    (*receiver)->SetMessageHandler(
+        [&](uint64_t, std::string) { arrived.set_value(); });
+    WriteJob job;
+    job.method = method;
+    job.same_host = true;
+    job.peer_address = (*receiver)->WorkerAddress();
+    job.regions = *regions;
+    job.puts = *puts;
+    job.message = "m";
+    job.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    std::promise<Status> done;
+    job.done = [&](Status st) { done.set_value(std::move(st)); };
+    (*sender)->Write(std::move(job));
+    ASSERT_TRUE(done.get_future().get().ok());
+    ASSERT_EQ(arrived.get_future().wait_for(std::chrono::seconds(30)),
+              std::future_status::ready);
+    ExpectCopied(a, b, s, d);
+  }
+}
 
+// Every position but the cached first one arrived where `d` says.
+void ExpectCopied(const kv::KvPool& a, const kv::KvPool& b,
+                  const std::vector<int32_t>& s, const std::vector<int32_t>& d) {
   const int64_t hd = 4;
   for (int64_t l = 0; l < 2; ++l) {
     for (int kv = 0; kv < 2; ++kv) {

@@ -57,6 +57,9 @@ void UcxKvReceiver::Expect(engine::KvRecvJob job) {
         now, now + std::chrono::duration_cast<Clock::duration>(
                        std::chrono::duration<double>(timeout_s_))};
     to_register_.push_back(std::move(job));
+    // Set from the scheduler thread only (Expect, Poll): never while the
+    // destructor tears the transfer engine down.
+    ucx_->SetExpecting(true);
   }
   cv_.Signal();
 }
@@ -99,7 +102,8 @@ void UcxKvReceiver::RegisterLoop() {
     Json regions = Json::array();
     for (const RemoteRegion& r : regions_) {
       regions.push_back(
-          {{"address", r.address}, {"length", r.length}, {"rkey", ToHex(r.rkey)}});
+          {{"address", r.address}, {"length", r.length}, {"rkey", ToHex(r.rkey)},
+           {"id", r.id}});
     }
     body["regions"] = std::move(regions);
     body["slots"] = std::vector<int32_t>(
@@ -198,6 +202,7 @@ std::vector<engine::KvTransferResult> UcxKvReceiver::Poll() {
          std::chrono::duration<double>(now - it->second.start).count()});
     it = waiting_.erase(it);
   }
+  ucx_->SetExpecting(!waiting_.empty());
   std::vector<engine::KvTransferResult> out;
   out.swap(done_);
   return out;

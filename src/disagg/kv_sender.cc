@@ -126,6 +126,9 @@ std::pair<int, std::string> UcxKvSender::Register(const std::string& body) {
       StatusOr<std::string> rkey = FromHex(g.at("rkey").get<std::string>());
       if (!rkey.ok()) return {400, "rkey: " + rkey.status().message()};
       region.rkey = std::move(*rkey);
+      // The decode side's registration index (what a rendezvous chunk
+      // names); older decode servers published none: their list order.
+      region.id = g.value("id", static_cast<uint32_t>(r.regions.size()));
       r.regions.push_back(std::move(region));
     }
     if (static_cast<int64_t>(r.regions.size()) != 2 * layout_.num_layers) {
@@ -245,6 +248,9 @@ std::optional<WriteJob> UcxKvSender::MaybeStart(uint64_t room) {
   WriteJob w;
   w.peer_address = reg.worker_address;
   w.same_host = reg.same_host;
+  // On this host UCX reads rendezvous chunks with CMA (one copy) but
+  // emulates puts through shared memory (two): see ucx_transfer.h.
+  w.method = reg.same_host ? WriteMethod::kRendezvous : WriteMethod::kRma;
   w.regions = std::move(reg.regions);
   w.tag = room;
   w.deadline = std::min(pend.deadline, reg.expires);

@@ -6,6 +6,7 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
@@ -104,13 +105,25 @@ class UcxTransfer::Impl {
     region.rkey.assign(static_cast<const char*>(packed), packed_len);
     ucp_rkey_buffer_release(packed);
     MutexLock lock(&mu_);
+    if (registered_.size() > kMaxChunkRegionId) {
+      ucp_mem_unmap(context_, memh);
+      return InvalidArgumentError(fmt::format(
+          "more than {} KV regions registered", kMaxChunkRegionId + 1));
+    }
+    region.id = static_cast<uint32_t>(registered_.size());
     memhs_.push_back(memh);
+    registered_.push_back({static_cast<uint8_t*>(address), length});
     return region;
   }
 
   void SetHandler(MessageHandler handler) {
     MutexLock lock(&mu_);
     handler_ = std::move(handler);
+  }
+
+  void SetExpecting(bool expecting) {
+    const bool was = expecting_.exchange(expecting, std::memory_order_relaxed);
+    if (expecting && !was) Wake();
   }
 
   void Write(WriteJob job) {
@@ -131,7 +144,8 @@ class UcxTransfer::Impl {
     WriteJob job;
     ucp_ep_h ep = nullptr;
     std::vector<ucp_rkey_h> rkeys;
-    void* flush = nullptr;  // flush request (puts complete at the peer)
+    void* flush = nullptr;  // kRma: flush request (puts complete at the peer)
+    std::vector<void*> chunks;  // kRendezvous: chunk sends still in flight
     void* send = nullptr;   // the message's send request
     bool flushed = false;
     bool send_started = false;
@@ -140,7 +154,12 @@ class UcxTransfer::Impl {
   struct Receive {
     void* request = nullptr;
     uint64_t tag = 0;
-    std::string buffer;
+    bool chunk = false;  // a kRendezvous chunk, received in place
+    std::string buffer;  // a message (or a refused chunk, discarded)
+  };
+  struct Registered {
+    uint8_t* base = nullptr;
+    uint64_t length = 0;
   };
 
   void Wake() {
@@ -188,9 +207,53 @@ class UcxTransfer::Impl {
     if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
   }
 
-  // Issues a job's puts and its flush. Error: the job failed.
+  // Checks every put against the peer's regions as it published them.
+  static Status CheckPuts(const WriteJob& job) {
+    for (const PutOp& op : job.puts) {
+      if (op.region >= job.regions.size() ||
+          op.offset + op.length > job.regions[op.region].length) {
+        return InvalidArgumentError(fmt::format(
+            "a KV put of {} bytes at offset {} falls outside the peer's "
+            "registered region {}",
+            op.length, op.offset, op.region));
+      }
+      if (job.method == WriteMethod::kRendezvous &&
+          (job.regions[op.region].id > kMaxChunkRegionId ||
+           op.offset > kMaxChunkOffset)) {
+        return InvalidArgumentError(fmt::format(
+            "a KV put at offset {} of region id {} cannot be named in a "
+            "rendezvous tag",
+            op.offset, job.regions[op.region].id));
+      }
+    }
+    return OkStatus();
+  }
+
+  // kRendezvous: one tagged send per put; the peer receives each in place.
+  Status StartChunks(Active& a) {
+    ucp_request_param_t p{};
+    for (const PutOp& op : a.job.puts) {
+      if (op.length == 0) continue;
+      const uint64_t tag =
+          kChunkTag |
+          (static_cast<uint64_t>(a.job.regions[op.region].id) << kChunkIdShift) |
+          op.offset;
+      void* r = ucp_tag_send_nbx(a.ep, op.src, op.length, tag, &p);
+      if (UCS_PTR_IS_ERR(r)) {
+        return UcxError("sending a KV chunk", UCS_PTR_STATUS(r));
+      }
+      if (r != nullptr) a.chunks.push_back(r);
+    }
+    a.flushed = a.chunks.empty();
+    return OkStatus();
+  }
+
+  // Issues a job's puts and its flush (kRma) or its chunks (kRendezvous).
+  // Error: the job failed.
   Status Start(Active& a) {
+    TSR_RETURN_IF_ERROR(CheckPuts(a.job));
     TSR_ASSIGN_OR_RETURN(a.ep, Endpoint(a.job.peer_address, a.job.same_host));
+    if (a.job.method == WriteMethod::kRendezvous) return StartChunks(a);
     for (const RemoteRegion& r : a.job.regions) {
       ucp_rkey_h rkey = nullptr;
       ucs_status_t st = ucp_ep_rkey_unpack(a.ep, r.rkey.data(), &rkey);
@@ -199,13 +262,6 @@ class UcxTransfer::Impl {
     }
     ucp_request_param_t p{};
     for (const PutOp& op : a.job.puts) {
-      if (op.region >= a.rkeys.size() ||
-          op.offset + op.length > a.job.regions[op.region].length) {
-        return InvalidArgumentError(fmt::format(
-            "a KV put of {} bytes at offset {} falls outside the peer's "
-            "registered region {}",
-            op.length, op.offset, op.region));
-      }
       void* r = ucp_put_nbx(a.ep, op.src, op.length,
                             a.job.regions[op.region].address + op.offset,
                             a.rkeys[op.region], &p);
@@ -225,6 +281,24 @@ class UcxTransfer::Impl {
       if (a.job.done) a.job.done(std::move(s));
       return true;
     };
+    if (!a.flushed && a.job.method == WriteMethod::kRendezvous) {
+      // Each chunk's send completes once the peer has read its bytes.
+      while (!a.chunks.empty()) {
+        ucs_status_t st = ucp_request_check_status(a.chunks.back());
+        if (st == UCS_INPROGRESS) {
+          if (now > a.job.deadline) {
+            return finish(UnavailableError(
+                "the KV transfer timed out before the peer received the "
+                "KV"));
+          }
+          return false;
+        }
+        ucp_request_free(a.chunks.back());
+        a.chunks.pop_back();
+        if (st != UCS_OK) return finish(UcxError("writing KV to the peer", st));
+      }
+      a.flushed = true;
+    }
     if (!a.flushed) {
       ucs_status_t st = ucp_request_check_status(a.flush);
       if (st == UCS_INPROGRESS) {
@@ -272,6 +346,11 @@ class UcxTransfer::Impl {
 
   void Cleanup(Active& a) {
     if (a.flush != nullptr) ucp_request_cancel(worker_, a.flush);
+    for (void* c : a.chunks) {
+      ucp_request_cancel(worker_, c);
+      ucp_request_free(c);
+    }
+    a.chunks.clear();
     if (a.send != nullptr) ucp_request_cancel(worker_, a.send);
     for (ucp_rkey_h k : a.rkeys) ucp_rkey_destroy(k);
     a.rkeys.clear();
@@ -286,10 +365,17 @@ class UcxTransfer::Impl {
       // may still write it (a moved short string changes address).
       Receive& r = receives_.emplace_back();
       r.tag = info.sender_tag;
-      r.buffer.resize(info.length);
+      void* into = nullptr;
+      if ((r.tag & kChunkTag) != 0) {
+        into = ChunkDestination(r.tag, info.length);
+        r.chunk = into != nullptr;
+      }
+      if (into == nullptr) {
+        r.buffer.resize(info.length);
+        into = r.buffer.data();
+      }
       ucp_request_param_t p{};
-      void* req = ucp_tag_msg_recv_nbx(worker_, r.buffer.data(),
-                                       r.buffer.size(), msg, &p);
+      void* req = ucp_tag_msg_recv_nbx(worker_, into, info.length, msg, &p);
       if (UCS_PTR_IS_ERR(req)) {
         TSR_LOG_WARN("KV transfer: receiving a message failed: {}",
                      ucs_status_string(UCS_PTR_STATUS(req)));
@@ -298,23 +384,45 @@ class UcxTransfer::Impl {
       }
       r.request = req;
     }
-    for (auto it = receives_.begin(); it != receives_.end();) {
-      if (it->request != nullptr) {
-        ucs_status_t st = ucp_request_check_status(it->request);
-        if (st == UCS_INPROGRESS) {
-          ++it;
-          continue;
-        }
-        ucp_request_free(it->request);
-        it->request = nullptr;
+    // In arrival order, stopping at the first receive still in progress:
+    // a message is handled only after the chunks sent before it landed.
+    while (!receives_.empty()) {
+      Receive& r = receives_.front();
+      if (r.request != nullptr) {
+        ucs_status_t st = ucp_request_check_status(r.request);
+        if (st == UCS_INPROGRESS) break;
+        ucp_request_free(r.request);
+        r.request = nullptr;
         if (st != UCS_OK) {
-          it = receives_.erase(it);
+          TSR_LOG_WARN("KV transfer: a receive failed: {}",
+                       ucs_status_string(st));
+          receives_.pop_front();
           continue;
         }
       }
-      if (handler) handler(it->tag, std::move(it->buffer));
-      it = receives_.erase(it);
+      if ((r.tag & kChunkTag) == 0 && handler) {
+        handler(r.tag, std::move(r.buffer));
+      }
+      receives_.pop_front();
     }
+  }
+
+  // Where a kRendezvous chunk of `length` bytes named by `tag` lands: inside
+  // a region this side registered, or nullptr (logged; the chunk is read
+  // into a scratch buffer and dropped, so a confused peer cannot write
+  // outside the KV pool).
+  uint8_t* ChunkDestination(uint64_t tag, uint64_t length) {
+    const uint64_t id = (tag & ~kChunkTag) >> kChunkIdShift;
+    const uint64_t offset = tag & kMaxChunkOffset;
+    MutexLock lock(&mu_);
+    if (id < registered_.size() && offset <= registered_[id].length &&
+        length <= registered_[id].length - offset) {
+      return registered_[id].base + offset;
+    }
+    TSR_LOG_WARN("KV transfer: dropped a chunk of {} bytes at offset {} of "
+                 "region {} (not inside a registered region)",
+                 length, offset, id);
+    return nullptr;
   }
 
   void Run() {
@@ -373,7 +481,7 @@ class UcxTransfer::Impl {
       }
       const auto after = std::chrono::steady_clock::now();
       if (progressed || !fresh.empty() || !active_.empty() ||
-          !receives_.empty()) {
+          !receives_.empty() || expecting_.load(std::memory_order_relaxed)) {
         last_active_ = after;
       }
       if (progressed) continue;
@@ -400,6 +508,8 @@ class UcxTransfer::Impl {
   std::deque<WriteJob> queue_ TSR_GUARDED_BY(mu_);
   MessageHandler handler_ TSR_GUARDED_BY(mu_);
   std::vector<ucp_mem_h> memhs_ TSR_GUARDED_BY(mu_);
+  std::vector<Registered> registered_ TSR_GUARDED_BY(mu_);  // by region id
+  std::atomic<bool> expecting_{false};
   bool stop_ TSR_GUARDED_BY(mu_) = false;
 
   // Progress-thread state.
@@ -445,6 +555,10 @@ StatusOr<RemoteRegion> UcxTransfer::Register(void* address, uint64_t length) {
 
 void UcxTransfer::SetMessageHandler(MessageHandler handler) {
   impl_->SetHandler(std::move(handler));
+}
+
+void UcxTransfer::SetExpecting(bool expecting) {
+  impl_->SetExpecting(expecting);
 }
 
 void UcxTransfer::Write(WriteJob job) { impl_->Write(std::move(job)); }
