@@ -1,6 +1,7 @@
 // KvLayout: what both sides of a PD pair must agree on before KV moves —
 // the model, the KV pool's geometry and the tensor-parallel layout — plus
-// the plan of one-sided puts that copies a prompt's KV between two pools.
+// the plan of puts (ucx_transfer.h's PutOp) that copies a prompt's KV
+// between two pools.
 //
 // Pool geometry (kv/kv_pool.h): per layer a K and a V slab, each
 // (slab_slots, kv_heads, head_dim) stored head-major, so element

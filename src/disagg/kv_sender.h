@@ -6,13 +6,14 @@
 //   GET  /disagg/info      this side's KvLayout
 //   POST /disagg/register  a decode server's room: {room, layout,
 //        worker_address, host_id (optional; equal to ours: shared memory
-//        reaches it), regions [{address, length, rkey}] (its slabs K0,
+//        reaches it), regions [{address, length, rkey, id}] (its slabs K0,
 //        V0, K1, ...), prompt_len, prompt_hash, cached, slots (positions
 //        cached.. of the prompt), expires_in_s}. 409 naming both sides'
 //        values when the layouts differ; 400 when malformed.
 // A room is written once both halves are here: the engine's KvSendJob
 // (prompt computed, first token sampled) and the registration. Then every
-// put, a flush and a completion message {room, ok, first_token, logprob,
+// put (rendezvous chunks to a decode server on this host, one-sided puts
+// and a flush elsewhere) and a completion message {room, ok, first_token, logprob,
 // top, bytes, seconds} (tag = room) go out over UCX (ucx_transfer.h); a
 // prompt whose hash or length differs from the decode side's is refused
 // and reported to both. A job with no registration after --disaggregation-
