@@ -223,6 +223,9 @@ Status HiCache::FlushStorage() {
         "this server has no storage tier; start it with "
         "--hicache-storage-backend file|redis");
   }
+  // A backup still in flight writes its pages to storage when it completes
+  // (Apply); settle those first, or they land after the clear.
+  Drain();
   storage_->WaitIdle();
   for (const kv::PrefetchResult& r : storage_->PollPrefetched()) ApplyPrefetch(r);
   prefetches_.clear();
