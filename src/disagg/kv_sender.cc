@@ -18,16 +18,18 @@ double SecondsBetween(std::chrono::steady_clock::time_point a,
 }
 
 // The completion message a decode server receives (tag = room).
-std::string CompletionMessage(const engine::KvSendJob& job, const Status& status,
+std::string CompletionMessage(uint64_t room, const Status& status,
+                              int32_t first_token,
+                              const std::optional<engine::TokenLogprobs>& logprobs,
                               uint64_t bytes, double seconds) {
-  Json m{{"room", job.room}, {"ok", status.ok()}, {"bytes", bytes},
+  Json m{{"room", room}, {"ok", status.ok()}, {"bytes", bytes},
          {"seconds", seconds}};
   if (!status.ok()) m["error"] = status.message();
-  m["first_token"] = job.first_token;
-  if (job.first_logprobs) {
-    m["logprob"] = job.first_logprobs->logprob;
+  m["first_token"] = first_token;
+  if (logprobs) {
+    m["logprob"] = logprobs->logprob;
     Json top = Json::array();
-    for (const auto& [id, lp] : job.first_logprobs->top) top.push_back({id, lp});
+    for (const auto& [id, lp] : logprobs->top) top.push_back({id, lp});
     m["top"] = std::move(top);
   }
   return m.dump();
@@ -48,7 +50,13 @@ UcxKvSender::UcxKvSender(const kv::KvPool& pool, KvLayout layout,
 UcxKvSender::~UcxKvSender() {
   if (server_) server_->stop();
   if (server_thread_.joinable()) server_thread_.join();
-  ucx_.reset();  // fails writes in flight (their callbacks touch done_)
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  stream_cv_.SignalAll();
+  if (streamer_.joinable()) streamer_.join();
+  ucx_.reset();  // fails writes in flight (their callbacks touch rooms_)
 }
 
 StatusOr<std::unique_ptr<UcxKvSender>> UcxKvSender::Create(
@@ -58,6 +66,7 @@ StatusOr<std::unique_ptr<UcxKvSender>> UcxKvSender::Create(
   std::unique_ptr<UcxKvSender> s(
       new UcxKvSender(pool, std::move(layout), timeout_s));
   TSR_ASSIGN_OR_RETURN(s->ucx_, UcxTransfer::Create());
+  s->streamer_ = std::thread([self = s.get()] { self->StreamLayers(); });
   s->server_ = std::make_unique<httplib::Server>();
   s->server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
   // Exclusive bind (httplib's default adds SO_REUSEPORT, which would let a
@@ -169,65 +178,121 @@ std::pair<int, std::string> UcxKvSender::Register(const std::string& body) {
 
 void UcxKvSender::Refuse(uint64_t room, const std::string& why) {
   const auto now = Clock::now();
-  MutexLock lock(&mu_);
-  auto p = pending_.find(room);
-  if (p != pending_.end()) {
-    done_.push_back({room, RefusedError(why), 0, std::nullopt, 0,
-                     SecondsBetween(p->second.start, now)});
-    pending_.erase(p);
-    return;
-  }
-  refused_[room] = Refused{
-      why, now + std::chrono::duration_cast<Clock::duration>(
-                     std::chrono::duration<double>(timeout_s_))};
-}
-
-bool UcxKvSender::Cancel(uint64_t room) {
-  MutexLock lock(&mu_);
-  // Pending: no registration yet, so no write. Once both halves met, the
-  // write was queued (MaybeStart) and reports through done_.
-  return pending_.erase(room) != 0;
-}
-
-void UcxKvSender::Send(engine::KvSendJob job) {
-  const auto now = Clock::now();
   std::optional<WriteJob> write;
   {
     MutexLock lock(&mu_);
-    const uint64_t room = job.room;
-    if (auto r = refused_.find(room); r != refused_.end()) {
-      done_.push_back({room, RefusedError(r->second.why), job.first_token,
-                       std::nullopt, 0, 0});
-      refused_.erase(r);
-      return;
+    auto it = rooms_.find(room);
+    if (it != rooms_.end() && !it->second.started) {
+      Room& r = it->second;
+      r.error = RefusedError(why);
+      r.started = true;  // with no peer: nothing is written
+      r.posting_done = true;
+      write = MaybeComplete(room);
+    } else {
+      refused_[room] = Refused{
+          why, now + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(timeout_s_))};
     }
-    Pending p;
-    p.job = std::move(job);
-    p.start = now;
-    p.deadline = now + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(timeout_s_));
-    pending_[room] = std::move(p);
-    write = MaybeStart(room);
   }
   if (write) ucx_->Write(std::move(*write));
 }
 
-std::optional<WriteJob> UcxKvSender::MaybeStart(uint64_t room) {
-  auto r = registrations_.find(room);
-  auto p = pending_.find(room);
-  if (r == registrations_.end() || p == pending_.end()) return std::nullopt;
-  Registration reg = std::move(r->second);
-  Pending pend = std::move(p->second);
-  registrations_.erase(r);
-  pending_.erase(p);
+UcxKvSender::Room& UcxKvSender::NewRoom(
+    uint64_t room, std::vector<int32_t> prompt_ids, std::vector<int32_t> slots,
+    std::shared_ptr<engine::LayerProgress> layers) {
+  const auto now = Clock::now();
+  Room& r = rooms_[room];
+  r.prompt_ids = std::move(prompt_ids);
+  r.slots = std::move(slots);
+  r.layers = std::move(layers);
+  r.start = now;
+  r.deadline = now + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(timeout_s_));
+  if (auto f = refused_.find(room); f != refused_.end()) {
+    r.error = RefusedError(f->second.why);
+    r.started = true;
+    r.posting_done = true;
+    refused_.erase(f);
+  }
+  return r;
+}
 
-  const engine::KvSendJob& job = pend.job;
-  Status plan_status;
-  std::vector<PutOp> puts;
-  uint64_t bytes = 0;
-  const int64_t len = static_cast<int64_t>(job.prompt_ids.size());
-  if (reg.prompt_len != len || reg.prompt_hash != PromptHash(job.prompt_ids)) {
-    plan_status = InvalidArgumentError(fmt::format(
+void UcxKvSender::Begin(engine::KvBeginJob job) {
+  std::optional<WriteJob> write;
+  {
+    MutexLock lock(&mu_);
+    if (rooms_.count(job.room) != 0) return;  // a room is begun once
+    NewRoom(job.room, std::move(job.prompt_ids), std::move(job.slots),
+            std::move(job.layers));
+    write = MaybeStart(job.room);
+  }
+  if (write) ucx_->Write(std::move(*write));
+}
+
+void UcxKvSender::Send(engine::KvSendJob job) {
+  std::optional<WriteJob> write;
+  {
+    MutexLock lock(&mu_);
+    auto it = rooms_.find(job.room);
+    if (it == rooms_.end()) {
+      // No Begin: the KV is all written already.
+      auto written = std::make_shared<engine::LayerProgress>(layout_.num_layers);
+      written->Finish(OkStatus());
+      NewRoom(job.room, std::move(job.prompt_ids), std::move(job.slots),
+              std::move(written));
+      it = rooms_.find(job.room);
+    }
+    Room& r = it->second;
+    r.have_first = true;
+    r.first_token = job.first_token;
+    r.first_logprobs = std::move(job.first_logprobs);
+    write = MaybeStart(job.room);
+    if (!write) write = MaybeComplete(job.room);
+  }
+  if (write) ucx_->Write(std::move(*write));
+}
+
+bool UcxKvSender::Cancel(uint64_t room) {
+  std::optional<WriteJob> write;
+  {
+    MutexLock lock(&mu_);
+    auto it = rooms_.find(room);
+    if (it == rooms_.end()) return false;  // reported or about to be
+    Room& r = it->second;
+    if (!r.completing && r.posted == 0 && r.outstanding == 0) {
+      // Nothing written yet (the streaming thread, if it waits for this
+      // room's first layer, finds it gone).
+      rooms_.erase(it);
+      return true;
+    }
+    r.cancelled = true;
+    write = MaybeComplete(room);
+  }
+  if (write) ucx_->Write(std::move(*write));
+  return false;
+}
+
+std::optional<WriteJob> UcxKvSender::MaybeStart(uint64_t room) {
+  auto it = rooms_.find(room);
+  auto reg_it = registrations_.find(room);
+  if (it == rooms_.end() || it->second.started || reg_it == registrations_.end()) {
+    return std::nullopt;
+  }
+  Room& r = it->second;
+  Registration reg = std::move(reg_it->second);
+  registrations_.erase(reg_it);
+  r.started = true;
+  r.base.peer_address = reg.worker_address;
+  r.base.same_host = reg.same_host;
+  // On this host UCX reads rendezvous chunks with CMA (one copy) but
+  // emulates puts through shared memory (two): see ucx_transfer.h.
+  r.base.method = reg.same_host ? WriteMethod::kRendezvous : WriteMethod::kRma;
+  r.base.regions = std::move(reg.regions);
+  r.base.tag = room;
+  r.base.deadline = std::min(r.deadline, reg.expires);
+  const int64_t len = static_cast<int64_t>(r.prompt_ids.size());
+  if (reg.prompt_len != len || reg.prompt_hash != PromptHash(r.prompt_ids)) {
+    r.error = InvalidArgumentError(fmt::format(
         "the decode server holds a different prompt for room {} ({} tokens "
         "there, {} here); both servers must receive the same request and "
         "tokenize it alike",
@@ -238,77 +303,182 @@ std::optional<WriteJob> UcxKvSender::MaybeStart(uint64_t room) {
     std::vector<int32_t> dst(static_cast<size_t>(reg.cached), 0);
     dst.insert(dst.end(), reg.slots.begin(), reg.slots.end());
     StatusOr<std::vector<PutOp>> planned =
-        PlanPuts(pool_, reg.layout, job.slots, dst, reg.cached, &bytes);
+        PlanPuts(pool_, reg.layout, r.slots, dst, reg.cached, &r.bytes);
     if (planned.ok()) {
-      puts = std::move(*planned);
+      // Regions are K0, V0, K1, V1, ...: a put's layer is region / 2.
+      r.layer_puts.assign(static_cast<size_t>(layout_.num_layers), {});
+      for (const PutOp& op : *planned) {
+        r.layer_puts[op.region / 2].push_back(op);
+      }
     } else {
-      plan_status = planned.status();
+      r.error = planned.status();
     }
   }
-  WriteJob w;
-  w.peer_address = reg.worker_address;
-  w.same_host = reg.same_host;
-  // On this host UCX reads rendezvous chunks with CMA (one copy) but
-  // emulates puts through shared memory (two): see ucx_transfer.h.
-  w.method = reg.same_host ? WriteMethod::kRendezvous : WriteMethod::kRma;
-  w.regions = std::move(reg.regions);
-  w.tag = room;
-  w.deadline = std::min(pend.deadline, reg.expires);
-  const auto start = pend.start;
-  if (!plan_status.ok()) {
-    // Tell the decode side at once (no puts), and fail here.
-    w.message = CompletionMessage(job, plan_status, 0, 0);
-    done_.push_back({room, plan_status, job.first_token, std::nullopt, 0, 0});
-    w.done = [](Status) {};
-    return w;
+  if (!r.error.ok()) {
+    r.posting_done = true;  // nothing to write; tell the peer at completion
+    return MaybeComplete(room);
   }
-  w.puts = std::move(puts);
-  w.message = CompletionMessage(job, OkStatus(), bytes,
-                                SecondsBetween(start, Clock::now()));
-  const int32_t first = job.first_token;
-  // Seconds on the wire: from queueing the puts to the peer's flush and
-  // completion (a job that waited for its registration does not count
-  // that wait).
-  const auto wire_start = Clock::now();
-  w.done = [this, room, bytes, wire_start, first](Status status) {
+  to_stream_.push_back(room);
+  stream_cv_.SignalAll();
+  return std::nullopt;
+}
+
+std::optional<WriteJob> UcxKvSender::MaybeComplete(uint64_t room) {
+  auto it = rooms_.find(room);
+  if (it == rooms_.end()) return std::nullopt;
+  Room& r = it->second;
+  if (!r.started || !r.posting_done || r.outstanding > 0 || r.completing ||
+      !(r.have_first || r.cancelled)) {
+    return std::nullopt;
+  }
+  r.completing = true;
+  Status status = r.error;
+  if (status.ok() && r.cancelled) {
+    status = AbortedError("the prefill request ended before its KV was sent");
+  }
+  const uint64_t bytes = status.ok() ? r.bytes : 0;
+  const double wire = r.wire_seconds;
+  const double total = SecondsBetween(r.start, Clock::now());
+  if (r.base.peer_address.empty()) {  // no decode server to tell
+    done_.push_back({room, std::move(status), r.first_token, std::nullopt, 0,
+                     total});
+    rooms_.erase(it);
+    return std::nullopt;
+  }
+  WriteJob w;
+  w.peer_address = r.base.peer_address;
+  w.same_host = r.base.same_host;
+  w.method = r.base.method;
+  w.regions = r.base.regions;
+  w.tag = room;
+  w.message = CompletionMessage(room, status, r.first_token, r.first_logprobs,
+                                bytes, total);
+  // The message goes even after the writes' deadline (the peer frees its
+  // pages sooner on a failure it hears of).
+  w.deadline = std::max(r.base.deadline, Clock::now() + std::chrono::seconds(5));
+  const int32_t first = r.first_token;
+  w.done = [this, room, status, bytes, wire, first](Status sent) {
     MutexLock lock(&mu_);
-    done_.push_back({room, std::move(status), first, std::nullopt, bytes,
-                     SecondsBetween(wire_start, Clock::now())});
+    done_.push_back({room, status.ok() ? std::move(sent) : status, first,
+                     std::nullopt, bytes, wire});
   };
+  rooms_.erase(it);
   return w;
+}
+
+void UcxKvSender::OnLayerWritten(uint64_t room, Status status) {
+  std::optional<WriteJob> write;
+  {
+    MutexLock lock(&mu_);
+    auto it = rooms_.find(room);
+    if (it == rooms_.end()) return;
+    Room& r = it->second;
+    if (--r.outstanding == 0) {
+      r.wire_seconds += SecondsBetween(r.busy_since, Clock::now());
+    }
+    if (!status.ok() && r.error.ok()) r.error = std::move(status);
+    write = MaybeComplete(room);
+  }
+  if (write) ucx_->Write(std::move(*write));
+}
+
+void UcxKvSender::StreamLayers() {
+  // Explicit Lock/Unlock: mu_ is released around each wait and write.
+  mu_.Lock();
+  while (!stopping_) {
+    if (to_stream_.empty()) {
+      stream_cv_.Wait(&mu_);
+      continue;
+    }
+    const uint64_t room = to_stream_.front();
+    auto it = rooms_.find(room);
+    if (it == rooms_.end()) {  // cancelled before its first write
+      to_stream_.pop_front();
+      continue;
+    }
+    Room& r = it->second;
+    if (!r.error.ok() || r.cancelled ||
+        r.posted == static_cast<int64_t>(r.layer_puts.size())) {
+      r.posting_done = true;
+      to_stream_.pop_front();
+      std::optional<WriteJob> write = MaybeComplete(room);
+      if (write) {
+        mu_.Unlock();
+        ucx_->Write(std::move(*write));
+        mu_.Lock();
+      }
+      continue;
+    }
+    const int64_t l = r.posted;
+    std::shared_ptr<engine::LayerProgress> layers = r.layers;
+    const auto deadline = r.base.deadline;
+    mu_.Unlock();
+    Status ready = layers->WaitForLayer(l, deadline);
+    mu_.Lock();
+    it = rooms_.find(room);
+    if (it == rooms_.end()) continue;  // cancelled meanwhile (front again)
+    Room& now = it->second;
+    if (!ready.ok()) {
+      if (now.error.ok()) now.error = std::move(ready);
+      continue;
+    }
+    ++now.posted;
+    std::vector<PutOp> puts = std::move(now.layer_puts[static_cast<size_t>(l)]);
+    if (puts.empty()) continue;  // every position of it cached there
+    if (now.outstanding++ == 0) now.busy_since = Clock::now();
+    WriteJob w;
+    w.peer_address = now.base.peer_address;
+    w.same_host = now.base.same_host;
+    w.method = now.base.method;
+    w.regions = now.base.regions;
+    w.puts = std::move(puts);
+    w.tag = room;
+    w.deadline = now.base.deadline;
+    w.done = [this, room](Status s) { OnLayerWritten(room, std::move(s)); };
+    mu_.Unlock();
+    ucx_->Write(std::move(w));
+    mu_.Lock();
+  }
+  mu_.Unlock();
 }
 
 std::vector<engine::KvTransferResult> UcxKvSender::Poll() {
   const auto now = Clock::now();
-  MutexLock lock(&mu_);
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (now < it->second.deadline) {
-      ++it;
-      continue;
-    }
-    done_.push_back({it->first,
-                     UnavailableError(fmt::format(
-                         "no decode server registered bootstrap room {} "
-                         "within {:.0f} s",
-                         it->first, timeout_s_)),
-                     0, std::nullopt, 0, SecondsBetween(it->second.start, now)});
-    it = pending_.erase(it);
-  }
-  for (auto it = registrations_.begin(); it != registrations_.end();) {
-    if (now < it->second.expires) {
-      ++it;
-      continue;
-    }
-    TSR_LOG_WARN("disaggregation: room {} registered by a decode server "
-                 "expired before its prefill request arrived",
-                 it->first);
-    it = registrations_.erase(it);
-  }
-  for (auto it = refused_.begin(); it != refused_.end();) {
-    it = now < it->second.expires ? std::next(it) : refused_.erase(it);
-  }
+  std::vector<WriteJob> writes;
   std::vector<engine::KvTransferResult> out;
-  out.swap(done_);
+  {
+    MutexLock lock(&mu_);
+    for (auto& [room, r] : rooms_) {
+      if (r.started || now < r.deadline) continue;
+      r.error = UnavailableError(fmt::format(
+          "no decode server registered bootstrap room {} within {:.0f} s",
+          room, timeout_s_));
+      r.started = true;  // with no peer: reported at its Send or Cancel
+      r.posting_done = true;
+    }
+    for (auto it = rooms_.begin(); it != rooms_.end();) {
+      const uint64_t room = it->first;
+      ++it;  // MaybeComplete may erase the room
+      if (std::optional<WriteJob> w = MaybeComplete(room)) {
+        writes.push_back(std::move(*w));
+      }
+    }
+    for (auto it = registrations_.begin(); it != registrations_.end();) {
+      if (now < it->second.expires) {
+        ++it;
+        continue;
+      }
+      TSR_LOG_WARN("disaggregation: room {} registered by a decode server "
+                   "expired before its prefill request arrived",
+                   it->first);
+      it = registrations_.erase(it);
+    }
+    for (auto it = refused_.begin(); it != refused_.end();) {
+      it = now < it->second.expires ? std::next(it) : refused_.erase(it);
+    }
+    out.swap(done_);
+  }
+  for (WriteJob& w : writes) ucx_->Write(std::move(w));
   return out;
 }
 

@@ -316,6 +316,7 @@ class UcxTransfer::Impl {
     }
     // The puts are complete at the peer (a flush may also complete at
     // once, in Start): now the completion message.
+    if (a.job.message.empty()) return finish(OkStatus());  // puts alone
     if (!a.send_started) {
       a.send_started = true;
       ucp_request_param_t p{};

@@ -9,7 +9,8 @@
 //                SetExpecting(true) while a transfer may arrive;
 //   prefill side: Write(peer, puts, tag, message): every put, then the
 //                message once every put is complete at the peer — so a
-//                message's arrival means its puts' bytes are in place.
+//                message's arrival means its puts' bytes are in place (a
+//                job may carry puts alone, or a message alone).
 //
 // Two ways to carry a job's puts (WriteJob::method):
 //   kRma         one-sided ucp_put per PutOp, then a flush. What RDMA
@@ -96,7 +97,8 @@ struct WriteJob {
   std::vector<PutOp> puts;
   uint64_t tag = 0;
   std::string message;  // sent after every put is complete at the peer;
-                        // its tag must have bit 63 clear
+                        // its tag must have bit 63 clear; empty: none (a
+                        // job of writes alone, e.g. one layer's)
   std::chrono::steady_clock::time_point deadline;
   // Called once on the progress thread: OK, DeadlineExceeded, or the UCX
   // error (the peer is gone, a put was refused). OK means the sources may

@@ -7,9 +7,13 @@
 // request). Then:
 //   prefill server  computes the prompt and samples the first token like
 //                   any request (max_new_tokens forced to 1), keeps its KV
-//                   pages and hands KvSendJob to the sender; the request
-//                   finishes when the sender reports the room done (its
-//                   pages then go to the radix cache, as usual);
+//                   pages and hands the sender a KvBeginJob when it
+//                   schedules the prompt's last chunk (the sender streams
+//                   each layer's KV as the device finishes it,
+//                   layer_progress.h) and a KvSendJob with the first token
+//                   once the step is collected; the request finishes when
+//                   the sender reports the room done (its pages then go to
+//                   the radix cache, as usual);
 //   decode server   matches the prompt against its radix cache, reserves
 //                   pages for the rest of the prompt plus one decode slot,
 //                   hands KvRecvJob to the receiver and decodes from the
@@ -28,7 +32,10 @@
 #include <string_view>
 #include <vector>
 
+#include <memory>
+
 #include "base/status.h"
+#include "engine/layer_progress.h"
 #include "engine/request.h"
 
 namespace tessera::engine {
@@ -37,8 +44,19 @@ enum class DisaggMode { kNull, kPrefill, kDecode };
 StatusOr<DisaggMode> ParseDisaggMode(std::string_view name);
 const char* DisaggModeName(DisaggMode mode);
 
-// Prefill side: the computed prompt's KV (positions [0, slots.size()) at
-// these pool slots) and the first sampled token.
+// Prefill side, when the step that completes the prompt is scheduled: its
+// KV (positions [0, slots.size()) at these pool slots), written layer by
+// layer as `layers` says.
+struct KvBeginJob {
+  uint64_t room = 0;
+  std::vector<int32_t> prompt_ids;  // to check the decode side's prompt
+  std::vector<int32_t> slots;       // slot of each prompt position
+  std::shared_ptr<LayerProgress> layers;
+};
+
+// Prefill side, once the step is collected: the first sampled token. After
+// a Begin for the room only room, first_token and first_logprobs are read;
+// without one the job says where the (already written) KV is.
 struct KvSendJob {
   uint64_t room = 0;
   std::vector<int32_t> prompt_ids;  // to check the decode side's prompt
@@ -71,15 +89,21 @@ struct KvTransferResult {
 class KvSender {
  public:
   virtual ~KvSender() = default;
-  // Sends the job's KV to the decode server registered for its room (or to
-  // the one that registers before the transfer timeout). The pages must
-  // stay untouched until Poll reports the room.
+  // Starts sending the job's KV to the decode server registered for its
+  // room (or to the one that registers before the transfer timeout), each
+  // layer once job.layers says it is written. The pages must stay
+  // untouched until Poll reports the room (or Cancel returns true).
+  virtual void Begin(KvBeginJob job) = 0;
+  // The first token of a begun room (or, without Begin, the whole job): the
+  // completion goes to the decode server once every layer is there. Poll
+  // reports a room only after its Send or a Cancel that returned false.
   virtual void Send(KvSendJob job) = 0;
   // Rooms finished since the last call.
   virtual std::vector<KvTransferResult> Poll() = 0;
-  // Gives up a room whose request went away (client gone, aborted): true
-  // when no write has started (its pages are free to reuse now, and Poll
-  // will not report it); false when puts are in flight (Poll reports it).
+  // Gives up a room whose request went away (client gone, aborted, failed
+  // step): true when no write has started (its pages are free to reuse
+  // now, and Poll will not report it); false when writes are in flight
+  // (Poll reports the room, failed, once they are done).
   virtual bool Cancel(uint64_t room) = 0;
 };
 

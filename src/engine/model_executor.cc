@@ -210,6 +210,28 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
     sample_rows[i].rng = &r.seq->rng;
   }
 
+  // PD prefill rows: an event recorded after each layer says when that
+  // layer's KV is written, so the KV sender streams it while the device
+  // computes the next (layer_progress.h).
+  std::shared_ptr<LayerEvents> layer_events;
+  const bool streams_kv =
+      std::any_of(batch.rows.begin(), batch.rows.end(),
+                  [](const BatchRow& r) { return r.kv_progress != nullptr; });
+  if (streams_kv && tp_ == nullptr) {
+    layer_events = std::make_shared<LayerEvents>();
+    runtime::Stream& compute = runner_.stream();
+    input.after_layer = [&compute, layer_events](int64_t l) -> Status {
+      if (l != static_cast<int64_t>(layer_events->size())) {
+        return InternalError("layers enqueued out of order");
+      }
+      TSR_ASSIGN_OR_RETURN(runtime::EventPtr e,
+                           runtime::Event::Create(compute.plugin(), compute.device()));
+      TSR_RETURN_IF_ERROR(e->Record(compute));
+      layer_events->push_back(std::move(e));
+      return OkStatus();
+    };
+  }
+
   if (tp_ != nullptr) {
     TSR_RETURN_IF_ERROR(tp_->SendStep(input, static_cast<int64_t>(batch.rows.size())));
   }
@@ -261,6 +283,19 @@ Status ModelExecutor::LaunchStep(const ScheduledBatch& batch, InFlight& f) {
   TSR_RETURN_IF_ERROR(sampler_.ReadBack(last_ids_, host_ids_[k], *ids_copied_[k],
                                         *ids_computed_[k]));
   f.staging = k;
+  if (layer_events != nullptr &&
+      static_cast<int64_t>(layer_events->size()) ==
+          runner_.config().num_hidden_layers) {
+    // Every layer has its event (a graph replay records none: then the
+    // scheduler's Finish at Postprocess says the KV is complete).
+    f.layer_events = layer_events;  // recorded work outlives no event
+    for (const BatchRow& r : batch.rows) {
+      if (r.kv_progress == nullptr) continue;
+      r.kv_progress->Attach([layer_events](int64_t l) {
+        return (*layer_events)[static_cast<size_t>(l)]->Synchronize();
+      });
+    }
+  }
   return OkStatus();
 }
 

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -55,6 +56,7 @@ class ModelExecutor : public Executor {
   Status Health() override;
 
  private:
+  using LayerEvents = std::vector<runtime::EventPtr>;
   struct InFlight {
     Status status;      // the launch's error, if any
     int staging = -1;   // the host_ids_ slot its sampled ids are copied to
@@ -67,6 +69,9 @@ class ModelExecutor : public Executor {
     std::vector<std::vector<TokenLogprobs>> prompt_logprobs;
     // Embedding steps: the result, complete at launch.
     std::optional<StepResult> embedded;
+    // PD prefill steps: the event after each layer (BatchRow::kv_progress
+    // waits on them); kept until Collect, when the step's work is done.
+    std::shared_ptr<LayerEvents> layer_events;
   };
   // Enqueues the step and the copy of its sampled ids; fills `f`.
   Status LaunchStep(const ScheduledBatch& batch, InFlight& f);

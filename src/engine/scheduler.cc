@@ -62,12 +62,20 @@ void Scheduler::Enqueue(std::unique_ptr<Sequence> seq) {
 }
 
 void Scheduler::Finish(Sequence* seq, RequestOutput last) {
+  if (seq->kv_progress != nullptr) {
+    // Ended before its step was collected: the sender stops streaming.
+    seq->kv_progress->Finish(
+        AbortedError("the request ended before its KV was written"));
+    seq->kv_progress.reset();
+  }
   if (seq->transfer != Sequence::Transfer::kNone) {
     const uint64_t room = seq->request.bootstrap->room;
     transfers_.erase(room);
-    if (seq->transfer == Sequence::Transfer::kAwaiting) {
-      // The prefill server may still write these pages: hold them until
-      // the receiver reports the room.
+    // Decode side: the prefill server may still write these pages. Prefill
+    // side: layers may be on the wire (Cancel is false), being read. Either
+    // way the pages are held until the transfer engine reports the room.
+    if (seq->transfer == Sequence::Transfer::kAwaiting ||
+        !options_.kv_sender->Cancel(room)) {
       Quarantined q;
       q.cached.assign(seq->tokens.begin(), seq->tokens.begin() + seq->kv_len);
       q.kv = std::move(seq->kv);
@@ -117,13 +125,8 @@ void Scheduler::ReapCancelled() {
   }
   for (auto& s : running_) {
     if (!s->stream->cancelled() || s->finished) continue;
-    // A prefill request whose KV is on the wire ends when the transfer
-    // does (its pages are being read); one still waiting for its decode
-    // server's registration ends now.
-    if (s->transfer == Sequence::Transfer::kSending &&
-        !options_.kv_sender->Cancel(s->request.bootstrap->room)) {
-      continue;
-    }
+    // A prefill request whose KV is on the wire ends now too: Finish holds
+    // its pages until the sender reports the room.
     Finish(s.get(), s->AbortOutput(s->stream->cancel_cause(), s->stream->cancel_reason()));
   }
   RemoveFinished();
@@ -380,6 +383,10 @@ ScheduledBatch Scheduler::Schedule() {
       s->pending_row = static_cast<int64_t>(i);
     }
     if (row.prefill) prefills_in_flight_.push_back(s);
+    if (row.prefill && row.sample && SendsKv(*s) && s->max_new_tokens != 0 &&
+        !s->pooler) {
+      BeginKvSend(row);
+    }
   }
   ++inflight_;
   last_batch_size_ = batch.size();
@@ -418,7 +425,10 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
       s->pending_row = -1;  // the token arrives now
     }
     if (s->finished) continue;  // ended meanwhile: the token is discarded
-    if (row.prefill) {
+    // A prompt streaming to a decode server is cached when its transfer
+    // ends (Finish's Release): caching now could swap its pages for a
+    // duplicate's and free them while the sender still reads them.
+    if (row.prefill && s->transfer != Sequence::Transfer::kSending) {
       Status cached = kv_.CacheComputed(
           std::span<const int32_t>(s->tokens).first(row.kv_start + row.n),
           s->kv);
@@ -454,8 +464,13 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
                             ? std::move(result->logprobs[i])
                             : std::nullopt);
     if (SendsKv(*s) && s->generated() == 1) {
-      // Prefill server: the prompt's KV and this token go to the decode
-      // server; the request ends when they have arrived.
+      // Prefill server: the prompt's KV (streaming since BeginKvSend) and
+      // this token go to the decode server; the request ends when they
+      // have arrived.
+      if (s->kv_progress != nullptr) {
+        s->kv_progress->Finish(OkStatus());  // every layer is written
+        s->kv_progress.reset();
+      }
       KvSendJob job;
       job.room = s->request.bootstrap->room;
       job.prompt_ids = s->request.prompt_ids;
@@ -481,6 +496,24 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
     }
   }
   RemoveFinished();
+}
+
+void Scheduler::BeginKvSend(BatchRow& row) {
+  Sequence* s = row.seq;
+  auto progress = std::make_shared<LayerProgress>(kv_.pool().num_layers());
+  KvBeginJob job;
+  job.room = s->request.bootstrap->room;
+  job.prompt_ids = s->request.prompt_ids;
+  job.slots.reserve(s->request.prompt_ids.size());
+  for (int64_t p = 0; p < s->prompt_len(); ++p) {
+    job.slots.push_back(kv_.pool().SlotOf(s->kv.pages, p));
+  }
+  job.layers = progress;
+  row.kv_progress = progress;
+  s->kv_progress = std::move(progress);
+  s->transfer = Sequence::Transfer::kSending;
+  transfers_[job.room] = s;
+  options_.kv_sender->Begin(std::move(job));
 }
 
 bool Scheduler::SendsKv(const Sequence& s) const {
@@ -536,6 +569,12 @@ void Scheduler::PollTransfers() {
   if (options_.kv_sender != nullptr) {
     for (KvTransferResult& r : options_.kv_sender->Poll()) {
       CountTransfer(r);
+      auto q = quarantine_.find(r.room);
+      if (q != quarantine_.end()) {  // its request ended meanwhile
+        (void)kv_.Release(q->second.cached, q->second.kv);
+        quarantine_.erase(q);
+        continue;
+      }
       auto it = transfers_.find(r.room);
       if (it == transfers_.end()) continue;
       Sequence* s = it->second;

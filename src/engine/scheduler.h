@@ -99,6 +99,10 @@ class Scheduler {
   void SortWaiting();
   // PD disaggregation (engine/disagg.h).
   bool SendsKv(const Sequence& s) const;
+  // Prefill server, as the row completing a prompt is committed: the KV
+  // sender starts streaming its layers (row.kv_progress says when each is
+  // written).
+  void BeginKvSend(BatchRow& row);
   bool ReceivesKv(const Sequence& s) const;
   // Decode: reserves `s`'s prompt pages and asks the receiver for its KV.
   // False when the pool cannot hold it now (nothing changed).
@@ -127,8 +131,9 @@ class Scheduler {
   std::vector<const Sequence*> prefills_in_flight_;
   int64_t last_batch_size_ = 0;
   // PD disaggregation: running sequences by room (sending or awaiting KV),
-  // and the pages of abandoned decode requests, held until their room is
-  // reported (a late prefill server may still write them).
+  // and the pages of abandoned requests, held until their room is reported
+  // (decode side: a late prefill server may still write them; prefill
+  // side: layers on the wire are still being read).
   struct Quarantined {
     std::vector<int32_t> cached;  // the prefix the cache already held
     SequenceKv kv;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/kv_cache_manager.h"
+#include "engine/layer_progress.h"
 #include "engine/logit_processor.h"
 #include "engine/request.h"
 #include "engine/stop_matcher.h"
@@ -101,12 +102,15 @@ struct Sequence {
   // kv_len == tokens.size() (the pending token's position is next).
   uint64_t pending_batch = 0;
   int64_t pending_row = -1;
-  // PD disaggregation: kSending (prefill) — the first token is sampled and
-  // `parked` holds the final output until the KV reached the decode server;
-  // kAwaiting (decode) — pages reserved, waiting for the prefill server's
-  // KV and first token. Neither gets rows.
+  // PD disaggregation: kSending (prefill) — from the scheduling of the
+  // prompt's last chunk, whose KV streams to the decode server layer by
+  // layer (`kv_progress`); once the first token is sampled `parked` holds
+  // the final output until the KV reached the decode server; kAwaiting
+  // (decode) — pages reserved, waiting for the prefill server's KV and
+  // first token. Neither gets rows after that.
   enum class Transfer { kNone, kSending, kAwaiting };
   Transfer transfer = Transfer::kNone;
+  std::shared_ptr<LayerProgress> kv_progress;
   RequestOutput parked;
   bool admitted_once = false;
   bool finished = false;

@@ -17,9 +17,11 @@
 #define TESSERA_ENGINE_STEP_BATCH_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "engine/layer_progress.h"
 #include "engine/request.h"
 
 namespace tessera::engine {
@@ -36,6 +38,9 @@ struct BatchRow {
   // the previous batch sampled, still on the device (-1: seq->tokens has
   // it, at kv_start).
   int64_t input_from = -1;
+  // Prefill server (PD): the row completes a prompt whose KV streams to a
+  // decode server; the executor attaches per-layer readiness to it.
+  std::shared_ptr<LayerProgress> kv_progress;
 };
 
 struct ScheduledBatch {

@@ -807,6 +807,7 @@ StatusOr<tsr_tensor> ModelRunner::ForwardOnDevice(const Batch& batch) {
   TSR_RETURN_IF_ERROR(EnsureWorkspace(shape));
   TSR_RETURN_IF_ERROR(UploadMetadata(batch, shape));
   TSR_RETURN_IF_ERROR(ResolveDeviceTokens(batch, shape));
+  if (batch.after_layer) shape.after_layer = &batch.after_layer;
   return EnqueueModel(shape, batch.all_logits);
 }
 
@@ -1020,6 +1021,7 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueHidden(const StepShape& shape,
     // Each fused layer leaves the complete hidden state in `residual`.
     for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
       TSR_RETURN_IF_ERROR(RunFusedLayer(l, shape));
+      if (shape.after_layer != nullptr) TSR_RETURN_IF_ERROR((*shape.after_layer)(l));
     }
     tsr_tensor in[] = {residual, weights_->final_norm().View()};
     tsr_tensor out[] = {normed};
@@ -1028,6 +1030,7 @@ StatusOr<tsr_tensor> ModelRunner::EnqueueHidden(const StepShape& shape,
   } else {
     for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
       TSR_RETURN_IF_ERROR(RunLayer(l, shape));
+      if (shape.after_layer != nullptr) TSR_RETURN_IF_ERROR((*shape.after_layer)(l));
     }
     tsr_tensor in[] = {w.hidden->View(x, {t, h}), residual,
                        weights_->final_norm().View()};

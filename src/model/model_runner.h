@@ -176,6 +176,11 @@ struct Batch {
   std::vector<DeviceToken> device_tokens;
   const runtime::Buffer* token_source = nullptr;
   uint64_t token_source_offset = 0;  // bytes
+  // Called on the host after each decoder layer's work is enqueued on
+  // stream() (layer 0, 1, ...; eager steps only: a graph replay calls it
+  // never), e.g. to record an event that says when that layer's KV is
+  // written. An error fails the forward.
+  std::function<Status(int64_t layer)> after_layer;
 };
 
 // Logits copied to the host: rows x vocab, F32, row-major.
@@ -273,6 +278,7 @@ class ModelRunner {
     int64_t sequences = 0;  // B
     int64_t max_pages = 0;  // P (block table width)
     int64_t rows = 0;       // logits rows
+    const std::function<Status(int64_t)>* after_layer = nullptr;  // Batch's
   };
 
   ModelRunner(runtime::Runtime& runtime, runtime::Device& device,
