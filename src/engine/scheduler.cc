@@ -471,21 +471,16 @@ void Scheduler::Postprocess(const ScheduledBatch& batch,
         s->kv_progress->Finish(OkStatus());  // every layer is written
         s->kv_progress.reset();
       }
+      // BeginKvSend gave the sender the prompt and its slots and put the
+      // sequence in transfers_ (kSending); only the first token is new.
       KvSendJob job;
       job.room = s->request.bootstrap->room;
-      job.prompt_ids = s->request.prompt_ids;
-      job.slots.reserve(s->request.prompt_ids.size());
-      for (int64_t p = 0; p < s->prompt_len(); ++p) {
-        job.slots.push_back(kv_.pool().SlotOf(s->kv.pages, p));
-      }
       job.first_token = result->ids[i];
       if (!out.logprobs.empty()) job.first_logprobs = out.logprobs.front();
-      s->transfer = Sequence::Transfer::kSending;
       s->parked = std::move(out);
       // AcceptToken marked it finished (max_new_tokens is 1 here), but it
       // stays in running_ until the transfer ends: Finish sets it again.
       s->finished = false;
-      transfers_[job.room] = s;
       options_.kv_sender->Send(std::move(job));
       continue;
     }
