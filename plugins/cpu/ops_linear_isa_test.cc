@@ -4,8 +4,8 @@
 // K not a multiple of 8/16/32 (masked and scalar K tails), N odd and past
 // one 64-row work item, bias, and strided views at byte offsets (x and y
 // column-major, w rows padded). The scalar path itself is checked against
-// f64 math; prefill shapes (48+ rows per block) cover the avx512bf16
-// packed-panel GEMM and its tails. Also: the path is chosen by the isa
+// f64 math; prefill shapes (32+ rows per block) cover the packed-panel
+// GEMMs (avx512bf16's bf16 pairs, avx512's and avx2's f32) and their tails. Also: the path is chosen by the isa
 // option / TESSERA_CPU_ISA, reported in the device name, and an unknown
 // path fails init.
 #include <cmath>
@@ -118,6 +118,17 @@ TEST_F(LinearIsaTest, ManyRowBlocksPrefillShape) {
   CheckAllPaths({TSR_DTYPE_BF16, TSR_DTYPE_BF16, 103, 517, 70, false, true});
   CheckAllPaths({TSR_DTYPE_BF16, TSR_DTYPE_BF16, 256, 32, 64, false, false});
   CheckAllPaths({TSR_DTYPE_F32, TSR_DTYPE_F32, 300, 1031, 70, false, false});
+  // The f32 packed-panel GEMM of the avx512 and avx2 paths (bf16 x on
+  // those paths is widened to f32): rows from its 32-row threshold up, not
+  // multiples of the 6-row tile; K past one 128-input slice with a tail
+  // that is not a multiple of 8 or 16; N with partial panels and a partial
+  // 16-column tile; every weight type; strided views.
+  for (auto [a, w] : {std::pair{TSR_DTYPE_BF16, TSR_DTYPE_BF16}, std::pair{TSR_DTYPE_BF16, TSR_DTYPE_F16},
+                      std::pair{TSR_DTYPE_F32, TSR_DTYPE_F32}, std::pair{TSR_DTYPE_F32, TSR_DTYPE_F16}}) {
+    CheckAllPaths({a, w, 32, 131, 77, true, false});
+    CheckAllPaths({a, w, 97, 300, 130, false, true});
+    CheckAllPaths({a, w, 65, 8, 9, true, false});
+  }
 }
 
 TEST_F(LinearIsaTest, ChosenPathIsInTheDeviceName) {

@@ -35,6 +35,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")
 
 #include "avx512_sum4.h"
+#include "avx512_transpose16.h"
 
 namespace tessera::cpu {
 namespace {
@@ -133,35 +134,6 @@ constexpr int kMr = 6;                // x rows per micro-tile
 constexpr int kNv = 4;                // 16-column vectors per micro-tile
 constexpr int64_t kPanelN = 16 * kNv;  // weight rows (output columns) per panel
 constexpr int64_t kKc = 256;           // inputs per slice (even): panel = 32 KiB
-
-// Transposes 16 rows of 16 x 32-bit into 16 columns: r[i] lane c -> r[c]
-// lane i.
-inline void Transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  // u[4 * g + e] holds, per 128-bit lane L, element 4L + e of rows 4g..4g+3.
-  __m512i u[16];
-  for (int g = 0; g < 4; ++g) {
-    const __m512i* q = t + 4 * g;
-    u[4 * g + 0] = _mm512_unpacklo_epi64(q[0], q[2]);
-    u[4 * g + 1] = _mm512_unpackhi_epi64(q[0], q[2]);
-    u[4 * g + 2] = _mm512_unpacklo_epi64(q[1], q[3]);
-    u[4 * g + 3] = _mm512_unpackhi_epi64(q[1], q[3]);
-  }
-  for (int e = 0; e < 4; ++e) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x88);
-    const __m512i v1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xdd);
-    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x88);
-    const __m512i w1 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xdd);
-    r[e] = _mm512_shuffle_i32x4(v0, w0, 0x88);
-    r[8 + e] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
-    r[4 + e] = _mm512_shuffle_i32x4(v1, w1, 0x88);
-    r[12 + e] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
-  }
-}
 
 // panel[p * kPanelN + j] = bf16 pair (w[j][2p], w[j][2p + 1]) for j < nb,
 // 2p < kc; zero elsewhere (a missing odd element or column). w: nb rows of
