@@ -3,7 +3,7 @@
 #
 #   bench/peer_llamacpp.sh --model-path DIR [--types bf16,q8_0] [--threads 2]
 #       [--input-len 512] [--output-len 32] [--batch-sizes 1,8] [--rounds 2]
-#       [--check-tokens 32] [--tessera-quantization auto]
+#       [--check-tokens 32] [--tessera-quantization auto] [--isa ISA]
 #       [--work-dir DIR] [--output-file F] [--smoke]
 #
 # 1. Greedy check on stories260k (../shared/models/stories260k, F32): the
@@ -33,6 +33,11 @@
 # int8, w8a8_int8).
 # --tessera-quantization Q passes another --quantization to Tessera (e.g.
 # int8: weight-only, activations in floating point).
+# --isa ISA holds both engines to one x86 instruction set: Tessera with
+# TESSERA_CPU_ISA=ISA, llama.cpp with its CPU build for it (llamacpp_runner
+# --cpu-variant): scalar -> sse42, avx2 -> haswell, avx512 -> skylakex,
+# avx512bf16 -> zen4. Without it each picks the best this CPU runs. The
+# report names the CPU (from /proc/cpuinfo) and the ISA.
 # --smoke: stories260k only, F32, input 16, output 4, one round (seconds;
 # for CI).
 #
@@ -68,6 +73,7 @@ work_dir=""
 output_file=""
 smoke=0
 tessera_quant=auto
+isa=""
 
 usage() { sed -n '2,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
 while (($#)); do
@@ -81,6 +87,7 @@ while (($#)); do
     --batch-sizes) batch_sizes="$2"; shift 2 ;;
     --check-tokens) check_tokens="$2"; shift 2 ;;
     --tessera-quantization) tessera_quant="$2"; shift 2 ;;
+    --isa) isa="$2"; shift 2 ;;
     --work-dir) work_dir="$2"; shift 2 ;;
     --output-file) output_file="$2"; shift 2 ;;
     --smoke) smoke=1; shift ;;
@@ -107,6 +114,17 @@ if [[ ! -d "$stories" ]]; then
   echo "error: $stories missing (set TESSERA_SHARED_DIR)" >&2; exit 2
 fi
 command -v node >/dev/null || { echo "error: node not found" >&2; exit 2; }
+runner_isa=()
+case "$isa" in
+  "") ;;
+  scalar) runner_isa=(--cpu-variant sse42) ;;
+  avx2) runner_isa=(--cpu-variant haswell) ;;
+  avx512) runner_isa=(--cpu-variant skylakex) ;;
+  avx512bf16) runner_isa=(--cpu-variant zen4) ;;
+  *) echo "error: --isa $isa: one of scalar, avx2, avx512, avx512bf16" >&2; exit 2 ;;
+esac
+if [[ -n "$isa" ]]; then export TESSERA_CPU_ISA="$isa"; fi
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)"
 
 cleanup=""
 if [[ -z "$work_dir" ]]; then
@@ -204,7 +222,7 @@ for type in "${type_list[@]}"; do
            --no-bandwidth --json 2>/dev/null | js 'o.results[0]')"
       log "$type batch $batch round $r/$rounds: llama.cpp"
       b="$("$runner" --model "$gguf" --threads "$threads" --batch-size "$batch" \
-           --random-prompt "$input_len" --seed 0 --decode-steps "$output_len")"
+           "${runner_isa[@]}" --random-prompt "$input_len" --seed 0 --decode-steps "$output_len")"
       runs="$(node -e '
         const [runs, a, b] = process.argv.slice(1).map(JSON.parse);
         runs.push({tessera: {prefill: a.prefill_tokens_per_s,
@@ -238,10 +256,11 @@ done
 load_end="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || true)"
 report="$(node -e '
   const [results, check, model, threads, inLen, outLen, rounds, lib,
-         loadStart, loadEnd] = process.argv.slice(1);
+         loadStart, loadEnd, cpu, isa] = process.argv.slice(1);
   const c = JSON.parse(check);
   process.stdout.write(JSON.stringify({
-    benchmark: "peer_llamacpp", model, threads: +threads,
+    benchmark: "peer_llamacpp", model, threads: +threads, cpu,
+    isa: isa || "best of each engine",
     input_len: +inLen, output_len: +outLen, rounds: +rounds,
     llamacpp_library: lib,
     // Other processes on the machine: 1/5/15-minute load averages.
@@ -249,6 +268,6 @@ report="$(node -e '
     stories260k_greedy: {tokens: c.of, identical: c.agree === c.of},
     results: JSON.parse(results)}, null, 2));' \
   "$results" "$check" "$model_path" "$threads" "$input_len" "$output_len" \
-  "$rounds" "$llamacpp_library" "$load_start" "$load_end")"
+  "$rounds" "$llamacpp_library" "$load_start" "$load_end" "$cpu_model" "$isa")"
 printf '%s\n' "$report"
 if [[ -n "$output_file" ]]; then printf '%s\n' "$report" >"$output_file"; fi

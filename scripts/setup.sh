@@ -17,6 +17,7 @@ packages=(
   libgloo-dev iproute2
   libxxhash-dev libhiredis-dev redis-server
   libucx-dev curl python3 python3-jsonschema chromium
+  libopenblas-dev
 )
 
 missing=()

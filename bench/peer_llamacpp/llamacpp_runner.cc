@@ -31,6 +31,9 @@
 // K-quant files, not only ones Tessera wrote. --teacher-forced 1,2,3
 // instead feeds the ids in one batch and prints {"argmax": [...]}, the
 // top-1 id after every position (for accuracy comparisons).
+// --cpu-variant V loads only ggml's CPU build libggml-cpu-V.so (e.g.
+// haswell: AVX2 + FMA, no AVX-512) instead of the best one this CPU runs,
+// so llama.cpp can be held to the same ISA as TESSERA_CPU_ISA holds Tessera.
 // Exit 0: done; 2: bad flags; 1: llama.cpp failed.
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -63,6 +66,7 @@ struct LlamaApi {
   decltype(&::llama_backend_init) backend_init = nullptr;
   decltype(&::llama_backend_free) backend_free = nullptr;
   decltype(&::ggml_backend_load_all_from_path) load_backends = nullptr;
+  decltype(&::ggml_backend_load) load_backend = nullptr;
   decltype(&::llama_log_set) log_set = nullptr;
   decltype(&::llama_print_system_info) system_info = nullptr;
   decltype(&::llama_model_default_params) model_default_params = nullptr;
@@ -135,6 +139,7 @@ std::string LoadLlama(const std::string& dir, LlamaApi& api,
   resolve(api.backend_init, "llama_backend_init");
   resolve(api.backend_free, "llama_backend_free");
   resolve(api.load_backends, "ggml_backend_load_all_from_path");
+  resolve(api.load_backend, "ggml_backend_load");
   resolve(api.log_set, "llama_log_set");
   resolve(api.system_info, "llama_print_system_info");
   resolve(api.model_default_params, "llama_model_default_params");
@@ -199,7 +204,7 @@ void Usage() {
   std::fputs(
       "usage: llamacpp_runner --model FILE.gguf [--lib-dir DIR] [--threads N]\n"
       "         (--prompt-ids 1,2,3 | --random-prompt P [--seed S])\n"
-      "         [--decode-steps G] [--batch-size B] [--verbose]\n"
+      "         [--decode-steps G] [--batch-size B] [--cpu-variant V] [--verbose]\n"
       "       llamacpp_runner --model FILE.gguf --tokenize TEXT\n"
       "       llamacpp_runner --model FILE.gguf --quantize TYPE --out FILE\n",
       stderr);
@@ -219,6 +224,7 @@ int main(int argc, char** argv) {
   int64_t batch_size = 1;
   std::optional<std::string> tokenize_text;
   std::string quantize_type, quantize_out, teacher_forced;
+  std::string cpu_variant;  // e.g. "haswell": that one CPU build, not the best
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -232,6 +238,8 @@ int main(int argc, char** argv) {
       model_path = value();
     else if (arg == "--lib-dir")
       lib_dir = value();
+    else if (arg == "--cpu-variant")
+      cpu_variant = value();
     else if (arg == "--threads")
       threads = std::atoi(value().c_str());
     else if (arg == "--prompt-ids")
@@ -289,7 +297,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   api.log_set(LogCallback, nullptr);
-  api.load_backends(lib_dir.c_str());
+  if (cpu_variant.empty()) {
+    api.load_backends(lib_dir.c_str());  // every backend; ggml scores the CPU builds
+  } else {
+    const std::string path = lib_dir + "/libggml-cpu-" + cpu_variant + ".so";
+    if (api.load_backend(path.c_str()) == nullptr) {
+      fmt::print(stderr,
+                 "error: cannot load {} (--cpu-variant {}: the names are the "
+                 "libggml-cpu-*.so files in {}; this CPU must support it)\n",
+                 path, cpu_variant, lib_dir);
+      return 1;
+    }
+  }
   api.backend_init();
 
   if (quantize) {

@@ -48,10 +48,11 @@ struct AttentionKernels {
 const AttentionKernels& AttentionKernelsFor(CpuIsa isa);
 
 // Per-path tables (ops_attention_kernels_<isa>.cc). The portable one serves
-// the scalar and avx2 paths (GCC vectorises its loops for the baseline
-// ISA); the AVX-512 one serves avx512 and avx512bf16.
+// the scalar path (GCC vectorises its loops for the baseline ISA); the AVX2
+// one the avx2 path; the AVX-512 one avx512 and avx512bf16.
 const AttentionKernels& PortableAttentionKernels();
 #if defined(__x86_64__) && defined(__GNUC__)
+const AttentionKernels& Avx2AttentionKernels();
 const AttentionKernels& Avx512AttentionKernels();
 #endif
 

@@ -1,8 +1,8 @@
 // The portable paged-attention block kernels (ops_attention_kernels.h):
 // plain loops shaped so GCC vectorises them for the build's baseline ISA
 // (the scores are an outer product over d, so no reduction needs
-// reassociation), with std::exp. They serve the scalar and avx2 paths and
-// are the reference the AVX-512 kernels are tested against.
+// reassociation), with std::exp. They serve the scalar path and are the
+// reference the AVX2 and AVX-512 kernels are tested against.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -97,6 +97,7 @@ const AttentionKernels& PortableAttentionKernels() {
 const AttentionKernels& AttentionKernelsFor(CpuIsa isa) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (isa == CpuIsa::kAvx512 || isa == CpuIsa::kAvx512Bf16) return Avx512AttentionKernels();
+  if (isa == CpuIsa::kAvx2) return Avx2AttentionKernels();
 #endif
   (void)isa;
   return PortableAttentionKernels();

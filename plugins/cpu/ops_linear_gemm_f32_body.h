@@ -3,8 +3,9 @@
 // panel, then an f32 FMA outer-product micro-kernel from the L1-resident
 // panel. Written once over a vector type and compiled per path: included
 // by ops_linear_kernels_avx512.cc (16 lanes) and ops_linear_kernels_avx2.cc
-// (8 lanes) inside an anonymous namespace, after their target pragma. Not
-// a public header.
+// (8 lanes) inside an anonymous namespace, after their target pragma, and
+// by ops_linear_kernels_scalar.cc (4 lanes of the x86-64 baseline's SSE2,
+// multiply then add). Not a public header.
 //
 // GemmF32<W>(x, ldx, rows, w, ldw, n, k, out, ldo) computes what every
 // block kernel does (out[r * ldo + j] = sum_k x[r][k] * w[j][k], f32
