@@ -5,7 +5,8 @@
 // one 64-row work item, bias, and strided views at byte offsets (x and y
 // column-major, w rows padded). The scalar path itself is checked against
 // f64 math; prefill shapes (32+ rows per block) cover the packed-panel
-// GEMMs (avx512bf16's bf16 pairs, avx512's and avx2's f32) and their tails. Also: the path is chosen by the isa
+// GEMMs (avx512bf16's bf16 pairs; the f32 one of avx512, avx2 and the
+// scalar path's SSE2) and their tails. Also: the path is chosen by the isa
 // option / TESSERA_CPU_ISA, reported in the device name, and an unknown
 // path fails init.
 #include <cmath>
