@@ -7,10 +7,13 @@
 //                    I32 (B, P), seq_lens I32 (B), query_start I32 (B+1)
 //                    -> o (T, Hq, D). Tiles of query rows (x the GQA
 //                    group) per (sequence, KV head) walk the sequence's
-//                    keys in blocks of 32 with online softmax, so each
-//                    K/V block is converted once per tile; long KV ranges
-//                    are split across threads when tiles are few
-//                    (flash-decoding) and merged after.
+//                    keys in blocks of 32 with online softmax. A sequence
+//                    with several query tiles (a prefill) has its K/V
+//                    blocks converted to f32 (K transposed) once per call,
+//                    shared by all its tiles; a single tile converts each
+//                    block as it goes. Long KV ranges are split across
+//                    threads when tiles are few (flash-decoding) and
+//                    merged after.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -136,12 +139,16 @@ Status ReadSequences(const OpCall& call, int64_t slots, std::vector<SeqInfo>* se
 
 // Query rows per tile: a tile's rows times the GQA group (the query heads
 // that read one KV head) share every K/V block loaded for them.
-constexpr int64_t kTileQueryRows = 32;
+constexpr int64_t kTileQueryRows = 64;
 // A KV range is split (flash-decoding) only into parts of at least this
 // many keys, and only when the tiles alone would leave threads idle.
 constexpr int64_t kMinSplitKeys = 256;
 // Below this many multiply-adds (scores + P V) a call runs on one thread.
 constexpr int64_t kMinParallelMacs = 1 << 16;
+// Most f32 bytes one call converts K/V blocks into for sharing between
+// tiles (8 KiB per 32 keys x D = 128 x (K + V)): 8192 keys of 8 KV heads
+// take 64 MiB. Sequences past the budget convert per tile instead.
+constexpr int64_t kMaxSharedBlockBytes = int64_t{256} << 20;
 
 // One unit of work: query rows [t0, t1) of sequence b against KV head kvh,
 // over keys [k_lo, k_hi). Items of a split tile write partial results.
@@ -220,6 +227,32 @@ AttentionScratch& ThreadScratch(int64_t rows, int64_t d) {
   return scratch;
 }
 
+// K/V blocks of some sequences converted once per call and shared by their
+// tiles: for sequence b (when first_block[b] >= 0) and KV head h, block
+// `blk` (keys [blk, blk + 32), blk >= first_block[b]) is
+//   kt: [D][32] f32 (transposed keys), at Kt(b, h, blk)
+//   v:  [32][D] f32, at V(b, h, blk)
+// with zeros for keys at or past the sequence's length. Storage is the
+// calling thread's, grown only (reused by every layer's call).
+struct SharedBlocks {
+  std::vector<int64_t> first_block;  // per sequence; -1: not shared
+  std::vector<int64_t> base;         // per sequence: its first block's index
+  std::vector<int64_t> blocks;       // per sequence: blocks per KV head
+  int64_t hk = 0, d = 0;
+  float* data = nullptr;
+
+  bool Has(int64_t b) const { return !first_block.empty() && first_block[b] >= 0; }
+  int64_t Index(int64_t b, int64_t h, int64_t blk) const {
+    return base[b] + h * blocks[b] + (blk - first_block[b]) / kAttentionKeyBlock;
+  }
+  const float* Kt(int64_t b, int64_t h, int64_t blk) const {
+    return data + Index(b, h, blk) * 2 * kAttentionKeyBlock * d;
+  }
+  const float* V(int64_t b, int64_t h, int64_t blk) const {
+    return Kt(b, h, blk) + kAttentionKeyBlock * d;
+  }
+};
+
 template <typename T>
 class PagedAttention {
  public:
@@ -231,6 +264,19 @@ class PagedAttention {
 
   int64_t d() const { return d_; }
   int64_t group() const { return group_; }
+  // Tiles of the sequences `shared` has read their blocks from it.
+  void UseShared(const SharedBlocks* shared) { shared_ = shared; }
+
+  // Fills block `blk` of KV head `kvh` of sequence b in `shared` (keys
+  // [blk, blk + 32) of its len; zeros past len). `w` is scratch.
+  void PrepareShared(int64_t b, int64_t kvh, int64_t blk, const SharedBlocks& shared,
+                     AttentionScratch& w) const {
+    AttentionItem all{b, kvh, 0, 0, blk, std::min(blk + kAttentionKeyBlock, seqs_[b].len)};
+    float* kt = const_cast<float*>(shared.Kt(b, kvh, blk));
+    float* v = const_cast<float*>(shared.V(b, kvh, blk));
+    ConvertRows(all, blk, w.k.data(), v);
+    kernels_.transpose_keys(w.k.data(), d_, kt);
+  }
 
   // Runs `item`; leaves its m, l, acc (unnormalised) in `w`, and writes o
   // when the item is a whole tile.
@@ -262,16 +308,24 @@ class PagedAttention {
       }
       if (!any) continue;
       // Few rows (a decode): dot products on the key rows; else one
-      // transpose shared by all rows.
+      // transpose shared by all rows (and, when the sequence's blocks are
+      // shared, by all its tiles).
       const bool transpose = rows > kRowScoreMaxRows;
-      LoadBlock(item, blk, transpose, w);
-      if (transpose) {
-        kernels_.scores(w.q.data(), rows, d_, w.kt.data(), w.s.data());
+      const float* v = w.v.data();
+      if (transpose && shared_ != nullptr && shared_->Has(item.b)) {
+        kernels_.scores(w.q.data(), rows, d_, shared_->Kt(item.b, item.kvh, blk), w.s.data());
+        v = shared_->V(item.b, item.kvh, blk);
+        PrefetchShared(item, blk + kAttentionKeyBlock);
       } else {
-        kernels_.scores_from_rows(w.q.data(), rows, d_, w.k.data(), w.s.data());
+        LoadBlock(item, blk, transpose, w);
+        if (transpose) {
+          kernels_.scores(w.q.data(), rows, d_, w.kt.data(), w.s.data());
+        } else {
+          kernels_.scores_from_rows(w.q.data(), rows, d_, w.k.data(), w.s.data());
+        }
       }
       if (params_.logit_softcap > 0.0f) Softcap(rows, w);
-      kernels_.softmax_accumulate(w.s.data(), rows, w.lo.data(), w.hi.data(), w.v.data(), d_,
+      kernels_.softmax_accumulate(w.s.data(), rows, w.lo.data(), w.hi.data(), v, d_,
                                   w.m.data(), w.l.data(), w.acc.data());
     }
     if (item.partial < 0) Write(item, w.acc.data(), w.l.data());
@@ -296,23 +350,37 @@ class PagedAttention {
   // could be NaN).
   void LoadBlock(const AttentionItem& item, int64_t blk, bool transpose,
                  AttentionScratch& w) const {
+    ConvertRows(item, blk, w.k.data(), w.v.data());
+    if (transpose) kernels_.transpose_keys(w.k.data(), d_, w.kt.data());
+    Prefetch(item, blk + kAttentionKeyBlock);
+  }
+
+  // k, v [32][D] = the block's K and V rows as f32 for keys in [k_lo,
+  // k_hi), zero for the others.
+  void ConvertRows(const AttentionItem& item, int64_t blk, float* k, float* v) const {
     constexpr int64_t kB = kAttentionKeyBlock;
     const int64_t j_lo = std::max(blk, item.k_lo) - blk;
     const int64_t j_hi = std::min(blk + kB, item.k_hi) - blk;
     if (j_lo > 0 || j_hi < kB) {
-      std::fill(w.k.begin(), w.k.begin() + kB * d_, 0.0f);
-      std::fill(w.v.begin(), w.v.begin() + kB * d_, 0.0f);
+      std::fill(k, k + kB * d_, 0.0f);
+      std::fill(v, v + kB * d_, 0.0f);
     }
     const int64_t page_size = params_.page_size;
     for (int64_t j = j_lo; j < j_hi; ++j) {
       const int64_t pos = blk + j;
       const int64_t slot =
           int64_t{I32At2(table_, item.b, pos / page_size)} * page_size + pos % page_size;
-      WidenRow(Row3<T>(kc_, slot, item.kvh), kc_.stride(2), w.k.data() + j * d_);
-      WidenRow(Row3<T>(vc_, slot, item.kvh), vc_.stride(2), w.v.data() + j * d_);
+      WidenRow(Row3<T>(kc_, slot, item.kvh), kc_.stride(2), k + j * d_);
+      WidenRow(Row3<T>(vc_, slot, item.kvh), vc_.stride(2), v + j * d_);
     }
-    if (transpose) kernels_.transpose_keys(w.k.data(), d_, w.kt.data());
-    Prefetch(item, blk + kB);
+  }
+
+  // Asks for the shared f32 block at `blk` (2 x 32 x D floats, contiguous).
+  void PrefetchShared(const AttentionItem& item, int64_t blk) const {
+    if (blk >= item.k_hi) return;
+    const char* p = reinterpret_cast<const char*>(shared_->Kt(item.b, item.kvh, blk));
+    const int64_t bytes = 2 * kAttentionKeyBlock * d_ * static_cast<int64_t>(sizeof(float));
+    for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
   }
 
   // Asks for the K/V rows of the block at `blk` (while this one is used):
@@ -359,6 +427,7 @@ class PagedAttention {
   const tsr_paged_attention_params& params_;
   const int64_t d_, group_;
   const AttentionKernels& kernels_;
+  const SharedBlocks* shared_ = nullptr;
 };
 
 // Combines the partial results of one split tile (items [first, last)):
@@ -387,12 +456,64 @@ void MergeSplits(const PagedAttention<T>& attention, const std::vector<Attention
   attention.Write(tile, out.data(), l.data());
 }
 
+// Chooses the sequences whose K/V blocks are converted once for all their
+// tiles (more than one query tile, whose rows take the transposed-key
+// path, within kMaxSharedBlockBytes) and converts them on the pool. The
+// first block is the first tile's, so a sliding window skips the keys no
+// tile reads.
+template <typename T>
+void PrepareSharedBlocks(const PagedAttention<T>& attention, const std::vector<SeqInfo>& seqs,
+                         int64_t hk, int64_t tile_rows, int64_t window, ExecContext& ctx,
+                         SharedBlocks* shared) {
+  constexpr int64_t kB = kAttentionKeyBlock;
+  const int64_t d = attention.d();
+  const int64_t block_bytes = 2 * kB * d * static_cast<int64_t>(sizeof(float));
+  const int64_t b_count = static_cast<int64_t>(seqs.size());
+  shared->first_block.assign(b_count, -1);
+  shared->base.assign(b_count, 0);
+  shared->blocks.assign(b_count, 0);
+  shared->hk = hk, shared->d = d;
+  int64_t total = 0;  // blocks
+  struct Job {
+    int64_t b, h, blk;
+  };
+  std::vector<Job> jobs;
+  for (int64_t b = 0; b < b_count; ++b) {
+    const SeqInfo& s = seqs[b];
+    if (s.new_tokens <= tile_rows || tile_rows * attention.group() <= kRowScoreMaxRows) continue;
+    const int64_t first_pos = s.len - s.new_tokens;
+    const int64_t k_lo = window > 0 ? std::max<int64_t>(0, first_pos - window + 1) : 0;
+    const int64_t first = k_lo / kB * kB;
+    const int64_t blocks = (s.len - first + kB - 1) / kB;
+    if ((total + blocks * hk) * block_bytes > kMaxSharedBlockBytes) continue;
+    shared->first_block[b] = first;
+    shared->base[b] = total;
+    shared->blocks[b] = blocks;
+    total += blocks * hk;
+    for (int64_t h = 0; h < hk; ++h) {
+      for (int64_t i = 0; i < blocks; ++i) jobs.push_back({b, h, first + i * kB});
+    }
+  }
+  if (jobs.empty()) return;
+  thread_local std::vector<float> storage;  // the calling thread's, reused
+  const size_t floats = static_cast<size_t>(total * block_bytes / sizeof(float));
+  if (storage.size() < floats) storage.resize(floats);
+  shared->data = storage.data();
+  const int64_t grain = std::max<int64_t>(1, 64 * 128 / std::max<int64_t>(1, d));
+  ctx.pool->ParallelFor(static_cast<int64_t>(jobs.size()), grain, [&](int64_t begin, int64_t end) {
+    AttentionScratch& scratch = ThreadScratch(1, d);
+    for (int64_t i = begin; i < end; ++i) {
+      attention.PrepareShared(jobs[i].b, jobs[i].h, jobs[i].blk, *shared, scratch);
+    }
+  });
+}
+
 template <typename T>
 Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
   const TensorView& kc = call.in[1];
   std::vector<SeqInfo> seqs;
   TSR_CPU_RETURN_IF_ERROR(ReadSequences(call, kc.dim(0), &seqs));
-  const PagedAttention<T> attention(call, seqs);
+  PagedAttention<T> attention(call, seqs);
   const int64_t group = attention.group(), d = attention.d();
   const int64_t tile_rows = std::max<int64_t>(1, kTileQueryRows / group);
   int64_t partials = 0;
@@ -401,6 +522,10 @@ Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
       &partials);
   if (items.empty()) return OkStatus();
   const int64_t max_rows = tile_rows * group;
+  SharedBlocks shared;
+  PrepareSharedBlocks(attention, seqs, kc.dim(1), tile_rows, call.params.attention.sliding_window,
+                      ctx, &shared);
+  attention.UseShared(&shared);
   // Partial results: acc [partials, max_rows, d] and (m, l) pairs.
   std::vector<float> partial_acc(partials * max_rows * d), partial_ml(partials * max_rows * 2);
   // Largest first, handed out one at a time, so causal tiles balance.

@@ -1,10 +1,11 @@
 // The AVX-512 (F) paged-attention block kernels (ops_attention_kernels.h).
-// scores: 4 query rows x 32 keys of accumulators (8 zmm), one broadcast of
-// q and two loads of Kt per step over d. softmax_accumulate: the block's
-// probabilities with a vector exp (range reduction to 2^n * e^f, degree-6
-// polynomial for e^f, vscalefps for the 2^n; ~2 ulp), then acc += P V for
-// two rows at a time over 64-column slices of d (8 zmm accumulators, each
-// V load feeding two FMAs). Compiled for avx512 by a target pragma: only
+// scores: 8 (then 4) query rows x 32 keys of accumulators (16 zmm), one
+// broadcast of q per row and two loads of Kt per step over d.
+// softmax_accumulate: the block's probabilities with a vector exp (range
+// reduction to 2^n * e^f, degree-6 polynomial for e^f, vscalefps for the
+// 2^n; ~2 ulp), then acc += P V for four (else two) rows at a time over
+// 64-column slices of d (16 zmm accumulators, each V load feeding four
+// FMAs). Compiled for avx512 by a target pragma: only
 // called when cpuid reports it.
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -51,6 +52,7 @@ inline void ScoreRows(const float* q, int64_t d, const float* kt, float* s) {
 
 void Scores(const float* q, int64_t mq, int64_t d, const float* kt, float* s) {
   int64_t i = 0;
+  for (; i + 8 <= mq; i += 8) ScoreRows<8>(q + i * d, d, kt, s + i * kB);
   for (; i + 4 <= mq; i += 4) ScoreRows<4>(q + i * d, d, kt, s + i * kB);
   switch (mq - i) {
     case 3: ScoreRows<3>(q + i * d, d, kt, s + i * kB); break;
@@ -179,12 +181,23 @@ void SoftmaxAccumulate(float* s, int64_t mq, const int32_t* lo, const int32_t* h
       ++i;
       continue;
     }
-    // Pair row i with the next row when it has keys too.
+    // Four rows at once when the next three have keys too, else a pair
+    // when the next one has.
+    const bool quad = i + 3 < mq && lo[i + 1] < hi[i + 1] && lo[i + 2] < hi[i + 2] &&
+                      lo[i + 3] < hi[i + 3];
     const bool pair = i + 1 < mq && lo[i + 1] < hi[i + 1];
-    float correction[2];
+    float correction[4];
     correction[0] = RowProbabilities(s + i * kB, lo[i], hi[i], m + i, l + i);
     int64_t j0 = lo[i], j1 = hi[i];
-    if (pair) {
+    if (quad) {
+      for (int r = 1; r < 4; ++r) {
+        correction[r] = RowProbabilities(s + (i + r) * kB, lo[i + r], hi[i + r], m + i + r, l + i + r);
+        j0 = std::min<int64_t>(j0, lo[i + r]);
+        j1 = std::max<int64_t>(j1, hi[i + r]);
+      }
+      AccumulateRows<4>(s + i * kB, correction, j0, j1, v, d, acc + i * d);
+      i += 4;
+    } else if (pair) {
       correction[1] = RowProbabilities(s + (i + 1) * kB, lo[i + 1], hi[i + 1], m + i + 1, l + i + 1);
       j0 = std::min<int64_t>(j0, lo[i + 1]);
       j1 = std::max<int64_t>(j1, hi[i + 1]);

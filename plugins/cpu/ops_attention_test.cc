@@ -200,10 +200,11 @@ TEST_P(AttentionTest, PagedAttentionRaggedBatchMatchesNaive) {
 }
 
 // Long contexts through the tiled kernels on every path this CPU has: many
-// query tiles with partial key blocks, a decode whose keys are split
-// across threads and merged (flash-decoding), split prefill tiles, a
-// sliding window that starts mid-block, a softcap, and d = 80 (one full
-// and one partial 64-column slice).
+// query tiles with partial key blocks (the K/V blocks converted once and
+// shared by a sequence's tiles), a decode whose keys are split across
+// threads and merged (flash-decoding), split prefill tiles, sliding windows
+// that start mid-block (in a decode and in shared blocks), a softcap, and
+// d = 80 (one full and one partial 64-column slice).
 TEST_P(AttentionTest, PagedAttentionLongContextsOnEveryPath) {
   const tsr_dtype dt = GetParam();
   struct LongCase {
@@ -217,6 +218,10 @@ TEST_P(AttentionTest, PagedAttentionLongContextsOnEveryPath) {
       {"split decode", {1100}, {0, 1}, 0, 0.0f},
       {"split decode, window", {1100}, {0, 1}, 700, 0.0f},
       {"split prefill tiles, softcap", {700}, {0, 20}, 0, 5.0f},
+      // Blocks shared by the tiles of a prefill, starting where the window
+      // of its first row does (mid-block), next to a sequence that shares
+      // none (one tile).
+      {"shared blocks, window", {900, 40}, {0, 300, 305}, 200, 0.0f},
   };
   for (const char* isa : {"scalar", "avx2", "avx512", "avx512bf16"}) {
     if (!Reinit(isa)) continue;

@@ -25,9 +25,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "cpu_isa.h"
 #include "cpu_peak_flops.h"
@@ -76,9 +79,31 @@ float Bf16BitsToF32(uint16_t v) {
   return f;
 }
 
+// Memory as the plugin gives weights: 2 MiB aligned, advised onto
+// transparent huge pages (memory.cc), so the GEMV rows see the same page
+// walks as in a model.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t bytes = (n * sizeof(T) + kHuge - 1) / kHuge * kHuge;
+    void* p = nullptr;
+    if (posix_memalign(&p, kHuge, bytes) != 0) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  bool operator==(const HugePageAllocator&) const { return true; }
+};
+
 // Random bf16 operands: x [T, K] of +-[1, 2), w [N, K] of +-[2^-7, 2^-6).
 struct Operands {
-  std::vector<uint16_t> x, w;
+  std::vector<uint16_t> x;
+  std::vector<uint16_t, HugePageAllocator<uint16_t>> w;
   Operands(int64_t t_count, int64_t k, int64_t n) : x(t_count * k), w(n * k) {
     std::mt19937 rng(7);
     for (uint16_t& v : x) v = static_cast<uint16_t>(0x3f80 ^ (rng() & 0x807f));
@@ -174,7 +199,8 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
   const int64_t t_count = state.range(1), k = s.k, n = s.n;
   openblas_set_num_threads(static_cast<int>(state.range(2)));
   Operands op(t_count, k, n);
-  std::vector<float> xf(op.x.size()), wf(op.w.size()), y(t_count * n);
+  std::vector<float> xf(op.x.size()), y(t_count * n);
+  std::vector<float, HugePageAllocator<float>> wf(op.w.size());
   for (size_t i = 0; i < xf.size(); ++i) xf[i] = Bf16BitsToF32(op.x[i]);
   for (size_t i = 0; i < wf.size(); ++i) wf[i] = Bf16BitsToF32(op.w[i]);
   PeakGflops(static_cast<int>(state.range(2)));

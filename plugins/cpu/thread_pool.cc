@@ -108,7 +108,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int64_t max_chunks = (n + grain - 1) / grain;
-  int64_t num_chunks = std::min<int64_t>(max_chunks, int64_t{size_} * 4);
+  int64_t num_chunks = std::min<int64_t>(max_chunks, int64_t{size_} * 16);
   if (size_ == 1 || num_chunks <= 1) {
     fn(0, n);
     return;
