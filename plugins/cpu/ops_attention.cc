@@ -11,12 +11,17 @@
 //                    with several query tiles (a prefill) has its K/V
 //                    blocks converted to f32 (K transposed) once per call,
 //                    shared by all its tiles; a single tile converts each
-//                    block as it goes. Long KV ranges are split across
-//                    threads when tiles are few (flash-decoding) and
-//                    merged after.
+//                    block as it goes, a page's run of rows at a time
+//                    (one span when the cache is head-major, as the
+//                    engine's is), asking for the rows at least 4 KiB
+//                    ahead. Long KV ranges are split across threads when
+//                    tiles are few (flash-decoding) and merged after; many
+//                    tiles (a decode batch) go to workers four at a time,
+//                    each asking for its next tile's first rows.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -149,6 +154,11 @@ constexpr int64_t kMinParallelMacs = 1 << 16;
 // tiles (8 KiB per 32 keys x D = 128 x (K + V)): 8192 keys of 8 KV heads
 // take 64 MiB. Sequences past the budget convert per tile instead.
 constexpr int64_t kMaxSharedBlockBytes = int64_t{256} << 20;
+// K/V rows are asked for at least this many bytes (of one head's rows)
+// ahead of the block being read.
+constexpr int64_t kPrefetchBytes = 4096;
+// With at least this many items per worker, workers take them in chunks.
+constexpr size_t kChunkedItemsPerWorker = 16;
 
 // One unit of work: query rows [t0, t1) of sequence b against KV head kvh,
 // over keys [k_lo, k_hi). Items of a split tile write partial results.
@@ -343,16 +353,24 @@ class PagedAttention {
     }
   }
 
- private:
-  // Converts keys [max(blk, k_lo), min(blk + B, k_hi)) to f32: K rows into
-  // k (then transposed into kt when `transpose`); V into v. The block's
-  // other rows are zero (their probabilities are zero, and 0 * garbage
-  // could be NaN).
-  void LoadBlock(const AttentionItem& item, int64_t blk, bool transpose,
-                 AttentionScratch& w) const {
-    ConvertRows(item, blk, w.k.data(), w.v.data());
-    if (transpose) kernels_.transpose_keys(w.k.data(), d_, w.kt.data());
-    Prefetch(item, blk + kAttentionKeyBlock);
+  // Asks for the K/V rows `item` reads first (AheadKeys() of them), unless
+  // its sequence's blocks are shared (already f32, in cache).
+  void PrefetchStart(const AttentionItem& item) const {
+    if (shared_ != nullptr && shared_->Has(item.b)) return;
+    const int64_t first = item.k_lo / kAttentionKeyBlock * kAttentionKeyBlock;
+    Prefetch(item, first, first + AheadKeys());
+  }
+
+  // How far ahead the K/V rows are asked for, in keys: whole blocks of at
+  // least kPrefetchBytes of one head's rows, so small heads (stories260k's
+  // 32-byte rows: one block is 1 KiB) still look far enough ahead to hide
+  // DRAM latency; a short item (a decode over a few hundred keys) asks
+  // for all its rows as it starts.
+  int64_t AheadKeys() const {
+    const int64_t row_bytes = d_ * static_cast<int64_t>(sizeof(T));
+    const int64_t keys = (kPrefetchBytes + row_bytes - 1) / row_bytes;
+    return std::max<int64_t>(1, (keys + kAttentionKeyBlock - 1) / kAttentionKeyBlock) *
+           kAttentionKeyBlock;
   }
 
   // k, v [32][D] = the block's K and V rows as f32 for keys in [k_lo,
@@ -365,13 +383,38 @@ class PagedAttention {
       std::fill(k, k + kB * d_, 0.0f);
       std::fill(v, v + kB * d_, 0.0f);
     }
+    // Page by page: one table lookup per run of keys in a page, and a
+    // run of dense rows (a head-major cache: a head's slots are d
+    // elements apart) converted as one span.
     const int64_t page_size = params_.page_size;
-    for (int64_t j = j_lo; j < j_hi; ++j) {
+    for (int64_t j = j_lo; j < j_hi;) {
       const int64_t pos = blk + j;
-      const int64_t slot =
-          int64_t{I32At2(table_, item.b, pos / page_size)} * page_size + pos % page_size;
-      WidenRow(Row3<T>(kc_, slot, item.kvh), kc_.stride(2), k + j * d_);
-      WidenRow(Row3<T>(vc_, slot, item.kvh), vc_.stride(2), v + j * d_);
+      const int64_t page = pos / page_size, in_page = pos - page * page_size;
+      const int64_t run = std::min(j_hi - j, page_size - in_page);
+      const int64_t slot = int64_t{I32At2(table_, item.b, page)} * page_size + in_page;
+      ConvertRun(kc_, slot, item.kvh, run, k + j * d_);
+      ConvertRun(vc_, slot, item.kvh, run, v + j * d_);
+      j += run;
+    }
+  }
+
+  // out [run][D] f32 = the cache's rows of KV head kvh in slots [slot,
+  // slot + run).
+  void ConvertRun(const TensorView& cache, int64_t slot, int64_t kvh, int64_t run,
+                  float* out) const {
+    const T* first = Row3<T>(cache, slot, kvh);
+    if (cache.stride(2) == 1 && cache.stride(0) == d_) {
+      if constexpr (std::is_same_v<T, float>) {
+        std::memcpy(out, first, static_cast<size_t>(run * d_) * sizeof(float));
+      } else if constexpr (std::is_same_v<T, Bf16>) {
+        kernels_.widen_bf16(reinterpret_cast<const uint16_t*>(first), run * d_, out);
+      } else {
+        for (int64_t i = 0; i < run * d_; ++i) out[i] = ToF32(first[i]);
+      }
+      return;
+    }
+    for (int64_t r = 0; r < run; ++r) {
+      WidenRow(first + r * cache.stride(0), cache.stride(2), out + r * d_);
     }
   }
 
@@ -383,24 +426,49 @@ class PagedAttention {
     for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
   }
 
-  // Asks for the K/V rows of the block at `blk` (while this one is used):
-  // one KV head's rows are a few cache lines spaced Hk * D elements apart,
-  // scattered over pages, which the hardware prefetchers do not follow.
-  void Prefetch(const AttentionItem& item, int64_t blk) const {
-    constexpr int64_t kB = kAttentionKeyBlock;
-    if (blk >= item.k_hi || kc_.stride(2) != 1 || vc_.stride(2) != 1) return;
+ private:
+  // Converts keys [max(blk, k_lo), min(blk + B, k_hi)) to f32: K rows into
+  // k (then transposed into kt when `transpose`); V into v. The block's
+  // other rows are zero (their probabilities are zero, and 0 * garbage
+  // could be NaN).
+  void LoadBlock(const AttentionItem& item, int64_t blk, bool transpose,
+                 AttentionScratch& w) const {
+    // Asks for the block AheadKeys() on; with small heads (several blocks
+    // ahead) the first block also asks for those before it.
+    const int64_t ahead = AheadKeys();
+    if (ahead > kAttentionKeyBlock && blk == item.k_lo / kAttentionKeyBlock * kAttentionKeyBlock) {
+      Prefetch(item, blk + kAttentionKeyBlock, blk + ahead);
+    }
+    ConvertRows(item, blk, w.k.data(), w.v.data());
+    if (transpose) kernels_.transpose_keys(w.k.data(), d_, w.kt.data());
+    Prefetch(item, blk + ahead, blk + ahead + kAttentionKeyBlock);
+  }
+
+  // Asks for the K/V rows of keys [from, to) (within the item's range):
+  // one KV head's rows are a few cache lines spaced apart, scattered over
+  // pages, which the hardware prefetchers do not follow. A page's rows that
+  // are contiguous (head-major caches) are asked for line by line.
+  void Prefetch(const AttentionItem& item, int64_t from, int64_t to) const {
+    to = std::min(to, item.k_hi);
+    from = std::max(from, item.k_lo);
+    if (from >= to || kc_.stride(2) != 1 || vc_.stride(2) != 1) return;
     const int64_t page_size = params_.page_size;
-    const int64_t end = std::min(blk + kB, item.k_hi);
     const int64_t row_bytes = d_ * static_cast<int64_t>(sizeof(T));
-    for (int64_t pos = blk; pos < end; ++pos) {
+    const int64_t elem = static_cast<int64_t>(sizeof(T));
+    const bool dense = kc_.stride(0) == d_ && vc_.stride(0) == d_;
+    for (int64_t pos = from; pos < to;) {
       const int64_t slot =
           int64_t{I32At2(table_, item.b, pos / page_size)} * page_size + pos % page_size;
+      // Rows of this page from pos on (one, unless rows are dense).
+      const int64_t run = dense ? std::min(to, (pos / page_size + 1) * page_size) - pos : 1;
       const char* k = reinterpret_cast<const char*>(Row3<T>(kc_, slot, item.kvh));
       const char* v = reinterpret_cast<const char*>(Row3<T>(vc_, slot, item.kvh));
-      for (int64_t off = 0; off < row_bytes; off += 64) {
+      const int64_t bytes = (run - 1) * kc_.stride(0) * elem + row_bytes;
+      for (int64_t off = 0; off < bytes; off += 64) {
         __builtin_prefetch(k + off);
         __builtin_prefetch(v + off);
       }
+      pos += run;
     }
   }
 
@@ -541,20 +609,31 @@ Status AttentionImpl(const OpCall& call, ExecContext& ctx) {
       macs < kMinParallelMacs
           ? 1
           : std::min<int64_t>(ctx.pool->size(), static_cast<int64_t>(items.size()));
+  // Many items (a decode batch: one per sequence and KV head, each a few
+  // blocks) are handed out four at a time, so a worker knows its next
+  // item and asks for its first K/V rows while running this one (its
+  // first block would otherwise wait on memory).
+  const size_t chunk = order.size() >= kChunkedItemsPerWorker * static_cast<size_t>(workers)
+                           ? 4
+                           : 1;
   std::atomic<size_t> next{0};
   ctx.pool->ParallelFor(workers, 1,
                         [&](int64_t, int64_t) {
     AttentionScratch& scratch = ThreadScratch(max_rows, d);
-    for (size_t n = next.fetch_add(1); n < order.size(); n = next.fetch_add(1)) {
-      const AttentionItem& item = items[order[n]];
-      attention.Run(item, scratch);
-      if (item.partial < 0) continue;
-      const int64_t rows = (item.t1 - item.t0) * group;
-      std::copy(scratch.acc.begin(), scratch.acc.begin() + rows * d,
-                partial_acc.begin() + item.partial * max_rows * d);
-      for (int64_t i = 0; i < rows; ++i) {
-        partial_ml[(item.partial * max_rows + i) * 2] = scratch.m[i];
-        partial_ml[(item.partial * max_rows + i) * 2 + 1] = scratch.l[i];
+    for (size_t n0 = next.fetch_add(chunk); n0 < order.size(); n0 = next.fetch_add(chunk)) {
+      const size_t n1 = std::min(order.size(), n0 + chunk);
+      for (size_t n = n0; n < n1; ++n) {
+        if (n + 1 < n1) attention.PrefetchStart(items[order[n + 1]]);
+        const AttentionItem& item = items[order[n]];
+        attention.Run(item, scratch);
+        if (item.partial < 0) continue;
+        const int64_t rows = (item.t1 - item.t0) * group;
+        std::copy(scratch.acc.begin(), scratch.acc.begin() + rows * d,
+                  partial_acc.begin() + item.partial * max_rows * d);
+        for (int64_t i = 0; i < rows; ++i) {
+          partial_ml[(item.partial * max_rows + i) * 2] = scratch.m[i];
+          partial_ml[(item.partial * max_rows + i) * 2 + 1] = scratch.l[i];
+        }
       }
     }
   });
