@@ -12,8 +12,8 @@
 //                    blocks converted to f32 (K transposed) once per call,
 //                    shared by all its tiles; a single tile converts each
 //                    block as it goes, a page's run of rows at a time
-//                    (one span when the cache is head-major, as the
-//                    engine's is), asking for the rows at least 4 KiB
+//                    (one memcpy for f32 rows of a head-major cache, as
+//                    the engine's is), asking for the rows at least 4 KiB
 //                    ahead. Long KV ranges are split across threads when
 //                    tiles are few (flash-decoding) and merged after; many
 //                    tiles (a decode batch) go to workers four at a time,
@@ -383,40 +383,44 @@ class PagedAttention {
       std::fill(k, k + kB * d_, 0.0f);
       std::fill(v, v + kB * d_, 0.0f);
     }
-    // Page by page: one table lookup per run of keys in a page, and a
+    // Page by page: one table lookup per run of keys in a page; an f32
     // run of dense rows (a head-major cache: a head's slots are d
-    // elements apart) converted as one span.
+    // elements apart) copied as one span.
     const int64_t page_size = params_.page_size;
     for (int64_t j = j_lo; j < j_hi;) {
       const int64_t pos = blk + j;
       const int64_t page = pos / page_size, in_page = pos - page * page_size;
       const int64_t run = std::min(j_hi - j, page_size - in_page);
       const int64_t slot = int64_t{I32At2(table_, item.b, page)} * page_size + in_page;
-      ConvertRun(kc_, slot, item.kvh, run, k + j * d_);
-      ConvertRun(vc_, slot, item.kvh, run, v + j * d_);
+      if constexpr (std::is_same_v<T, float>) {
+        ConvertRun(kc_, slot, item.kvh, run, k + j * d_);
+        ConvertRun(vc_, slot, item.kvh, run, v + j * d_);
+      } else {
+        // Row by row, K and V interleaved: measured faster for bf16 rows
+        // of 128 at 4096 positions than a span of K then one of V.
+        for (int64_t r = 0; r < run; ++r) {
+          WidenRow(Row3<T>(kc_, slot + r, item.kvh), kc_.stride(2), k + (j + r) * d_);
+          WidenRow(Row3<T>(vc_, slot + r, item.kvh), vc_.stride(2), v + (j + r) * d_);
+        }
+      }
       j += run;
     }
   }
 
-  // out [run][D] f32 = the cache's rows of KV head kvh in slots [slot,
-  // slot + run).
+  // out [run][D] = an f32 cache's rows of KV head kvh in slots [slot,
+  // slot + run): one memcpy when they are dense.
   void ConvertRun(const TensorView& cache, int64_t slot, int64_t kvh, int64_t run,
                   float* out) const {
     const T* first = Row3<T>(cache, slot, kvh);
     if (cache.stride(2) == 1 && cache.stride(0) == d_) {
-      if constexpr (std::is_same_v<T, float>) {
-        std::memcpy(out, first, static_cast<size_t>(run * d_) * sizeof(float));
-      } else if constexpr (std::is_same_v<T, Bf16>) {
-        kernels_.widen_bf16(reinterpret_cast<const uint16_t*>(first), run * d_, out);
-      } else {
-        for (int64_t i = 0; i < run * d_; ++i) out[i] = ToF32(first[i]);
-      }
+      std::memcpy(out, first, static_cast<size_t>(run * d_) * sizeof(float));
       return;
     }
     for (int64_t r = 0; r < run; ++r) {
       WidenRow(first + r * cache.stride(0), cache.stride(2), out + r * d_);
     }
   }
+
 
   // Asks for the shared f32 block at `blk` (2 x 32 x D floats, contiguous).
   void PrefetchShared(const AttentionItem& item, int64_t blk) const {
