@@ -166,6 +166,8 @@ struct AttentionItem {
   int64_t b, kvh, t0, t1, k_lo, k_hi;
   int64_t partial = -1;  // index of the partial result; -1: write o
   int64_t cost() const { return (t1 - t0) * (k_hi - k_lo); }
+  // The first key block it reads (blocks are aligned to 32 keys).
+  int64_t first_block() const { return k_lo / kAttentionKeyBlock * kAttentionKeyBlock; }
 };
 
 // Lists the work of one call: tiles of query rows per (sequence, KV head),
@@ -305,8 +307,7 @@ class PagedAttention {
     std::fill(w.m.begin(), w.m.begin() + rows, -std::numeric_limits<float>::infinity());
     std::fill(w.l.begin(), w.l.begin() + rows, 0.0f);
     std::fill(w.acc.begin(), w.acc.begin() + rows * d_, 0.0f);
-    const int64_t first_block = item.k_lo / kAttentionKeyBlock * kAttentionKeyBlock;
-    for (int64_t blk = first_block; blk < item.k_hi; blk += kAttentionKeyBlock) {
+    for (int64_t blk = item.first_block(); blk < item.k_hi; blk += kAttentionKeyBlock) {
       bool any = false;
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t pos = base_pos + item.t0 + i / group_;
@@ -357,10 +358,10 @@ class PagedAttention {
   // its sequence's blocks are shared (already f32, in cache).
   void PrefetchStart(const AttentionItem& item) const {
     if (shared_ != nullptr && shared_->Has(item.b)) return;
-    const int64_t first = item.k_lo / kAttentionKeyBlock * kAttentionKeyBlock;
-    Prefetch(item, first, first + AheadKeys());
+    Prefetch(item, item.first_block(), item.first_block() + AheadKeys());
   }
 
+ private:
   // How far ahead the K/V rows are asked for, in keys: whole blocks of at
   // least kPrefetchBytes of one head's rows, so small heads (stories260k's
   // 32-byte rows: one block is 1 KiB) still look far enough ahead to hide
@@ -386,12 +387,8 @@ class PagedAttention {
     // Page by page: one table lookup per run of keys in a page; an f32
     // run of dense rows (a head-major cache: a head's slots are d
     // elements apart) copied as one span.
-    const int64_t page_size = params_.page_size;
     for (int64_t j = j_lo; j < j_hi;) {
-      const int64_t pos = blk + j;
-      const int64_t page = pos / page_size, in_page = pos - page * page_size;
-      const int64_t run = std::min(j_hi - j, page_size - in_page);
-      const int64_t slot = int64_t{I32At2(table_, item.b, page)} * page_size + in_page;
+      const auto [slot, run] = PageRunAt(item.b, blk + j, blk + j_hi);
       if constexpr (std::is_same_v<T, float>) {
         ConvertRun(kc_, slot, item.kvh, run, k + j * d_);
         ConvertRun(vc_, slot, item.kvh, run, v + j * d_);
@@ -405,6 +402,18 @@ class PagedAttention {
       }
       j += run;
     }
+  }
+
+  // The slot of key `pos` of sequence b, and how many keys from pos (before
+  // `end`) follow it in the same page (consecutive slots).
+  struct PageRun {
+    int64_t slot, run;
+  };
+  PageRun PageRunAt(int64_t b, int64_t pos, int64_t end) const {
+    const int64_t page_size = params_.page_size;
+    const int64_t page = pos / page_size, in_page = pos - page * page_size;
+    return {int64_t{I32At2(table_, b, page)} * page_size + in_page,
+            std::min(end - pos, page_size - in_page)};
   }
 
   // out [run][D] = an f32 cache's rows of KV head kvh in slots [slot,
@@ -421,7 +430,6 @@ class PagedAttention {
     }
   }
 
-
   // Asks for the shared f32 block at `blk` (2 x 32 x D floats, contiguous).
   void PrefetchShared(const AttentionItem& item, int64_t blk) const {
     if (blk >= item.k_hi) return;
@@ -430,7 +438,6 @@ class PagedAttention {
     for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
   }
 
- private:
   // Converts keys [max(blk, k_lo), min(blk + B, k_hi)) to f32: K rows into
   // k (then transposed into kt when `transpose`); V into v. The block's
   // other rows are zero (their probabilities are zero, and 0 * garbage
@@ -440,7 +447,7 @@ class PagedAttention {
     // Asks for the block AheadKeys() on; with small heads (several blocks
     // ahead) the first block also asks for those before it.
     const int64_t ahead = AheadKeys();
-    if (ahead > kAttentionKeyBlock && blk == item.k_lo / kAttentionKeyBlock * kAttentionKeyBlock) {
+    if (ahead > kAttentionKeyBlock && blk == item.first_block()) {
       Prefetch(item, blk + kAttentionKeyBlock, blk + ahead);
     }
     ConvertRows(item, blk, w.k.data(), w.v.data());
@@ -456,15 +463,13 @@ class PagedAttention {
     to = std::min(to, item.k_hi);
     from = std::max(from, item.k_lo);
     if (from >= to || kc_.stride(2) != 1 || vc_.stride(2) != 1) return;
-    const int64_t page_size = params_.page_size;
     const int64_t row_bytes = d_ * static_cast<int64_t>(sizeof(T));
     const int64_t elem = static_cast<int64_t>(sizeof(T));
     const bool dense = kc_.stride(0) == d_ && vc_.stride(0) == d_;
     for (int64_t pos = from; pos < to;) {
-      const int64_t slot =
-          int64_t{I32At2(table_, item.b, pos / page_size)} * page_size + pos % page_size;
-      // Rows of this page from pos on (one, unless rows are dense).
-      const int64_t run = dense ? std::min(to, (pos / page_size + 1) * page_size) - pos : 1;
+      // Rows of this page from pos on (one at a time unless rows are dense).
+      auto [slot, run] = PageRunAt(item.b, pos, to);
+      if (!dense) run = 1;
       const char* k = reinterpret_cast<const char*>(Row3<T>(kc_, slot, item.kvh));
       const char* v = reinterpret_cast<const char*>(Row3<T>(vc_, slot, item.kvh));
       const int64_t bytes = (run - 1) * kc_.stride(0) * elem + row_bytes;
