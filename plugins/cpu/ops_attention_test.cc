@@ -213,6 +213,17 @@ TEST_P(AttentionTest, PagedAttentionLongContextsOnEveryPath) {
     int32_t window;
     float softcap;
   };
+  // A decode batch of `b` sequences (lengths 33, 46, ..., over several
+  // pages): one tile per sequence, enough for workers to take them four at
+  // a time and prefetch their next one.
+  auto DecodeBatch = [](int b) {
+    LongCase lc{"decode batch, tiles in chunks", {}, {0}, 0, 0.0f};
+    for (int i = 0; i < b; ++i) {
+      lc.lens.push_back(33 + 13 * i);
+      lc.starts.push_back(i + 1);
+    }
+    return lc;
+  };
   const std::vector<LongCase> cases = {
       {"prefill tiles + decode", {100, 600}, {0, 70, 71}, 0, 0.0f},
       {"split decode", {1100}, {0, 1}, 0, 0.0f},
@@ -222,6 +233,7 @@ TEST_P(AttentionTest, PagedAttentionLongContextsOnEveryPath) {
       // of its first row does (mid-block), next to a sequence that shares
       // none (one tile).
       {"shared blocks, window", {900, 40}, {0, 300, 305}, 200, 0.0f},
+      DecodeBatch(40),
   };
   for (const char* isa : {"scalar", "avx2", "avx512", "avx512bf16"}) {
     if (!Reinit(isa)) continue;
