@@ -8,6 +8,11 @@
 //    (bf16_bf16 where the path has it, else f32_bf16 on x widened to f32
 //    once), driven as ops_linear.cc drives it: rows in blocks of ~1 MiB of
 //    x, items of 64 weight rows handed to a ThreadPool of `threads`.
+//  - BM_LinearW8A8 (kind 0: linear v3, int8 weights with an f32 scale per
+//    32, Q8_0's numbers; kind 1: linear v4, 4-bit weights packed as Q4_0
+//    with f16 scales): the path's w8a8 table (ops_linear_w8a8_kernels.h)
+//    on x quantised per 32, driven the same way, x quantised inside the
+//    loop as ops_linear_w8a8.cc does per call.
 //  - BM_OpenBlasSgemm (when OpenBLAS was found): cblas_sgemm on the same
 //    numbers with the weights widened to f32 beforehand (twice the weight
 //    bytes: what using it would cost), on `threads` OpenBLAS threads.
@@ -15,7 +20,9 @@
 //
 // Every row reports GFLOP/s (2 T K N per iteration), peak_GFLOP/s (the
 // path's multiply-add loop on the same threads, cpu_peak_flops.h, measured
-// once per run) and of_peak (their ratio).
+// once per run), of_peak (their ratio) and weight_GB/s (the weight and
+// scale bytes one iteration reads, per second: what decode at T = 1 is
+// bound by; compare the bf16 row of the same shape and T in the same run).
 //
 // Not part of ctest. Run from a Release build, e.g.
 //   build/bin/cpu_linear_bench --benchmark_filter='T:512'
@@ -35,6 +42,7 @@
 #include "cpu_isa.h"
 #include "cpu_peak_flops.h"
 #include "ops_linear_kernels.h"
+#include "ops_linear_w8a8_kernels.h"
 #include "thread_pool.h"
 
 #if defined(TSR_BENCH_HAVE_OPENBLAS)
@@ -125,13 +133,14 @@ class LoopClock {
 };
 
 void Report(benchmark::State& state, const Shape& s, int64_t t_count, double seconds,
-            const std::string& who) {
+            const std::string& who, double weight_bytes) {
   const double gflops = 2.0 * t_count * s.k * s.n * 1e-9 * state.iterations() / seconds;
   const double peak = PeakGflops(static_cast<int>(state.range(2)));
   state.SetLabel(std::string(s.name) + " [" + who + "]");
   state.counters["GFLOP/s"] = gflops;
   state.counters["peak_GFLOP/s"] = peak;
   state.counters["of_peak"] = peak > 0 ? gflops / peak : 0;
+  state.counters["weight_GB/s"] = weight_bytes * 1e-9 * state.iterations() / seconds;
 }
 
 // One linear y = x w^T through a block kernel with x of type XT, as
@@ -190,7 +199,64 @@ void BM_Linear(benchmark::State& state) {
       benchmark::DoNotOptimize(y.data());
     }
   }
-  Report(state, s, t_count, clock.Seconds(), who);
+  Report(state, s, t_count, clock.Seconds(), who, 2.0 * k * n);
+}
+
+// args: shape index, T, threads, kind (0: int8 weights, f32 scales per 32;
+// 1: 4-bit weights as Q4_0, f16 scales per 32).
+void BM_LinearW8A8(benchmark::State& state) {
+  const Shape& s = kShapes[state.range(0)];
+  const int64_t t_count = state.range(1), k = s.k, n = s.n, group = 32, groups = k / group;
+  const bool w4 = state.range(3) == 1;
+  const CpuIsa isa = ChosenIsa();
+  const LinearW8A8Kernels& kernels = LinearW8A8KernelsFor(isa);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  std::mt19937 rng(7);
+  std::vector<float> x(t_count * k);
+  for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) * 1e-3f;
+  const int64_t ldw = w4 ? k / 2 : k;
+  std::vector<int8_t, HugePageAllocator<int8_t>> w(n * ldw);
+  for (int8_t& v : w) v = static_cast<int8_t>(rng());
+  std::vector<float, HugePageAllocator<float>> ws(w4 ? 0 : n * groups);
+  std::vector<uint16_t, HugePageAllocator<uint16_t>> ws16(w4 ? n * groups : 0);
+  for (float& v : ws) v = 1e-3f * static_cast<float>(1 + rng() % 16);
+  for (uint16_t& v : ws16) v = static_cast<uint16_t>(0x1400 + rng() % 256);  // f16 ~1e-3
+  std::vector<int8_t> xq(t_count * k);
+  std::vector<float> xs(t_count * groups), y(t_count * n);
+  PeakGflops(static_cast<int>(state.range(2)));
+  constexpr int64_t kBlockN = 64;
+  const int64_t n_items = (n + kBlockN - 1) / kBlockN;
+  LoopClock clock;
+  for (auto _ : state) {
+    pool.ParallelFor(t_count, 1, [&](int64_t begin, int64_t end) {
+      kernels.quantize(x.data() + begin * k, k, end - begin, k, group, xq.data() + begin * k, k,
+                       xs.data() + begin * groups, groups);
+      if (w4 && kernels.permute_w4 != nullptr) {
+        kernels.permute_w4(xq.data() + begin * k, k, end - begin, k);
+      }
+    });
+    pool.ParallelFor(n_items, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> out(static_cast<size_t>(t_count * kBlockN));
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t n0 = item * kBlockN, nb = std::min(kBlockN, n - n0);
+        if (w4) {
+          kernels.block_w4(xq.data(), k, xs.data(), groups, t_count, w.data() + n0 * ldw, ldw,
+                           ws16.data() + n0 * groups, groups, nb, k, group, out.data(), kBlockN);
+        } else {
+          kernels.block(xq.data(), k, xs.data(), groups, t_count, w.data() + n0 * ldw, ldw,
+                        ws.data() + n0 * groups, groups, nb, k, group, out.data(), kBlockN);
+        }
+        for (int64_t r = 0; r < t_count; ++r) {
+          std::copy_n(out.data() + r * kBlockN, nb, y.data() + r * n + n0);
+        }
+      }
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double weight_bytes = static_cast<double>(n) * (ldw + groups * (w4 ? 2 : 4));
+  Report(state, s, t_count, clock.Seconds(),
+         std::string(CpuIsaName(isa)) + " " + kernels.name + (w4 ? " w4a8" : " w8a8"),
+         weight_bytes);
 }
 
 #if defined(TSR_BENCH_HAVE_OPENBLAS)
@@ -211,7 +277,7 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
                 wf.data(), static_cast<int>(k), 0.0f, y.data(), static_cast<int>(n));
     benchmark::DoNotOptimize(y.data());
   }
-  Report(state, s, t_count, clock.Seconds(), "openblas sgemm, f32 weights");
+  Report(state, s, t_count, clock.Seconds(), "openblas sgemm, f32 weights", 4.0 * k * n);
 }
 
 #endif
@@ -227,6 +293,20 @@ void Args(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 BENCHMARK(BM_Linear)->Apply(Args);
+
+void ArgsW8A8(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"shape", "T", "threads", "kind"});
+  for (int64_t kind : {0, 1}) {
+    for (int64_t s = 0; s < 5; ++s) {
+      for (int64_t t : {1, 8, 512}) {
+        if (s == 4 && t == 512) continue;
+        b->Args({s, t, 2, kind});
+      }
+    }
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_LinearW8A8)->Apply(ArgsW8A8);
 #if defined(TSR_BENCH_HAVE_OPENBLAS)
 BENCHMARK(BM_OpenBlasSgemm)->Apply(Args);
 #endif
