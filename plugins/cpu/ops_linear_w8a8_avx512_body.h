@@ -18,17 +18,16 @@
 //  Then per (row, weight row): convert to f32, times the two scales'
 //  product (lane halves), FMA. Weight rows of the next group are
 //  prefetched into L2 one cache line per step.
-//  4-bit weights (kW4, linear v4): a step's 64 weights are 32 bytes (two
-//  Q4_0 blocks), broadcast to both 256-bit halves with the upper half
-//  shifted by 4: both blocks' low nibbles, then their high nibbles
-//  (weights 0-15, 32-47, 16-31, 48-63 of the step), the order x is
-//  permuted to once per call (PermuteW4Rows), so the scale lanes
-//  interleave (0xF0F0); a K % 64 == 32 tail step puts its one block's
-//  nibbles back in order with a 128-bit lane shuffle instead. The nibbles
-//  u are u8 already: VNNI takes them as they are with the accumulator
-//  started at -8 * sum(x); BW multiplies u by x in vpmaddubsw and adds the
-//  same -8 sum(x) (vpmaddubsw of 8s) after vpmaddwd. 4-bit rows are
-//  prefetched 8 rows ahead (4 for int8, whose rows are twice as long).
+//  4-bit weights (linear v4, TileW4): a chunk of 128 weights is 64 bytes
+//  (four Q4_0 blocks), split into low and high nibbles whose x partners
+//  PermuteW4Rows put in that order once per call, so each block keeps the
+//  same 4 lanes in both halves and the two dot products add before one
+//  conversion. The nibbles u are u8 already: VNNI takes them as they are
+//  with the accumulator started at -8 * sum(x); BW multiplies u by x in
+//  vpmaddubsw and adds the same -8 sum(x) after vpmaddwd. At G == 32 the
+//  scale products of 16 blocks are made once and permuted into each
+//  chunk's lanes. 4-bit rows are prefetched 8 rows ahead (4 for int8,
+//  whose rows are twice as long).
 // Quantize: 16 floats per vector with masked tails, any G; the f32 steps
 // are the contract's, so q is bit-identical to the scalar path's.
 //
@@ -47,24 +46,17 @@ inline __m512 HalfScales(const S* s, int64_t b0, int64_t b1, __mmask16 lanes1 = 
                             _mm512_set1_ps(ScaleAt(s, b1)));
 }
 
-// The int32 partial sums of a step: lanes of x . w (bytes 4l..4l+3).
-// VNNI: wv holds u = w ^ 0x80 (kW4: the nibbles) and ncorr = -128 (kW4:
-// -8) * (x's lane sums). BW, kW4: wa holds the nibbles and ncorr is
-// VNNI's.
-template <bool kW4>
+// The int32 partial sums of an int8 step: lanes of x . w (bytes
+// 4l..4l+3). VNNI: wv holds u = w ^ 0x80 and ncorr = -128 * (x's lane
+// sums). BW: wa = |w| and wneg its sign bits.
 inline __m512i StepDot(__m512i xv, __m512i wv, [[maybe_unused]] __m512i wa,
                        [[maybe_unused]] __mmask64 wneg, [[maybe_unused]] __m512i ncorr) {
 #if TSR_W8A8_VNNI
   return _mm512_dpbusd_epi32(ncorr, wv, xv);
 #else
   (void)wv;
-  if constexpr (kW4) {
-    return _mm512_add_epi32(
-        _mm512_madd_epi16(_mm512_maddubs_epi16(wa, xv), _mm512_set1_epi16(1)), ncorr);
-  } else {
-    const __m512i xs = _mm512_mask_sub_epi8(xv, wneg, _mm512_setzero_si512(), xv);
-    return _mm512_madd_epi16(_mm512_maddubs_epi16(wa, xs), _mm512_set1_epi16(1));
-  }
+  const __m512i xs = _mm512_mask_sub_epi8(xv, wneg, _mm512_setzero_si512(), xv);
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(wa, xs), _mm512_set1_epi16(1));
 #endif
 }
 
@@ -79,36 +71,6 @@ inline __m512i NegLaneSums(__m512i xv, char c) {
                                          _mm512_set1_epi16(1));
 #endif
   return _mm512_sub_epi32(_mm512_setzero_si512(), sums);
-}
-
-// One weight row's full 4-bit step: 32 bytes at `w` (two Q4_0 blocks)
-// broadcast to both 256-bit halves, the upper half shifted right by 4: the
-// low nibbles of both blocks, then their high nibbles — weights [0-15,
-// 32-47, 16-31, 48-63] of the step, the order PermuteW4Rows leaves x in —
-// in three instructions (no lane shuffle); with `prefetch`, the next
-// group's 64 bytes at pf prefetched into L2 (every other step: a line).
-inline __attribute__((always_inline)) __m512i LoadWeightStep4Interleaved(const int8_t* w,
-                                                                         const int8_t* pf,
-                                                                         bool prefetch) {
-  const __m512i raw =
-      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-  if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
-  const __m512i shifted = _mm512_mask_srli_epi16(raw, 0xFFFF0000u, raw, 4);
-  return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
-}
-
-// The K % 64 == 32 tail's 4-bit half step: 16 bytes at `w` (one block) as
-// its 32 nibbles in weight order in the low 256 bits (x's tail is not
-// permuted), zeros above.
-inline __attribute__((always_inline)) __m512i LoadWeightStep4(const int8_t* w, const int8_t* pf,
-                                                              bool half) {
-  const __m256i raw = _mm256_maskz_loadu_epi8(half ? 0xFFFFu : 0xFFFFFFFFu, w);
-  _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const __m256i lo = _mm256_and_si256(raw, low4);
-  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-  const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
 // One weight row's step: 64 bytes at `w` (`bytes` masks the half-step
@@ -133,35 +95,22 @@ inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const
 // The scale pair of step i (64 bytes from byte i): lanes 0-7 the block of
 // byte i, 8-15 that of byte i + 32 (the same block when G >= 64 or in the
 // half-step tail). kG32: G == 32, so the pair is s[i / 32], s[i / 32 + 1].
-// kW4 full steps hold the halves interleaved (lanes 0-3 and 8-11 the
-// first half, 4-7 and 12-15 the second: see LoadWeightStep4Interleaved).
-template <bool kG32, bool kW4 = false, typename S>
-inline __m512 StepScales(const S* s, int64_t i, int64_t group, bool half) {
-  if constexpr (kG32 && std::is_same_v<S, uint16_t>) {
-    if (!half) {  // the step's two f16 scales in one load and one conversion
-      uint32_t pair;
-      std::memcpy(&pair, s + (i >> 5), sizeof(pair));
-      const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(pair)));
-      const __m512i lanes = kW4 ? _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
-                                : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-      return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(f));
-    }
-  }
-  const __mmask16 lanes1 = kW4 && !half ? 0xF0F0 : 0xFF00;
+template <bool kG32>
+inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
   if constexpr (kG32) {
-    return HalfScales(s, i >> 5, half ? i >> 5 : (i >> 5) + 1, lanes1);
+    return HalfScales(s, i >> 5, half ? i >> 5 : (i >> 5) + 1);
   } else {
     const int64_t b0 = i / group;
-    return HalfScales(s, b0, half ? b0 : (i + 32) / group, lanes1);
+    return HalfScales(s, b0, half ? b0 : (i + 32) / group);
   }
 }
 
-template <int MR, bool kG32, bool kW4, typename S>
+template <int MR, bool kG32>
 inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, const float* xs,
                                                 int64_t ldxs, const int8_t* const* w,
-                                                const S* const* ws, int64_t k, int64_t group,
+                                                const float* const* ws, int64_t k, int64_t group,
                                                 int nr, float* out, int64_t ldo,
-                                                const int8_t* const* pf, const S* pfs) {
+                                                const int8_t* const* pf, const float* pfs) {
   __m512 acc[MR][4];
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -177,31 +126,136 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
     __mmask64 wneg[4];
     __m512 wsv[4];
     for (int j = 0; j < 4; ++j) {
-      if constexpr (kW4) {
-        // 4-bit rows are half as long: prefetch twice as many rows ahead
-        // (8, the group after next; measured better than 4 or 16).
-        const int8_t* pf8 = pf[j] + (pf[j] - w[j]);
-        wv[j] = wa[j] = half ? LoadWeightStep4(w[j] + i / 2, pf8 + i / 2, true)
-                             : LoadWeightStep4Interleaved(w[j] + i / 2, pf8 + i / 2,
-                                                          (i & 127) == 0);  // a line per 2 steps
-        wneg[j] = 0;
-      } else {
-        LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
-      }
-      wsv[j] = StepScales<kG32, kW4>(ws[j], i, group, half);
+      LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
+      wsv[j] = StepScales<kG32>(ws[j], i, group, half);
     }
     for (int r = 0; r < MR; ++r) {
       const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
-      const __m512 xsv = StepScales<kG32, kW4>(xs + r * ldxs, i, group, half);
+      const __m512 xsv = StepScales<kG32>(xs + r * ldxs, i, group, half);
       __m512i ncorr = _mm512_setzero_si512();
-      if constexpr (kW4) {
-        ncorr = NegLaneSums(xv, 8);
-      } else if (TSR_W8A8_VNNI) {
-        ncorr = NegLaneSums(xv, static_cast<char>(0x80));
-      }
+      if (TSR_W8A8_VNNI) ncorr = NegLaneSums(xv, static_cast<char>(0x80));
       for (int j = 0; j < 4; ++j) {
-        const __m512 dot = _mm512_cvtepi32_ps(StepDot<kW4>(xv, wv[j], wa[j], wneg[j], ncorr));
+        const __m512 dot = _mm512_cvtepi32_ps(StepDot(xv, wv[j], wa[j], wneg[j], ncorr));
         acc[r][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(xsv, wsv[j]), acc[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < nr; ++j) out[r * ldo + j] = _mm512_reduce_add_ps(acc[r][j]);
+  }
+}
+
+// lanes 4q .. 4q + 3 of a vector: q (the block of a 4-bit chunk, below).
+inline __m512i ChunkLaneBlocks() {
+  return _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                           2);
+}
+
+// The scales of the blocks of the 4-bit chunk at weight i (nb <= 4 blocks
+// of 32), lanes 4q .. 4q + 3 the block of weights i + 32q (any G % 32 ==
+// 0; 0 for q >= nb).
+template <typename S>
+inline __m512 ChunkScales(const S* s, int64_t i, int64_t group, int nb) {
+  float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int q = 0; q < nb; ++q) v[q] = ScaleAt(s, (i + 32 * q) / group);
+  return _mm512_permutexvar_ps(ChunkLaneBlocks(), _mm512_castps128_ps512(_mm_loadu_ps(v)));
+}
+
+// 4-bit weights (linear v4), MR x 4 tiles over chunks of 128 weights: a
+// chunk is 64 bytes of a row (four Q4_0 blocks), loaded once and split
+// into its low nibbles (weights 0-15 of each block) and high nibbles
+// (16-31). x is in PermuteW4Rows's order (each chunk's low-nibble partners
+// first, then the high-nibble ones), so both halves put block q in lanes
+// 4q .. 4q + 3 and their two dot products add in int32 before the one
+// conversion and FMA per (x row, weight row, chunk). K % 128 tails are a
+// chunk of 1-3 blocks (masked loads; plain loads for full chunks, which
+// stream faster). At G == 32 the scales of 16 blocks (4 chunks) are read
+// and multiplied once (x's by the weights') and each chunk picks its
+// four with one permute.
+template <int MR, bool kG32>
+inline __attribute__((always_inline)) void TileW4(const int8_t* xq, int64_t ldxq,
+                                                  const float* xs, int64_t ldxs,
+                                                  const int8_t* const* w,
+                                                  const uint16_t* const* ws, int64_t k,
+                                                  int64_t group, int nr, float* out, int64_t ldo,
+                                                  const int8_t* const* pf, const uint16_t* pfs) {
+  __m512 acc[MR][4];
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
+  }
+  const __m512i lane_blocks = ChunkLaneBlocks();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  // 4-bit rows are half as long as int8 ones: prefetch 8 rows ahead (the
+  // group after next; measured better than 4 or 16).
+  const int8_t* pf8[4];
+  for (int j = 0; j < 4; ++j) pf8[j] = pf[j] + (pf[j] - w[j]);
+  for (int64_t c0 = 0; c0 < k; c0 += 512) {  // a span of up to 16 blocks
+    const int64_t span = std::min<int64_t>(512, k - c0);
+    [[maybe_unused]] __m512 prod[MR][4];
+    if constexpr (kG32) {
+      const int64_t b0 = c0 >> 5, nb = span >> 5;
+      const __mmask16 bm = static_cast<__mmask16>(nb >= 16 ? 0xFFFFu : (1u << nb) - 1u);
+      // The next group's scales: 4 rows of K / 32 f16 (K / 4 bytes when
+      // contiguous), two lines per span.
+      _mm_prefetch(reinterpret_cast<const char*>(pfs + (c0 >> 3)), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(pfs + (c0 >> 3) + 32), _MM_HINT_T1);
+      __m512 wsv[4];
+      for (int j = 0; j < 4; ++j) {
+        wsv[j] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(bm, ws[j] + b0));
+      }
+      for (int r = 0; r < MR; ++r) {
+        const __m512 xsv = _mm512_maskz_loadu_ps(bm, xs + r * ldxs + b0);
+        for (int j = 0; j < 4; ++j) prod[r][j] = _mm512_mul_ps(xsv, wsv[j]);
+      }
+    }
+    for (int64_t i = c0; i < c0 + span; i += 128) {
+      const int64_t half = std::min<int64_t>(128, k - i) / 2;  // bytes: 16, 32, 48 or 64
+      const bool full = half == 64;
+      const __mmask64 bytes = full ? ~0ull : (1ull << half) - 1;
+      __m512i lo[4], hi[4];
+      for (int j = 0; j < 4; ++j) {
+        const int8_t* wp = w[j] + i / 2;
+        const __m512i raw = full ? _mm512_loadu_si512(wp) : _mm512_maskz_loadu_epi8(bytes, wp);
+        _mm_prefetch(reinterpret_cast<const char*>(pf8[j] + i / 2), _MM_HINT_T1);
+        lo[j] = _mm512_and_si512(raw, low4);
+        hi[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+      }
+      [[maybe_unused]] __m512i pick;
+      [[maybe_unused]] __m512 wsc[4];
+      if constexpr (kG32) {
+        pick = _mm512_add_epi32(lane_blocks, _mm512_set1_epi32(static_cast<int>((i - c0) >> 5)));
+      } else {
+        for (int j = 0; j < 4; ++j) {
+          wsc[j] = ChunkScales(ws[j], i, group, static_cast<int>(half / 16));
+        }
+      }
+      for (int r = 0; r < MR; ++r) {
+        const int8_t* xp = xq + r * ldxq + i;
+        const __m512i xa = full ? _mm512_loadu_si512(xp) : _mm512_maskz_loadu_epi8(bytes, xp);
+        const __m512i xb =
+            full ? _mm512_loadu_si512(xp + 64) : _mm512_maskz_loadu_epi8(bytes, xp + half);
+        // -8 * (x's lane sums over both halves): the nibbles u stand for u - 8.
+        const __m512i ncorr = _mm512_add_epi32(NegLaneSums(xa, 8), NegLaneSums(xb, 8));
+        [[maybe_unused]] __m512 xsc;
+        if constexpr (!kG32) xsc = ChunkScales(xs + r * ldxs, i, group, static_cast<int>(half / 16));
+        for (int j = 0; j < 4; ++j) {
+#if TSR_W8A8_VNNI
+          const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ncorr, lo[j], xa), hi[j], xb);
+#else
+          const __m512i ones = _mm512_set1_epi16(1);
+          const __m512i dot = _mm512_add_epi32(
+              _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(lo[j], xa), ones),
+                               _mm512_madd_epi16(_mm512_maddubs_epi16(hi[j], xb), ones)),
+              ncorr);
+#endif
+          __m512 scale;
+          if constexpr (kG32) {
+            scale = _mm512_permutexvar_ps(pick, prod[r][j]);
+          } else {
+            scale = _mm512_mul_ps(xsc, wsc[j]);
+          }
+          acc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r][j]);
+        }
       }
     }
   }
@@ -241,7 +295,7 @@ inline __attribute__((always_inline)) void TilePerChannel(
 #else
       for (int j = 0; j < 4; ++j) {
         acc[r][j] = _mm512_add_epi32(
-            acc[r][j], StepDot<false>(xv, wv[j], wa[j], wneg[j], _mm512_setzero_si512()));
+            acc[r][j], StepDot(xv, wv[j], wa[j], wneg[j], _mm512_setzero_si512()));
       }
 #endif
     }
@@ -281,8 +335,13 @@ void BlockImpl(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, in
                int64_t group, float* out, int64_t ldo) {
   ForEachTile(w, ldw, ws, ldws, rows, n,
               [&]<int MR>(int64_t m, int64_t j0, const RowGroup<S>& g, const int8_t* const* pf) {
-                Tile<MR, kG32, kW4>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group,
-                               g.nr, out + m * ldo + j0, ldo, pf, g.pfs);
+                if constexpr (kW4) {
+                  TileW4<MR, kG32>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group,
+                                   g.nr, out + m * ldo + j0, ldo, pf, g.pfs);
+                } else {
+                  Tile<MR, kG32>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g.w, g.s, k, group,
+                                 g.nr, out + m * ldo + j0, ldo, pf, g.pfs);
+                }
               });
 }
 
@@ -322,16 +381,21 @@ void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int6
   }
 }
 
-// BlockW4's x order: each full 64-byte step of each row as bytes [0-15,
-// 32-47, 16-31, 48-63] (LoadWeightStep4Interleaved's weight order); a
-// K % 64 == 32 tail stays as it is.
+// BlockW4's x order (TileW4): each chunk of 128 weights (a K % 128 tail:
+// 32 nb, nb = 1-3 blocks) of each row becomes the partners of its blocks'
+// low nibbles — x[32q .. 32q + 15] for each block q — then those of their
+// high nibbles, x[32q + 16 .. 32q + 31].
 void PermuteW4Rows(int8_t* q, int64_t ldq, int64_t rows, int64_t k) {
-  const __m512i order = _mm512_set_epi64(7, 6, 3, 2, 5, 4, 1, 0);  // 16-byte quarters 0 2 1 3
   for (int64_t m = 0; m < rows; ++m) {
     int8_t* qr = q + m * ldq;
-    for (int64_t i = 0; i + 64 <= k; i += 64) {
-      const __m512i v = _mm512_loadu_si512(qr + i);
-      _mm512_storeu_si512(qr + i, _mm512_permutexvar_epi64(order, v));
+    for (int64_t i = 0; i < k; i += 128) {
+      const int64_t nb = std::min<int64_t>(128, k - i) / 32;
+      alignas(64) int8_t chunk[128];
+      for (int64_t b = 0; b < nb; ++b) {
+        std::memcpy(chunk + 16 * b, qr + i + 32 * b, 16);
+        std::memcpy(chunk + 16 * nb + 16 * b, qr + i + 32 * b + 16, 16);
+      }
+      std::memcpy(qr + i, chunk, static_cast<size_t>(32 * nb));
     }
   }
 }
