@@ -80,7 +80,8 @@ inline __m512i NegLaneSums(__m512i xv, char c) {
 inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const int8_t* pf,
                                                           __mmask64 bytes, __m512i* wv,
                                                           __m512i* wa, __mmask64* wneg) {
-  *wv = _mm512_maskz_loadu_epi8(bytes, w);
+  // Plain loads for full steps: masked ones stream markedly slower.
+  *wv = bytes == ~0ull ? _mm512_loadu_si512(w) : _mm512_maskz_loadu_epi8(bytes, w);
   _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
 #if TSR_W8A8_VNNI
   *wv = _mm512_xor_si512(*wv, _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -94,7 +95,8 @@ inline __attribute__((always_inline)) void LoadWeightStep(const int8_t* w, const
 
 // The scale pair of step i (64 bytes from byte i): lanes 0-7 the block of
 // byte i, 8-15 that of byte i + 32 (the same block when G >= 64 or in the
-// half-step tail). kG32: G == 32, so the pair is s[i / 32], s[i / 32 + 1].
+// half-step tail). kG32: G == 32, so the pair is s[i / 32], s[i / 32 + 1]
+// (Tile itself picks G == 32's pairs from a span's products instead).
 template <bool kG32>
 inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
   if constexpr (kG32) {
@@ -115,28 +117,61 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
   }
-  for (int64_t i = 0; i < k; i += 64) {
-    // A full step, or the K % 64 == 32 tail (upper bytes zero: their dot is 0).
-    const bool half = i + 64 > k;
-    const __mmask64 bytes = half ? 0xFFFFFFFFull : ~0ull;
-    // The next group's scales (4 rows of K / 8 bytes at G = 32, contiguous
-    // when lds == K / G): K / 2 bytes over K / 64 steps, a line every 2.
-    if ((i & 127) == 0) _mm_prefetch(reinterpret_cast<const char*>(pfs + (i >> 3)), _MM_HINT_T1);
-    __m512i wv[4], wa[4];
-    __mmask64 wneg[4];
-    __m512 wsv[4];
-    for (int j = 0; j < 4; ++j) {
-      LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
-      wsv[j] = StepScales<kG32>(ws[j], i, group, half);
+  // Lanes 0-7 hold 0, 8-15 hold 1: a step's two blocks.
+  [[maybe_unused]] const __m512i lane_halves = _mm512_srli_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3);
+  for (int64_t c0 = 0; c0 < k; c0 += 512) {  // a span of up to 16 blocks
+    const int64_t span = std::min<int64_t>(512, k - c0);
+    [[maybe_unused]] __m512 prod[MR][4];
+    if constexpr (kG32) {
+      // G == 32: the span's x scales times the weights' (one multiply per
+      // 16 blocks), each step's pair picked with one permute.
+      const int64_t b0 = c0 >> 5, nb = span >> 5;
+      const __mmask16 bm = static_cast<__mmask16>(nb >= 16 ? 0xFFFFu : (1u << nb) - 1u);
+      __m512 wsv[4];
+      for (int j = 0; j < 4; ++j) wsv[j] = _mm512_maskz_loadu_ps(bm, ws[j] + b0);
+      for (int r = 0; r < MR; ++r) {
+        const __m512 xsv = _mm512_maskz_loadu_ps(bm, xs + r * ldxs + b0);
+        for (int j = 0; j < 4; ++j) prod[r][j] = _mm512_mul_ps(xsv, wsv[j]);
+      }
     }
-    for (int r = 0; r < MR; ++r) {
-      const __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + r * ldxq + i);
-      const __m512 xsv = StepScales<kG32>(xs + r * ldxs, i, group, half);
-      __m512i ncorr = _mm512_setzero_si512();
-      if (TSR_W8A8_VNNI) ncorr = NegLaneSums(xv, static_cast<char>(0x80));
+    for (int64_t i = c0; i < c0 + span; i += 64) {
+      // A full step, or the K % 64 == 32 tail (upper bytes zero: their dot is 0).
+      const bool half = i + 64 > k;
+      const __mmask64 bytes = half ? 0xFFFFFFFFull : ~0ull;
+      // The next group's scales (4 rows of K / 8 bytes at G = 32, contiguous
+      // when lds == K / G): K / 2 bytes over K / 64 steps, a line every 2.
+      if ((i & 127) == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(pfs + (i >> 3)), _MM_HINT_T1);
+      }
+      __m512i wv[4], wa[4];
+      __mmask64 wneg[4];
+      [[maybe_unused]] __m512 wsv[4];
       for (int j = 0; j < 4; ++j) {
-        const __m512 dot = _mm512_cvtepi32_ps(StepDot(xv, wv[j], wa[j], wneg[j], ncorr));
-        acc[r][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(xsv, wsv[j]), acc[r][j]);
+        LoadWeightStep(w[j] + i, pf[j] + i, bytes, &wv[j], &wa[j], &wneg[j]);
+        if constexpr (!kG32) wsv[j] = StepScales<kG32>(ws[j], i, group, half);
+      }
+      [[maybe_unused]] __m512i pick;
+      if constexpr (kG32) {
+        pick = _mm512_add_epi32(lane_halves, _mm512_set1_epi32(static_cast<int>((i - c0) >> 5)));
+      }
+      for (int r = 0; r < MR; ++r) {
+        const int8_t* xp = xq + r * ldxq + i;
+        const __m512i xv = half ? _mm512_maskz_loadu_epi8(bytes, xp) : _mm512_loadu_si512(xp);
+        [[maybe_unused]] __m512 xsv;
+        if constexpr (!kG32) xsv = StepScales<kG32>(xs + r * ldxs, i, group, half);
+        __m512i ncorr = _mm512_setzero_si512();
+        if (TSR_W8A8_VNNI) ncorr = NegLaneSums(xv, static_cast<char>(0x80));
+        for (int j = 0; j < 4; ++j) {
+          const __m512 dot = _mm512_cvtepi32_ps(StepDot(xv, wv[j], wa[j], wneg[j], ncorr));
+          __m512 scale;
+          if constexpr (kG32) {
+            scale = _mm512_permutexvar_ps(pick, prod[r][j]);
+          } else {
+            scale = _mm512_mul_ps(xsv, wsv[j]);
+          }
+          acc[r][j] = _mm512_fmadd_ps(dot, scale, acc[r][j]);
+        }
       }
     }
   }
