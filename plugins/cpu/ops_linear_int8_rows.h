@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace tessera::cpu {
 
@@ -33,6 +34,29 @@ struct RowGroup {
   }
 };
 using Int8RowGroup = RowGroup<float>;
+
+// The x order of the 4-bit kernels that split a chunk of kChunk weights
+// (kChunk / 2 bytes of a packed row, kChunk / 32 Q4_0 blocks) into its low
+// and high nibbles: in place, each chunk of each row of q [rows, ldq]
+// (a K % kChunk tail: nb = 1 .. kChunk / 32 - 1 blocks) becomes the
+// partners of its blocks' low nibbles, x[32b .. 32b + 15] for each block
+// b, then those of their high nibbles, x[32b + 16 .. 32b + 31]. K % 32 == 0.
+template <int64_t kChunk>
+void PermuteW4Chunks(int8_t* q, int64_t ldq, int64_t rows, int64_t k) {
+  static_assert(kChunk % 32 == 0 && kChunk <= 512);
+  for (int64_t m = 0; m < rows; ++m) {
+    int8_t* qr = q + m * ldq;
+    for (int64_t i = 0; i < k; i += kChunk) {
+      const int64_t nb = std::min<int64_t>(kChunk, k - i) / 32;
+      alignas(64) int8_t chunk[kChunk];
+      for (int64_t b = 0; b < nb; ++b) {
+        std::memcpy(chunk + 16 * b, qr + i + 32 * b, 16);
+        std::memcpy(chunk + 16 * nb + 16 * b, qr + i + 32 * b + 16, 16);
+      }
+      std::memcpy(qr + i, chunk, static_cast<size_t>(32 * nb));
+    }
+  }
+}
 
 }  // namespace tessera::cpu
 

@@ -416,23 +416,10 @@ void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int6
   }
 }
 
-// BlockW4's x order (TileW4): each chunk of 128 weights (a K % 128 tail:
-// 32 nb, nb = 1-3 blocks) of each row becomes the partners of its blocks'
-// low nibbles — x[32q .. 32q + 15] for each block q — then those of their
-// high nibbles, x[32q + 16 .. 32q + 31].
+// BlockW4's x order (TileW4): chunks of 128 weights, low-nibble partners
+// first (ops_linear_int8_rows.h).
 void PermuteW4Rows(int8_t* q, int64_t ldq, int64_t rows, int64_t k) {
-  for (int64_t m = 0; m < rows; ++m) {
-    int8_t* qr = q + m * ldq;
-    for (int64_t i = 0; i < k; i += 128) {
-      const int64_t nb = std::min<int64_t>(128, k - i) / 32;
-      alignas(64) int8_t chunk[128];
-      for (int64_t b = 0; b < nb; ++b) {
-        std::memcpy(chunk + 16 * b, qr + i + 32 * b, 16);
-        std::memcpy(chunk + 16 * nb + 16 * b, qr + i + 32 * b + 16, 16);
-      }
-      std::memcpy(qr + i, chunk, static_cast<size_t>(32 * nb));
-    }
-  }
+  PermuteW4Chunks<128>(q, ldq, rows, k);
 }
 
 void Quantize(const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t group, int8_t* q,
