@@ -107,6 +107,31 @@ inline __m512 StepScales(const float* s, int64_t i, int64_t group, bool half) {
   }
 }
 
+// 16 scales from s (f32, or f16 bits widened), lanes outside `lanes` 0.
+inline __m512 LoadScales16(__mmask16 lanes, const float* s) {
+  return _mm512_maskz_loadu_ps(lanes, s);
+}
+inline __m512 LoadScales16(__mmask16 lanes, const uint16_t* s) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, s));
+}
+
+// G == 32: prod[r][j] = x row r's scales times weight row j's (ws[j]) for
+// the blocks of the span of weights [c0, c0 + span), span <= 512 (up to 16
+// blocks; lanes past the span 0): one multiply per 16 blocks per (r, j).
+template <int MR, typename S>
+inline __attribute__((always_inline)) void SpanScaleProducts(const float* xs, int64_t ldxs,
+                                                             const S* const* ws, int64_t c0,
+                                                             int64_t span, __m512 (*prod)[4]) {
+  const int64_t b0 = c0 >> 5, nb = span >> 5;
+  const __mmask16 lanes = static_cast<__mmask16>(nb >= 16 ? 0xFFFFu : (1u << nb) - 1u);
+  __m512 wsv[4];
+  for (int j = 0; j < 4; ++j) wsv[j] = LoadScales16(lanes, ws[j] + b0);
+  for (int r = 0; r < MR; ++r) {
+    const __m512 xsv = _mm512_maskz_loadu_ps(lanes, xs + r * ldxs + b0);
+    for (int j = 0; j < 4; ++j) prod[r][j] = _mm512_mul_ps(xsv, wsv[j]);
+  }
+}
+
 template <int MR, bool kG32>
 inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, const float* xs,
                                                 int64_t ldxs, const int8_t* const* w,
@@ -122,19 +147,10 @@ inline __attribute__((always_inline)) void Tile(const int8_t* xq, int64_t ldxq, 
       _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3);
   for (int64_t c0 = 0; c0 < k; c0 += 512) {  // a span of up to 16 blocks
     const int64_t span = std::min<int64_t>(512, k - c0);
+    // G == 32: each step's scale pair is picked from the span's products
+    // with one permute.
     [[maybe_unused]] __m512 prod[MR][4];
-    if constexpr (kG32) {
-      // G == 32: the span's x scales times the weights' (one multiply per
-      // 16 blocks), each step's pair picked with one permute.
-      const int64_t b0 = c0 >> 5, nb = span >> 5;
-      const __mmask16 bm = static_cast<__mmask16>(nb >= 16 ? 0xFFFFu : (1u << nb) - 1u);
-      __m512 wsv[4];
-      for (int j = 0; j < 4; ++j) wsv[j] = _mm512_maskz_loadu_ps(bm, ws[j] + b0);
-      for (int r = 0; r < MR; ++r) {
-        const __m512 xsv = _mm512_maskz_loadu_ps(bm, xs + r * ldxs + b0);
-        for (int j = 0; j < 4; ++j) prod[r][j] = _mm512_mul_ps(xsv, wsv[j]);
-      }
-    }
+    if constexpr (kG32) SpanScaleProducts<MR>(xs, ldxs, ws, c0, span, prod);
     for (int64_t i = c0; i < c0 + span; i += 64) {
       // A full step, or the K % 64 == 32 tail (upper bytes zero: their dot is 0).
       const bool half = i + 64 > k;
@@ -226,23 +242,12 @@ inline __attribute__((always_inline)) void TileW4(const int8_t* xq, int64_t ldxq
   for (int j = 0; j < 4; ++j) pf8[j] = pf[j] + (pf[j] - w[j]);
   for (int64_t c0 = 0; c0 < k; c0 += 512) {  // a span of up to 16 blocks
     const int64_t span = std::min<int64_t>(512, k - c0);
+    // The next group's scales: 4 rows of K / 32 f16 at G = 32 (K / 4 bytes
+    // when contiguous), two lines per span.
+    _mm_prefetch(reinterpret_cast<const char*>(pfs + (c0 >> 3)), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(pfs + (c0 >> 3) + 32), _MM_HINT_T1);
     [[maybe_unused]] __m512 prod[MR][4];
-    if constexpr (kG32) {
-      const int64_t b0 = c0 >> 5, nb = span >> 5;
-      const __mmask16 bm = static_cast<__mmask16>(nb >= 16 ? 0xFFFFu : (1u << nb) - 1u);
-      // The next group's scales: 4 rows of K / 32 f16 (K / 4 bytes when
-      // contiguous), two lines per span.
-      _mm_prefetch(reinterpret_cast<const char*>(pfs + (c0 >> 3)), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(pfs + (c0 >> 3) + 32), _MM_HINT_T1);
-      __m512 wsv[4];
-      for (int j = 0; j < 4; ++j) {
-        wsv[j] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(bm, ws[j] + b0));
-      }
-      for (int r = 0; r < MR; ++r) {
-        const __m512 xsv = _mm512_maskz_loadu_ps(bm, xs + r * ldxs + b0);
-        for (int j = 0; j < 4; ++j) prod[r][j] = _mm512_mul_ps(xsv, wsv[j]);
-      }
-    }
+    if constexpr (kG32) SpanScaleProducts<MR>(xs, ldxs, ws, c0, span, prod);
     for (int64_t i = c0; i < c0 + span; i += 128) {
       const int64_t half = std::min<int64_t>(128, k - i) / 2;  // bytes: 16, 32, 48 or 64
       const bool full = half == 64;
