@@ -5,11 +5,35 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
 
 namespace tessera::cpu {
 namespace {
 
 constexpr uint64_t kHugePageBytes = 2u << 20;
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
+#endif
+
+// Faults in the whole pages inside [to, to + size) for writing, one call.
+void PopulateForWrite(char* to, uint64_t size) {
+  static const uint64_t kPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t begin = (reinterpret_cast<uint64_t>(to) + kPage - 1) / kPage * kPage;
+  const uint64_t end = (reinterpret_cast<uint64_t>(to) + size) / kPage * kPage;
+  if (end > begin) {
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);  // advice only
+  }
+}
+
+void PopulateAndCopy(char* to, const char* from, uint64_t size) {
+  PopulateForWrite(to, size);
+  std::memcpy(to, from, size);
+}
 
 }  // namespace
 
@@ -86,6 +110,33 @@ Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
   buffer->data = static_cast<char*>(data);
   *out = std::move(buffer);
   return OkStatus();
+}
+
+void CopyToBuffer(char* to, const void* from, uint64_t size, int threads) {
+  const char* src = static_cast<const char*>(from);
+  if (size < kParallelCopyBytes || threads <= 1) {
+    if (size >= kParallelCopyBytes) PopulateForWrite(to, size);
+    std::memcpy(to, src, size);
+    return;
+  }
+  // Equal parts, each cut moved to the nearest 2 MiB boundary of the
+  // destination, so no huge page is faulted by two threads.
+  const uint64_t parts = std::min<uint64_t>(static_cast<uint64_t>(threads),
+                                            size / kHugePageBytes);
+  const uint64_t base = reinterpret_cast<uint64_t>(to);
+  std::vector<uint64_t> cuts{0};
+  for (uint64_t i = 1; i < parts; ++i) {
+    const uint64_t even = base + size / parts * i;
+    const uint64_t cut = (even + kHugePageBytes / 2) / kHugePageBytes * kHugePageBytes - base;
+    if (cut > cuts.back() && cut < size) cuts.push_back(cut);
+  }
+  cuts.push_back(size);
+  std::vector<std::thread> helpers;
+  for (size_t i = 1; i + 1 < cuts.size(); ++i) {
+    helpers.emplace_back(PopulateAndCopy, to + cuts[i], src + cuts[i], cuts[i + 1] - cuts[i]);
+  }
+  PopulateAndCopy(to, src, cuts[1]);
+  for (std::thread& helper : helpers) helper.join();
 }
 
 Status CheckRange(const Buffer& buffer, uint64_t offset, uint64_t size,

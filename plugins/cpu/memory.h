@@ -61,6 +61,18 @@ Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
                       uint64_t alignment, uint64_t memory_limit,
                       std::unique_ptr<Buffer>* out);
 
+// memcpy(to, from, size) where `to` lies in a Buffer. Copies of at least
+// kParallelCopyBytes are split into up to `threads` parts on 2 MiB
+// boundaries, run at once (the caller takes the first), and each part's
+// whole destination pages are first made present in one kernel call
+// (MADV_POPULATE_WRITE, Linux 5.14+; where refused the copy faults them
+// page by page as before). A fresh buffer's first write is where loading a
+// model spends its time: on a 2-vCPU VM, touching 1.1 GB of fresh huge
+// pages page by page took 0.5-2.7 s from one thread, populate and copy on
+// two 0.13-0.16 s. Thread-safe; the ranges must not overlap.
+inline constexpr uint64_t kParallelCopyBytes = uint64_t{4} << 20;
+void CopyToBuffer(char* to, const void* from, uint64_t size, int threads);
+
 // Checks that [offset, offset + size) lies inside `buffer`.
 Status CheckRange(const Buffer& buffer, uint64_t offset, uint64_t size,
                   const char* what);

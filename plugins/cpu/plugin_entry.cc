@@ -207,8 +207,9 @@ tsr_status CopyHostToDevice(tsr_stream stream_handle, tsr_buffer dst, uint64_t d
     if (size > 0 && src == nullptr) return InvalidArgument("src is NULL");
     if (size == 0) return OkStatus();
     char* to = buffer->data + dst_offset;
-    return RunOrEnqueue(stream, "copy_host_to_device", [to, src, size] {
-      std::memcpy(to, src, size);
+    const int threads = State()->threads;
+    return RunOrEnqueue(stream, "copy_host_to_device", [to, src, size, threads] {
+      CopyToBuffer(to, src, size, threads);
     }, buffer);
   });
 }

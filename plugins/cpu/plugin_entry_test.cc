@@ -1,10 +1,12 @@
 // Manifest, init options, devices, memory, handle validation and launch
 // validation of the cpu plugin, through its raw C table.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cpu_plugin_test_util.h"
 
@@ -332,6 +334,46 @@ TEST_F(CpuPluginTest, CopiesAreBoundsCheckedAndWorkAcrossDevices) {
   EXPECT_EQ(api_->copy_host_to_device(nullptr, a, 16, src, 0), TSR_OK);
   EXPECT_EQ(api_->buffer_free(a), TSR_OK);
   EXPECT_EQ(api_->buffer_free(b), TSR_OK);
+}
+
+// Host-to-device copies of a few MiB and more run split over the device's
+// threads, each part's destination pages populated first: every byte lands
+// where it belongs for sizes around the split threshold and odd offsets,
+// synchronous and on a stream, and bytes outside the range stay as they
+// were.
+TEST_F(CpuPluginTest, LargeHostToDeviceCopiesSplitOverThreads) {
+  ASSERT_EQ(InitWith({{"threads", "3"}}), TSR_OK);
+  ASSERT_EQ(api_->stream_create(0, &stream_), TSR_OK);
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  const uint64_t capacity = 14 * kMiB;
+  std::vector<uint8_t> src(capacity), out(capacity);
+  for (uint64_t i = 0; i < capacity; ++i) src[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  for (uint64_t size : {4 * kMiB - 1, 4 * kMiB, 4 * kMiB + 4095, 6 * kMiB + 7, 13 * kMiB + 1}) {
+    for (uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{4096 + 64}, kMiB - 3}) {
+      for (bool on_stream : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "size " << size << " offset " << offset
+                                        << (on_stream ? " on a stream" : ""));
+        tsr_buffer b;
+        ASSERT_EQ(api_->buffer_alloc(0, TSR_MEM_DEVICE, capacity, 0, &b), TSR_OK);
+        ASSERT_EQ(api_->memset(nullptr, b, 0, 0x5A, capacity), TSR_OK);
+        ASSERT_EQ(api_->copy_host_to_device(on_stream ? stream_ : nullptr, b, offset,
+                                            src.data(), size),
+                  TSR_OK);
+        ASSERT_EQ(api_->copy_device_to_host(on_stream ? stream_ : nullptr, out.data(), b, 0,
+                                            capacity),
+                  TSR_OK);
+        ASSERT_EQ(api_->stream_synchronize(stream_), TSR_OK);
+        std::vector<uint8_t> want(capacity, 0x5A);
+        std::copy(src.begin(), src.begin() + static_cast<int64_t>(size),
+                  want.begin() + static_cast<int64_t>(offset));
+        if (out != want) {
+          const auto bad = std::mismatch(out.begin(), out.end(), want.begin()).first;
+          FAIL() << "byte " << (bad - out.begin()) << " differs";
+        }
+        EXPECT_EQ(api_->buffer_free(b), TSR_OK);
+      }
+    }
+  }
 }
 
 TEST_F(CpuPluginTest, ListOpsCoversEveryV1Op) {

@@ -122,6 +122,11 @@ class TensorRef {
   bool raw_q4_0() const {
     return t_->gguf_type == gguf::TensorType::kQ4_0 && t_->interleaved_head_dim == 0;
   }
+  // The same for GGUF Q8_0 blocks (an f16 scale and 32 int8 weights each):
+  // int8 weights with groups of 32 load from them without decoding.
+  bool raw_q8_0() const {
+    return t_->gguf_type == gguf::TensorType::kQ8_0 && t_->interleaved_head_dim == 0;
+  }
 
   // The tensor viewed as a matrix [rows, width] (rows = shape[0], width =
   // the product of the other dimensions; a 1-D tensor is [n, 1], a scalar

@@ -193,6 +193,11 @@ class ModelWeights::Loader {
     for (const Part& part : parts) {
       // Whole rows of GGUF Q4_0 blocks load as they are (the same layout).
       const bool raw_q4_0 = int4 && part.ref.raw_q4_0() && part.cols == part.width;
+      // And GGUF Q8_0 blocks as int8 with groups of 32: the same numbers
+      // (the f16 scale widened), where decoding and quantising again would
+      // cost most of such a file's load and could move a weight.
+      const bool raw_q8_0 = !int4 && weight.group_size == gguf::kQ8_0BlockElements &&
+                            part.ref.raw_q8_0() && part.cols == part.width;
       for (int64_t r = 0; r < part.rows; r += block) {
         const int64_t nr = std::min(block, part.rows - r);
         rows_q.resize(static_cast<size_t>(nr * row_bytes));
@@ -214,6 +219,20 @@ class ModelWeights::Loader {
             std::memcpy(&rows_s16[b], blk, sizeof(uint16_t));
             std::memcpy(q + b * kNibbleBytes, blk + sizeof(uint16_t), kNibbleBytes);
           }
+        } else if (raw_q8_0) {
+          constexpr size_t kBlockBytes = gguf::kQ8_0BlockBytes;
+          constexpr int64_t kWeights = gguf::kQ8_0BlockElements;
+          const std::byte* src =
+              part.ref.data() + static_cast<size_t>((part.row0 + r) * groups) * kBlockBytes;
+          ParallelRows(nr * groups, kWeights, [&](int64_t begin, int64_t end) {
+            for (int64_t b = begin; b < end; ++b) {
+              const std::byte* blk = src + b * kBlockBytes;
+              uint16_t d = 0;
+              std::memcpy(&d, blk, sizeof(d));
+              rows_s[b] = F16ToFloat(d);
+              std::memcpy(rows_q.data() + b * kWeights, blk + sizeof(d), kWeights);
+            }
+          });
         } else {
           rows_f32.resize(static_cast<size_t>(nr * k));
           ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
