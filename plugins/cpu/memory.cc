@@ -55,7 +55,7 @@ void Buffer::Track(std::shared_ptr<MemoryCounter> device_counter) {
 }
 
 Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
-                      uint64_t alignment, uint64_t memory_limit,
+                      uint64_t alignment, uint64_t memory_limit, bool huge_pages,
                       std::unique_ptr<Buffer>* out) {
   if (kind != TSR_MEM_DEVICE && kind != TSR_MEM_PINNED_HOST) {
     return InvalidArgument("memory kind ", kind,
@@ -85,15 +85,16 @@ Status AllocateBuffer(int device, tsr_mem_kind kind, uint64_t size,
   if (reserved > static_cast<uint64_t>(SIZE_MAX)) {
     return OutOfMemory("cannot allocate ", size, " bytes: larger than the address space");
   }
-  // Large buffers (weights, KV slabs) start on a 2 MiB boundary and ask for
-  // transparent huge pages: decode streams every weight once per step, and
-  // with 4 KiB pages the page walks show up in its bandwidth.
-  const bool huge = reserved >= kHugePageBytes;
+  // With huge_pages, large buffers (weights, KV slabs) start on a 2 MiB
+  // boundary and ask for transparent huge pages (memory.h says when that
+  // pays).
+  const bool huge = huge_pages && reserved >= kHugePageBytes;
   const uint64_t placed = huge ? std::max<uint64_t>(align, kHugePageBytes) : align;
   void* data = nullptr;
   int rc = posix_memalign(&data, static_cast<size_t>(placed), static_cast<size_t>(reserved));
-  if (rc == 0 && data != nullptr && huge) {
-    madvise(data, static_cast<size_t>(reserved), MADV_HUGEPAGE);  // advice only
+  if (rc == 0 && data != nullptr && reserved >= kHugePageBytes) {
+    // Advice only; NOHUGEPAGE keeps huge_pages=0 true where THP is "always".
+    madvise(data, static_cast<size_t>(reserved), huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   }
   if (rc != 0 || data == nullptr) {
     return OutOfMemory("cannot allocate ", size, " bytes (aligned to ", align,

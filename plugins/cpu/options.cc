@@ -10,7 +10,7 @@ namespace tessera::cpu {
 namespace {
 
 constexpr const char* kKnownKeys =
-    "threads, devices, isa, comm_timeout_ms, cpusets, fabric_rings";
+    "threads, devices, isa, comm_timeout_ms, cpusets, fabric_rings, huge_pages";
 
 // "0-3,8" -> {0, 1, 2, 3, 8} (CPUs, or device indices for fabric_rings);
 // '+' separates items too ("0+4+8"), for TESSERA_PLUGIN_OPTIONS, whose
@@ -63,6 +63,10 @@ Status ParseOptions(const tsr_init_args* args, int default_threads, Options* out
     } else if (key == "comm_timeout_ms") {
       TSR_CPU_RETURN_IF_ERROR(
           plugin_kit::ParseIntOption(key, value, 1, 86400000, &options.comm_timeout_ms));
+    } else if (key == "huge_pages") {
+      int on = 0;
+      TSR_CPU_RETURN_IF_ERROR(plugin_kit::ParseIntOption(key, value, 0, 1, &on));
+      options.huge_pages = on != 0;
     } else if (key == "isa") {
       options.isa = value;
     } else {

@@ -18,6 +18,8 @@
 //               across processes (like chips that route collectives only
 //               within their row of a torus); comm_init_rank over devices
 //               of two lists fails on every rank, naming them
+//   huge_pages=0|1  whether buffers of 2 MiB and more ask for transparent
+//               huge pages (default 0; memory.h says why)
 //   comm_timeout_ms=N  how long a collective, send/recv or comm_init_rank
 //               waits for a peer before failing (1..86400000; default
 //               60000; ABI 1.3)
@@ -38,6 +40,7 @@ struct Options {
   int devices = 1;
   std::string isa;  // as given; empty = not given
   int comm_timeout_ms = 60000;
+  bool huge_pages = false;
   // fabric_rings: the device lists (empty: every device reaches every one).
   std::vector<std::vector<int>> fabric_rings;
   // cpusets: per physical device, its CPUs (empty: not given).

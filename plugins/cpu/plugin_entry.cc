@@ -132,7 +132,8 @@ tsr_status BufferAlloc(int32_t device, tsr_mem_kind kind, uint64_t size, uint64_
     TSR_CPU_RETURN_IF_ERROR(CheckDevice(device));
     std::unique_ptr<Buffer> buffer;
     TSR_CPU_RETURN_IF_ERROR(
-        AllocateBuffer(device, kind, size, alignment, State()->memory_total, &buffer));
+        AllocateBuffer(device, kind, size, alignment, State()->memory_total,
+                       State()->huge_pages, &buffer));
     buffer->Track(State()->memory[device]);
     *out = ToHandle<tsr_buffer>(State()->buffers.Add(std::shared_ptr<Buffer>(std::move(buffer))));
     return OkStatus();

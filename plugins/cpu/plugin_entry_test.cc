@@ -376,6 +376,25 @@ TEST_F(CpuPluginTest, LargeHostToDeviceCopiesSplitOverThreads) {
   }
 }
 
+// huge_pages=1 puts buffers of 2 MiB and more on 2 MiB boundaries (for
+// transparent huge pages); the default leaves them at the device alignment;
+// other values are refused by name.
+TEST_F(CpuPluginTest, HugePagesOptionAlignsLargeBuffers) {
+  EXPECT_EQ(InitWith({{"huge_pages", "2"}}), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(api_->last_error(), HasSubstr("huge_pages"));
+  ASSERT_EQ(InitWith({{"huge_pages", "1"}}), TSR_OK) << api_->last_error();
+  constexpr uint64_t kTwoMiB = uint64_t{2} << 20;
+  for (int i = 0; i < 4; ++i) {
+    tsr_buffer b;
+    ASSERT_EQ(api_->buffer_alloc(0, TSR_MEM_DEVICE, kTwoMiB + 64 * i, 0, &b), TSR_OK);
+    tsr_buffer_info info{};
+    info.struct_size = sizeof(info);
+    ASSERT_EQ(api_->buffer_info(b, &info), TSR_OK);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(info.host_pointer) % kTwoMiB, 0u) << i;
+    EXPECT_EQ(api_->buffer_free(b), TSR_OK);
+  }
+}
+
 TEST_F(CpuPluginTest, ListOpsCoversEveryV1Op) {
   Init();
   const tsr_op_signature* ops = nullptr;

@@ -77,6 +77,7 @@ Status InitPlugin(const tsr_init_args* args) {
   }
   state->threads = options.threads;
   state->comm_timeout_ms = options.comm_timeout_ms;
+  state->huge_pages = options.huge_pages;
   state->fabric_rings = options.fabric_rings;
   state->num_physical = options.devices;
   state->physical = options.visible;

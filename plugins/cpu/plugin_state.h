@@ -35,6 +35,7 @@ struct Kernel {
 struct PluginState {
   int threads = 1;            // per device, the caller included
   int comm_timeout_ms = 60000;  // the comm_timeout_ms option
+  bool huge_pages = false;      // the huge_pages option
   std::vector<std::vector<int>> fabric_rings;  // the fabric_rings option
   int num_physical = 1;       // virtual devices before filtering
   std::vector<int> physical;  // ordinal -> physical index

@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -174,77 +175,73 @@ ResolvedSampling ResolveSampling(const GenerateOptions& o,
   return r;
 }
 
+// The most tokens `text` can encode to as a plain prompt: every token of
+// the tokenizers Tessera reads (byte-level BPE, SentencePiece-style BPE
+// with byte fallback) covers at least one byte of the text, and encoding
+// adds at most a word-boundary prefix piece and the special tokens of the
+// tokenizer's template (BOS / EOS).
+int64_t PromptTokenBound(const std::string& text) {
+  constexpr int64_t kAddedTokensAtMost = 4;
+  return int64_t(text.size()) + kAddedTokensAtMost;
+}
+
 int RunGenerate(const GenerateOptions& o) {
   if (Status flags = CheckFlags(o); !flags.ok()) {
     return ReportError(flags, kExitBadInput);
   }
-  // Tokenizer and prompt first: cheap, and most mistakes show here.
-  auto tools = prompt::PromptTools::Load(o.model_path, o.chat_template);
-  if (!tools.ok()) return ReportError(tools.status(), kExitBadInput);
+  // The tokenizer (~0.4 s for a 151k-token vocabulary) builds on its own
+  // thread while the checkpoint opens, the runtime starts and, for a plain
+  // prompt, the weights load: the KV pool and batch are then sized from an
+  // upper bound on the prompt's tokens (PromptTokenBound), and the real
+  // count is checked once the tokenizer is there. A chat prompt needs the
+  // template first, so it waits. Where both the tokenizer and the
+  // checkpoint are bad, the tokenizer's error is the one reported.
+  std::future<StatusOr<std::unique_ptr<prompt::PromptTools>>> tools_ready =
+      std::async(std::launch::async, [&o] {
+        return prompt::PromptTools::Load(o.model_path, o.chat_template);
+      });
+  std::unique_ptr<prompt::PromptTools> tools;
   prompt::PreparedPrompt prompt;
-  if (o.chat) {
-    Json messages = Json::array({{{"role", "user"}, {"content", o.prompt}}});
-    auto rendered =
-        (*tools)->RenderChat(messages, nullptr,
-                             /*add_generation_prompt=*/true, nullptr);
-    if (!rendered.ok()) {
-      return ReportError(rendered.status().WithContext("--chat"),
-                         kExitBadInput);
+  // Joins the tokenizer thread and encodes the prompt (once).
+  auto prepare_prompt = [&]() -> Status {
+    if (tools != nullptr) return OkStatus();
+    auto loaded = tools_ready.get();
+    if (!loaded.ok()) return loaded.status();
+    tools = std::move(loaded).value();
+    if (o.chat) {
+      Json messages = Json::array({{{"role", "user"}, {"content", o.prompt}}});
+      auto rendered = tools->RenderChat(messages, nullptr,
+                                        /*add_generation_prompt=*/true, nullptr);
+      if (!rendered.ok()) return rendered.status().WithContext("--chat");
+      prompt.text = std::move(rendered).value();
+    } else {
+      prompt.text = o.prompt;
     }
-    prompt.text = std::move(rendered).value();
-  } else {
-    prompt.text = o.prompt;
-  }
-  const Tokenizer& tokenizer = (*tools)->tokenizer();
-  prompt.ids = tokenizer.Encode(prompt.text, /*add_special_tokens=*/!o.chat);
-  if (prompt.ids.empty()) {
-    return ReportError(
-        InvalidArgumentError("--prompt encodes to no tokens; give some text"),
-        kExitBadInput);
+    prompt.ids = tools->tokenizer().Encode(prompt.text, /*add_special_tokens=*/!o.chat);
+    if (prompt.ids.empty()) {
+      return InvalidArgumentError("--prompt encodes to no tokens; give some text");
+    }
+    return OkStatus();
+  };
+  if (o.chat) {
+    if (Status ready = prepare_prompt(); !ready.ok()) return ReportError(ready, kExitBadInput);
   }
 
   const auto load_start = std::chrono::steady_clock::now();
   auto checkpoint = model::Checkpoint::Open(o.model_path);
   if (!checkpoint.ok()) {
+    if (Status ready = prepare_prompt(); !ready.ok()) return ReportError(ready, kExitBadInput);
     return ReportError(checkpoint.status(), kExitBadInput);
   }
   const model::ModelConfig& config = (*checkpoint)->config();
-  const int64_t prompt_len = int64_t(prompt.ids.size());
   const int64_t context = config.max_position_embeddings;
-  if (prompt_len >= context) {
-    return ReportError(InvalidArgumentError(fmt::format(
-                           "the prompt has {} tokens but the model's context "
-                           "(max_position_embeddings) is {}; shorten it",
-                           prompt_len, context)),
-                       kExitBadInput);
-  }
-  int64_t max_new_tokens = o.max_new_tokens;
-  if (prompt_len + max_new_tokens > context) {
-    max_new_tokens = context - prompt_len;
-    fmt::print(stderr,
-               "warning: --max-new-tokens {} with a {}-token prompt exceeds "
-               "the context of {}; generating at most {}\n",
-               o.max_new_tokens, prompt_len, context, max_new_tokens);
-  }
+  // The prompt's token count where known, else its bound (at most the
+  // context: longer prompts are refused once counted).
+  const int64_t prompt_tokens_at_most =
+      tools != nullptr ? int64_t(prompt.ids.size())
+                       : std::min(context, PromptTokenBound(o.prompt));
   const ResolvedSampling sampling =
       ResolveSampling(o, (*checkpoint)->generation_config());
-  engine::EngineRequest request;
-  request.rid = "generate";
-  request.prompt_ids = prompt.ids;
-  request.max_new_tokens = max_new_tokens;
-  request.sampling = sampling.ToParams();
-  request.seed =
-      o.seed_opt->count() > 0
-          ? o.seed
-          : (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-  request.ignore_eos = o.ignore_eos;
-  request.stop = o.stop;
-  request.stop_token_ids = o.stop_token_ids;
-  request.logit.repetition_penalty = float(o.repetition_penalty);
-  request.logit.presence_penalty = float(o.presence_penalty);
-  request.logit.frequency_penalty = float(o.frequency_penalty);
-  request.logit.min_tokens = int32_t(o.min_new_tokens);
-  request.top_logprobs = o.top_logprobs;
 
   TpFlags tp_flags = o.tp;
   if (Status tp = PrepareTp(tp_flags); !tp.ok()) return ReportError(tp, kExitBadInput);
@@ -256,12 +253,13 @@ int RunGenerate(const GenerateOptions& o) {
   auto rt = StartUsableRuntime(flags);
   if (!rt.ok()) return ReportError(rt.status(), kExitBadInput);
   model::ModelRunnerOptions runner_options;
-  runner_options.kv_capacity_tokens = prompt_len + max_new_tokens;
+  runner_options.kv_capacity_tokens =
+      std::min(context, prompt_tokens_at_most + o.max_new_tokens);
   ApplyQuantizationFlag(o.quantization, **checkpoint, &runner_options);
   ApplyKvCacheDtypeFlag(o.kv_cache_dtype, &runner_options);
   runner_options.max_batch_tokens =
-      o.chunked_prefill_size > 0 ? std::min(prompt_len, o.chunked_prefill_size)
-                                 : prompt_len;
+      o.chunked_prefill_size > 0 ? std::min(prompt_tokens_at_most, o.chunked_prefill_size)
+                                 : prompt_tokens_at_most;
   std::unique_ptr<TpGroup> tp;  // outlives the runner and the engine
   if (tp_flags.tp_size > 1) {
     TpRunnerSpec spec;
@@ -288,6 +286,49 @@ int RunGenerate(const GenerateOptions& o) {
       return ReportError(ready, kExitRuntimeFailure);
     }
   }
+  if (Status ready = prepare_prompt(); !ready.ok()) return ReportError(ready, kExitBadInput);
+  const Tokenizer& tokenizer = tools->tokenizer();
+  const int64_t prompt_len = int64_t(prompt.ids.size());
+  if (prompt_len > prompt_tokens_at_most && prompt_len < context) {
+    return ReportError(InternalError(fmt::format(
+                           "the prompt encodes to {} tokens, more than the {} its {} bytes "
+                           "were bounded by (PromptTokenBound); please report this tokenizer",
+                           prompt_len, prompt_tokens_at_most, o.prompt.size())),
+                       kExitRuntimeFailure);
+  }
+  if (prompt_len >= context) {
+    return ReportError(InvalidArgumentError(fmt::format(
+                           "the prompt has {} tokens but the model's context "
+                           "(max_position_embeddings) is {}; shorten it",
+                           prompt_len, context)),
+                       kExitBadInput);
+  }
+  int64_t max_new_tokens = o.max_new_tokens;
+  if (prompt_len + max_new_tokens > context) {
+    max_new_tokens = context - prompt_len;
+    fmt::print(stderr,
+               "warning: --max-new-tokens {} with a {}-token prompt exceeds "
+               "the context of {}; generating at most {}\n",
+               o.max_new_tokens, prompt_len, context, max_new_tokens);
+  }
+  engine::EngineRequest request;
+  request.rid = "generate";
+  request.prompt_ids = prompt.ids;
+  request.max_new_tokens = max_new_tokens;
+  request.sampling = sampling.ToParams();
+  request.seed =
+      o.seed_opt->count() > 0
+          ? o.seed
+          : (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+  request.ignore_eos = o.ignore_eos;
+  request.stop = o.stop;
+  request.stop_token_ids = o.stop_token_ids;
+  request.logit.repetition_penalty = float(o.repetition_penalty);
+  request.logit.presence_penalty = float(o.presence_penalty);
+  request.logit.frequency_penalty = float(o.frequency_penalty);
+  request.logit.min_tokens = int32_t(o.min_new_tokens);
+  request.top_logprobs = o.top_logprobs;
+
   // The same engine `serve` runs, with one request: stop strings and ids,
   // penalties, logprobs and seeds behave exactly as they do over HTTP.
   engine::EngineOptions engine_options;
