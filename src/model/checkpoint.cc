@@ -9,6 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "base/bounded_json.h"
 #include "base/logging.h"
 #include "gguf/block_decode.h"
@@ -59,6 +63,51 @@ int64_t InterleavedStoredRow(int64_t row, int64_t head_dim) {
   return head * head_dim + 2 * (k % half) + k / half;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// F16 elements widened 8 at a time with F16C (exact, as F16ToFloat), then
+// to `dst` (F32, or BF16 rounded to nearest even with NaNs kept quiet, as
+// FloatToBf16). The loader widens whole embedding tables this way (an F16
+// GGUF's 155M-element table: most of its conversion time before).
+__attribute__((target("avx2,f16c"))) void WidenF16(const uint16_t* src, DType dst_dtype,
+                                                   void* dst, int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    if (dst_dtype == TSR_DTYPE_F32) {
+      _mm256_storeu_ps(static_cast<float*>(dst) + i, f);
+      continue;
+    }
+    const __m256i bits = _mm256_castps_si256(f);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i abs = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+    const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+    const __m256i out32 = _mm256_blendv_epi8(rounded, quiet, nan);
+    // 8 x 32-bit -> 8 x 16-bit (values fit: packus keeps 0..65535).
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(out32, out32), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(dst) + i),
+                     _mm256_castsi256_si128(packed));
+  }
+  for (; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + i, sizeof(h));
+    const float f = F16ToFloat(h);
+    if (dst_dtype == TSR_DTYPE_F32) {
+      static_cast<float*>(dst)[i] = f;
+    } else {
+      static_cast<uint16_t*>(dst)[i] = FloatToBf16(f);
+    }
+  }
+}
+
+bool HasF16c() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return has;
+}
+#endif
+
 }  // namespace
 
 void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
@@ -67,6 +116,13 @@ void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
     std::memcpy(dst, src, static_cast<size_t>(count) * DTypeSize(src_dtype));
     return;
   }
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (src_dtype == TSR_DTYPE_F16 && (dst_dtype == TSR_DTYPE_F32 || dst_dtype == TSR_DTYPE_BF16) &&
+      HasF16c()) {
+    WidenF16(reinterpret_cast<const uint16_t*>(src), dst_dtype, dst, count);
+    return;
+  }
+#endif
   switch (dst_dtype) {
     case TSR_DTYPE_F32: {
       auto* out = static_cast<float*>(dst);

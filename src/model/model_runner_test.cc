@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -693,6 +694,32 @@ TEST(WeightsTest, ConvertsBetweenFloatDtypes) {
                        TSR_DTYPE_BF16, back.data(), TSR_DTYPE_F32, 4);
   EXPECT_EQ(back[1], -2.5f);
   EXPECT_NEAR(back[2], 3.14159f, 0.02f);
+}
+
+// F16 to F32 and BF16 (the vector path where the CPU has F16C, scalar
+// elsewhere and for tails) gives what F16ToFloat and FloatToBf16 give for
+// every one of the 65536 F16 values (NaNs: a NaN), from an odd address.
+TEST(WeightsTest, WidensEveryF16Value) {
+  constexpr int64_t kCount = 65536;
+  std::vector<uint16_t> storage(kCount + 1);
+  for (int64_t i = 0; i < kCount; ++i) storage[i + 1] = uint16_t(i);
+  // One byte in: unaligned 16-bit elements.
+  std::vector<std::byte> bytes(kCount * 2 + 1);
+  std::memcpy(bytes.data() + 1, storage.data() + 1, kCount * 2);
+  std::vector<float> f32(kCount);
+  std::vector<uint16_t> bf16(kCount);
+  ConvertFloatElements(bytes.data() + 1, TSR_DTYPE_F16, f32.data(), TSR_DTYPE_F32, kCount);
+  ConvertFloatElements(bytes.data() + 1, TSR_DTYPE_F16, bf16.data(), TSR_DTYPE_BF16, kCount);
+  for (int64_t i = 0; i < kCount; ++i) {
+    const float want = F16ToFloat(uint16_t(i));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(f32[i])) << i;
+      EXPECT_TRUE(std::isnan(Bf16ToFloat(bf16[i]))) << i;
+      continue;
+    }
+    EXPECT_EQ(std::memcmp(&f32[i], &want, sizeof(float)), 0) << i;
+    EXPECT_EQ(bf16[i], FloatToBf16(want)) << i;
+  }
 }
 
 }  // namespace
