@@ -64,36 +64,43 @@ int64_t InterleavedStoredRow(int64_t row, int64_t head_dim) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// F16 elements widened 8 at a time with F16C (exact, as F16ToFloat), then
-// to `dst` (F32, or BF16 rounded to nearest even with NaNs kept quiet, as
-// FloatToBf16). The loader widens whole embedding tables this way (an F16
-// GGUF's 155M-element table: most of its conversion time before).
-__attribute__((target("avx2,f16c"))) void WidenF16(const uint16_t* src, DType dst_dtype,
-                                                   void* dst, int64_t count) {
+// Eight floats to BF16, rounded to nearest even with NaNs kept quiet (as
+// FloatToBf16).
+__attribute__((target("avx2"))) inline void StoreBf16x8(__m256 f, uint16_t* out) {
+  const __m256i bits = _mm256_castps_si256(f);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  const __m256i abs = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+  const __m256i out32 = _mm256_blendv_epi8(rounded, quiet, nan);
+  // 8 x 32-bit -> 8 x 16-bit (the values are 0..65535, which packus keeps).
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(out32, out32), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+}
+
+// F16 (widened exactly with F16C, as F16ToFloat) or F32 elements to `dst`:
+// F32, or BF16 as FloatToBf16 rounds. The loader converts whole embedding
+// tables this way (155M elements for qwen3-0.6b), which element by element
+// was most of an F16 or quantized GGUF's conversion time.
+__attribute__((target("avx2,f16c"))) void ConvertFloatsVector(const std::byte* src,
+                                                              DType src_dtype, void* dst,
+                                                              DType dst_dtype, int64_t count) {
+  const bool from_f16 = src_dtype == TSR_DTYPE_F16;
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
-    const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    const __m256 f =
+        from_f16 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i)))
+                 : _mm256_loadu_ps(reinterpret_cast<const float*>(src + 4 * i));
     if (dst_dtype == TSR_DTYPE_F32) {
       _mm256_storeu_ps(static_cast<float*>(dst) + i, f);
-      continue;
+    } else {
+      StoreBf16x8(f, static_cast<uint16_t*>(dst) + i);
     }
-    const __m256i bits = _mm256_castps_si256(f);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-    const __m256i abs = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
-    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
-    const __m256i out32 = _mm256_blendv_epi8(rounded, quiet, nan);
-    // 8 x 32-bit -> 8 x 16-bit (values fit: packus keeps 0..65535).
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(out32, out32), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(dst) + i),
-                     _mm256_castsi256_si128(packed));
   }
   for (; i < count; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + i, sizeof(h));
-    const float f = F16ToFloat(h);
+    const float f = LoadFloat(src, src_dtype, i);
     if (dst_dtype == TSR_DTYPE_F32) {
       static_cast<float*>(dst)[i] = f;
     } else {
@@ -102,7 +109,7 @@ __attribute__((target("avx2,f16c"))) void WidenF16(const uint16_t* src, DType ds
   }
 }
 
-bool HasF16c() {
+bool HasAvx2F16c() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return has;
 }
@@ -117,9 +124,9 @@ void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
     return;
   }
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (src_dtype == TSR_DTYPE_F16 && (dst_dtype == TSR_DTYPE_F32 || dst_dtype == TSR_DTYPE_BF16) &&
-      HasF16c()) {
-    WidenF16(reinterpret_cast<const uint16_t*>(src), dst_dtype, dst, count);
+  if ((src_dtype == TSR_DTYPE_F16 || src_dtype == TSR_DTYPE_F32) &&
+      (dst_dtype == TSR_DTYPE_F32 || dst_dtype == TSR_DTYPE_BF16) && HasAvx2F16c()) {
+    ConvertFloatsVector(src, src_dtype, dst, dst_dtype, count);
     return;
   }
 #endif

@@ -696,6 +696,30 @@ TEST(WeightsTest, ConvertsBetweenFloatDtypes) {
   EXPECT_NEAR(back[2], 3.14159f, 0.02f);
 }
 
+// F32 to BF16 (vector path and scalar tail) rounds as FloatToBf16 does:
+// ties to even, carries into the exponent, infinities, NaNs kept NaN,
+// subnormals; an odd count and an unaligned source.
+TEST(WeightsTest, NarrowsF32ToBf16AsFloatToBf16) {
+  std::vector<uint32_t> bits = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
+                                0x7f800000u, 0xff800000u, 0x7fc00001u, 0xffa00000u,
+                                0x00000001u, 0x807fffffu, 0x00008000u, 0x0u, 0x80000000u};
+  uint32_t x = 12345;
+  while (bits.size() < 4099) {
+    x = x * 1664525u + 1013904223u;
+    bits.push_back(x);
+  }
+  const int64_t count = int64_t(bits.size());
+  std::vector<std::byte> bytes(static_cast<size_t>(count) * 4 + 2);
+  std::memcpy(bytes.data() + 2, bits.data(), size_t(count) * 4);
+  std::vector<uint16_t> bf16(static_cast<size_t>(count));
+  ConvertFloatElements(bytes.data() + 2, TSR_DTYPE_F32, bf16.data(), TSR_DTYPE_BF16, count);
+  for (int64_t i = 0; i < count; ++i) {
+    float f;
+    std::memcpy(&f, &bits[i], sizeof(f));
+    EXPECT_EQ(bf16[i], FloatToBf16(f)) << std::hex << bits[i];
+  }
+}
+
 // F16 to F32 and BF16 (the vector path where the CPU has F16C, scalar
 // elsewhere and for tails) gives what F16ToFloat and FloatToBf16 give for
 // every one of the 65536 F16 values (NaNs: a NaN), from an odd address.
