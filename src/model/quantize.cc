@@ -17,6 +17,16 @@ int64_t Int8GroupFor(int64_t k, int64_t requested) {
   return k;
 }
 
+// Both quantizers are compiled twice on x86-64 (AVX2 and the baseline,
+// picked at load by the CPU; no FMA, so both give the same bytes): loading
+// a GGUF that needs re-quantizing spends most of its CPU time here.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TESSERA_QUANTIZE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TESSERA_QUANTIZE_CLONES
+#endif
+
+TESSERA_QUANTIZE_CLONES
 void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
                       int8_t* q, float* scales) {
   // Written so the compiler vectorizes both loops on every x86 path: the
@@ -51,6 +61,7 @@ void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
   }
 }
 
+TESSERA_QUANTIZE_CLONES
 void QuantizeInt4Rows(const float* src, int64_t rows, int64_t k, uint8_t* packed,
                       uint16_t* scales) {
   // Written so the compiler vectorizes the max and the nibble loops (as
