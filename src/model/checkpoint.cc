@@ -10,6 +10,7 @@
 #include <set>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -109,8 +110,14 @@ __attribute__((target("avx2,f16c"))) void ConvertFloatsVector(const std::byte* s
   }
 }
 
+// AVX2 (which implies the OS saves ymm state) and F16C (CPUID.1:ECX bit
+// 29; read directly, as clang's __builtin_cpu_supports has no "f16c").
 bool HasAvx2F16c() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    return __builtin_cpu_supports("avx2") && (ecx & (1u << 29)) != 0;
+  }();
   return has;
 }
 #endif
