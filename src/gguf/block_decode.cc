@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/cpu_features.h"
 #include "base/dtype.h"
 
 namespace tessera::gguf {
@@ -115,17 +116,8 @@ namespace {
   }
 }
 
-}  // namespace
-
-// Compiled twice on x86-64 (AVX2 and the baseline, picked at load by the
-// CPU): the loops above vectorise 8 wide with AVX2, which halved the decode
-// share of loading a K-quant GGUF. No FMA in the clone, so both give the
-// same floats.
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void DecodeRow(TensorType type, const std::byte* in, int64_t elements,
-               float* out) {
+[[gnu::always_inline]] inline void DecodeRowBody(TensorType type, const std::byte* in,
+                                                 int64_t elements, float* out) {
   switch (type) {
     case TensorType::kF32:
       std::memcpy(out, in, size_t(elements) * 4);
@@ -177,6 +169,33 @@ void DecodeRow(TensorType type, const std::byte* in, int64_t elements,
         break;
     }
   }
+}
+
+// Compiled twice on x86-64 (AVX2 and the baseline, picked per call): the
+// loops above vectorise 8 wide with AVX2, which halved the decode share of
+// loading a K-quant GGUF. No FMA in the AVX2 copy, so both give the same
+// floats.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void DecodeRowAvx2(TensorType type, const std::byte* in,
+                                                   int64_t elements, float* out) {
+  DecodeRowBody(type, in, elements, out);
+}
+#endif
+void DecodeRowBaseline(TensorType type, const std::byte* in, int64_t elements, float* out) {
+  DecodeRowBody(type, in, elements, out);
+}
+
+}  // namespace
+
+void DecodeRow(TensorType type, const std::byte* in, int64_t elements,
+               float* out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (HostHasAvx2()) {
+    DecodeRowAvx2(type, in, elements, out);
+    return;
+  }
+#endif
+  DecodeRowBaseline(type, in, elements, out);
 }
 
 }  // namespace tessera::gguf

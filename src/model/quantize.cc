@@ -1,5 +1,6 @@
 #include "model/quantize.h"
 
+#include "base/cpu_features.h"
 #include "base/dtype.h"
 
 #include <algorithm>
@@ -17,18 +18,10 @@ int64_t Int8GroupFor(int64_t k, int64_t requested) {
   return k;
 }
 
-// Both quantizers are compiled twice on x86-64 (AVX2 and the baseline,
-// picked at load by the CPU; no FMA, so both give the same bytes): loading
-// a GGUF that needs re-quantizing spends most of its CPU time here.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TESSERA_QUANTIZE_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TESSERA_QUANTIZE_CLONES
-#endif
+namespace {
 
-TESSERA_QUANTIZE_CLONES
-void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
-                      int8_t* q, float* scales) {
+[[gnu::always_inline]] inline void QuantizeInt8Body(const float* src, int64_t rows, int64_t k,
+                                                    int64_t group, int8_t* q, float* scales) {
   // Written so the compiler vectorizes both loops on every x86 path: the
   // largest |w| compared as the integer bits of |w| (their order for
   // non-negative floats), and round-half-to-even (the default rounding
@@ -61,9 +54,8 @@ void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
   }
 }
 
-TESSERA_QUANTIZE_CLONES
-void QuantizeInt4Rows(const float* src, int64_t rows, int64_t k, uint8_t* packed,
-                      uint16_t* scales) {
+[[gnu::always_inline]] inline void QuantizeInt4Body(const float* src, int64_t rows, int64_t k,
+                                                    uint8_t* packed, uint16_t* scales) {
   // Written so the compiler vectorizes the max and the nibble loops (as
   // QuantizeInt8Rows: |w| compared as integer bits; the floor is a
   // truncating conversion of a value clamped to [0, 15], NaN to 0).
@@ -104,6 +96,52 @@ void QuantizeInt4Rows(const float* src, int64_t rows, int64_t k, uint8_t* packed
       scales[r * groups + g] = scale16;
     }
   }
+}
+
+// Both quantizers are compiled twice on x86-64 (AVX2 and the baseline,
+// picked per call; no FMA, so both give the same bytes): loading a GGUF
+// that needs re-quantizing spends most of its CPU time here.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void QuantizeInt8Avx2(const float* src, int64_t rows, int64_t k,
+                                                      int64_t group, int8_t* q, float* scales) {
+  QuantizeInt8Body(src, rows, k, group, q, scales);
+}
+__attribute__((target("avx2"))) void QuantizeInt4Avx2(const float* src, int64_t rows, int64_t k,
+                                                      uint8_t* packed, uint16_t* scales) {
+  QuantizeInt4Body(src, rows, k, packed, scales);
+}
+#endif
+void QuantizeInt8Baseline(const float* src, int64_t rows, int64_t k, int64_t group, int8_t* q,
+                          float* scales) {
+  QuantizeInt8Body(src, rows, k, group, q, scales);
+}
+void QuantizeInt4Baseline(const float* src, int64_t rows, int64_t k, uint8_t* packed,
+                          uint16_t* scales) {
+  QuantizeInt4Body(src, rows, k, packed, scales);
+}
+
+}  // namespace
+
+void QuantizeInt8Rows(const float* src, int64_t rows, int64_t k, int64_t group,
+                      int8_t* q, float* scales) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (HostHasAvx2()) {
+    QuantizeInt8Avx2(src, rows, k, group, q, scales);
+    return;
+  }
+#endif
+  QuantizeInt8Baseline(src, rows, k, group, q, scales);
+}
+
+void QuantizeInt4Rows(const float* src, int64_t rows, int64_t k, uint8_t* packed,
+                      uint16_t* scales) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (HostHasAvx2()) {
+    QuantizeInt4Avx2(src, rows, k, packed, scales);
+    return;
+  }
+#endif
+  QuantizeInt4Baseline(src, rows, k, packed, scales);
 }
 
 }  // namespace tessera::model
