@@ -140,6 +140,23 @@ void CopyToBuffer(char* to, const void* from, uint64_t size, int threads) {
   for (std::thread& helper : helpers) helper.join();
 }
 
+void FillBuffer(char* to, uint8_t value, uint64_t size) {
+  if (value != 0 || size < kParallelCopyBytes) {
+    std::memset(to, value, size);
+    return;
+  }
+  static const uint64_t kPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t start = reinterpret_cast<uint64_t>(to);
+  const uint64_t begin = (start + kPage - 1) / kPage * kPage;
+  const uint64_t end = (start + size) / kPage * kPage;
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED) != 0) {
+    std::memset(to, 0, size);
+    return;
+  }
+  std::memset(to, 0, begin - start);
+  std::memset(reinterpret_cast<char*>(end), 0, start + size - end);
+}
+
 Status CheckRange(const Buffer& buffer, uint64_t offset, uint64_t size,
                   const char* what) {
   if (offset > buffer.size || size > buffer.size - offset) {

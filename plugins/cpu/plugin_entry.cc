@@ -261,7 +261,7 @@ tsr_status Memset(tsr_stream stream_handle, tsr_buffer dst, uint64_t offset, uin
     TSR_CPU_RETURN_IF_ERROR(CheckRange(*buffer, offset, size, "memset"));
     if (size == 0) return OkStatus();
     char* to = buffer->data + offset;
-    return RunOrEnqueue(stream, "memset", [to, value, size] { std::memset(to, value, size); },
+    return RunOrEnqueue(stream, "memset", [to, value, size] { FillBuffer(to, value, size); },
                         buffer);
   });
 }

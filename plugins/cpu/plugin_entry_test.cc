@@ -376,6 +376,46 @@ TEST_F(CpuPluginTest, LargeHostToDeviceCopiesSplitOverThreads) {
   }
 }
 
+// Large zero fills give their whole pages back to the kernel and memset the
+// partial pages at the ends: the range reads as zeros, the bytes around it
+// keep their values, and the buffer can be written and read again after.
+TEST_F(CpuPluginTest, LargeZeroFillsReadAsZerosAndKeepTheirNeighbours) {
+  ASSERT_EQ(InitWith({{"threads", "2"}}), TSR_OK);
+  ASSERT_EQ(api_->stream_create(0, &stream_), TSR_OK);
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  const uint64_t capacity = 12 * kMiB;
+  std::vector<uint8_t> pattern(capacity), out(capacity);
+  for (uint64_t i = 0; i < capacity; ++i) pattern[i] = static_cast<uint8_t>(1 + i % 251);
+  for (uint64_t size : {4 * kMiB - 1, 4 * kMiB + 4097, 11 * kMiB}) {
+    for (uint64_t offset : {uint64_t{0}, uint64_t{3}, uint64_t{4096}, kMiB - 5}) {
+      for (bool on_stream : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "size " << size << " offset " << offset
+                                          << (on_stream ? " on a stream" : ""));
+        tsr_buffer b;
+        ASSERT_EQ(api_->buffer_alloc(0, TSR_MEM_DEVICE, capacity, 0, &b), TSR_OK);
+        ASSERT_EQ(api_->copy_host_to_device(nullptr, b, 0, pattern.data(), capacity), TSR_OK);
+        ASSERT_EQ(api_->memset(on_stream ? stream_ : nullptr, b, offset, 0, size), TSR_OK);
+        ASSERT_EQ(api_->copy_device_to_host(on_stream ? stream_ : nullptr, out.data(), b, 0,
+                                            capacity),
+                  TSR_OK);
+        ASSERT_EQ(api_->stream_synchronize(stream_), TSR_OK);
+        std::vector<uint8_t> want = pattern;
+        std::fill(want.begin() + static_cast<int64_t>(offset),
+                  want.begin() + static_cast<int64_t>(offset + size), 0);
+        if (out != want) {
+          const auto bad = std::mismatch(out.begin(), out.end(), want.begin()).first;
+          FAIL() << "byte " << (bad - out.begin()) << " differs";
+        }
+        // Written again after the discard: the new bytes stay.
+        ASSERT_EQ(api_->copy_host_to_device(nullptr, b, 0, pattern.data(), capacity), TSR_OK);
+        ASSERT_EQ(api_->copy_device_to_host(nullptr, out.data(), b, 0, capacity), TSR_OK);
+        EXPECT_TRUE(out == pattern);
+        EXPECT_EQ(api_->buffer_free(b), TSR_OK);
+      }
+    }
+  }
+}
+
 // huge_pages=1 puts buffers of 2 MiB and more on 2 MiB boundaries (for
 // transparent huge pages); the default leaves them at the device alignment;
 // other values are refused by name.
