@@ -20,13 +20,21 @@ constexpr uint64_t kHugePageBytes = 2u << 20;
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
 #endif
 
+// The whole pages inside [to, to + size): [*begin, *end), empty when
+// *end <= *begin.
+void WholePages(const char* to, uint64_t size, char** begin, char** end) {
+  static const uint64_t kPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t start = reinterpret_cast<uint64_t>(to);
+  *begin = reinterpret_cast<char*>((start + kPage - 1) / kPage * kPage);
+  *end = reinterpret_cast<char*>((start + size) / kPage * kPage);
+}
+
 // Faults in the whole pages inside [to, to + size) for writing, one call.
 void PopulateForWrite(char* to, uint64_t size) {
-  static const uint64_t kPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t begin = (reinterpret_cast<uint64_t>(to) + kPage - 1) / kPage * kPage;
-  const uint64_t end = (reinterpret_cast<uint64_t>(to) + size) / kPage * kPage;
+  char *begin, *end;
+  WholePages(to, size, &begin, &end);
   if (end > begin) {
-    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);  // advice only
+    madvise(begin, static_cast<size_t>(end - begin), MADV_POPULATE_WRITE);  // advice only
   }
 }
 
@@ -145,16 +153,14 @@ void FillBuffer(char* to, uint8_t value, uint64_t size) {
     std::memset(to, value, size);
     return;
   }
-  static const uint64_t kPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t start = reinterpret_cast<uint64_t>(to);
-  const uint64_t begin = (start + kPage - 1) / kPage * kPage;
-  const uint64_t end = (start + size) / kPage * kPage;
-  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED) != 0) {
+  char *begin, *end;
+  WholePages(to, size, &begin, &end);  // non-empty: size >= kParallelCopyBytes
+  if (madvise(begin, static_cast<size_t>(end - begin), MADV_DONTNEED) != 0) {
     std::memset(to, 0, size);
     return;
   }
-  std::memset(to, 0, begin - start);
-  std::memset(reinterpret_cast<char*>(end), 0, start + size - end);
+  std::memset(to, 0, static_cast<size_t>(begin - to));
+  std::memset(end, 0, static_cast<size_t>(to + size - end));
 }
 
 Status CheckRange(const Buffer& buffer, uint64_t offset, uint64_t size,

@@ -336,6 +336,19 @@ TEST_F(CpuPluginTest, CopiesAreBoundsCheckedAndWorkAcrossDevices) {
   EXPECT_EQ(api_->buffer_free(b), TSR_OK);
 }
 
+// Reads `b` back whole (on `stream`, or synchronously) and expects the
+// bytes of `want`, naming the first byte that differs.
+void ExpectBufferHolds(const tsr_plugin_api* api, tsr_buffer b, tsr_stream stream,
+                       tsr_stream sync, const std::vector<uint8_t>& want) {
+  std::vector<uint8_t> out(want.size());
+  ASSERT_EQ(api->copy_device_to_host(stream, out.data(), b, 0, out.size()), TSR_OK);
+  ASSERT_EQ(api->stream_synchronize(sync), TSR_OK);
+  if (out != want) {
+    const auto bad = std::mismatch(out.begin(), out.end(), want.begin()).first;
+    FAIL() << "byte " << (bad - out.begin()) << " differs";
+  }
+}
+
 // Host-to-device copies of a few MiB and more run split over the device's
 // threads, each part's destination pages populated first: every byte lands
 // where it belongs for sizes around the split threshold and odd offsets,
@@ -346,7 +359,7 @@ TEST_F(CpuPluginTest, LargeHostToDeviceCopiesSplitOverThreads) {
   ASSERT_EQ(api_->stream_create(0, &stream_), TSR_OK);
   constexpr uint64_t kMiB = uint64_t{1} << 20;
   const uint64_t capacity = 14 * kMiB;
-  std::vector<uint8_t> src(capacity), out(capacity);
+  std::vector<uint8_t> src(capacity);
   for (uint64_t i = 0; i < capacity; ++i) src[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
   for (uint64_t size : {4 * kMiB - 1, 4 * kMiB, 4 * kMiB + 4095, 6 * kMiB + 7, 13 * kMiB + 1}) {
     for (uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{4096 + 64}, kMiB - 3}) {
@@ -359,17 +372,10 @@ TEST_F(CpuPluginTest, LargeHostToDeviceCopiesSplitOverThreads) {
         ASSERT_EQ(api_->copy_host_to_device(on_stream ? stream_ : nullptr, b, offset,
                                             src.data(), size),
                   TSR_OK);
-        ASSERT_EQ(api_->copy_device_to_host(on_stream ? stream_ : nullptr, out.data(), b, 0,
-                                            capacity),
-                  TSR_OK);
-        ASSERT_EQ(api_->stream_synchronize(stream_), TSR_OK);
         std::vector<uint8_t> want(capacity, 0x5A);
         std::copy(src.begin(), src.begin() + static_cast<int64_t>(size),
                   want.begin() + static_cast<int64_t>(offset));
-        if (out != want) {
-          const auto bad = std::mismatch(out.begin(), out.end(), want.begin()).first;
-          FAIL() << "byte " << (bad - out.begin()) << " differs";
-        }
+        ExpectBufferHolds(api_, b, on_stream ? stream_ : nullptr, stream_, want);
         EXPECT_EQ(api_->buffer_free(b), TSR_OK);
       }
     }
@@ -384,7 +390,7 @@ TEST_F(CpuPluginTest, LargeZeroFillsReadAsZerosAndKeepTheirNeighbours) {
   ASSERT_EQ(api_->stream_create(0, &stream_), TSR_OK);
   constexpr uint64_t kMiB = uint64_t{1} << 20;
   const uint64_t capacity = 12 * kMiB;
-  std::vector<uint8_t> pattern(capacity), out(capacity);
+  std::vector<uint8_t> pattern(capacity);
   for (uint64_t i = 0; i < capacity; ++i) pattern[i] = static_cast<uint8_t>(1 + i % 251);
   for (uint64_t size : {4 * kMiB - 1, 4 * kMiB + 4097, 11 * kMiB}) {
     for (uint64_t offset : {uint64_t{0}, uint64_t{3}, uint64_t{4096}, kMiB - 5}) {
@@ -395,21 +401,13 @@ TEST_F(CpuPluginTest, LargeZeroFillsReadAsZerosAndKeepTheirNeighbours) {
         ASSERT_EQ(api_->buffer_alloc(0, TSR_MEM_DEVICE, capacity, 0, &b), TSR_OK);
         ASSERT_EQ(api_->copy_host_to_device(nullptr, b, 0, pattern.data(), capacity), TSR_OK);
         ASSERT_EQ(api_->memset(on_stream ? stream_ : nullptr, b, offset, 0, size), TSR_OK);
-        ASSERT_EQ(api_->copy_device_to_host(on_stream ? stream_ : nullptr, out.data(), b, 0,
-                                            capacity),
-                  TSR_OK);
-        ASSERT_EQ(api_->stream_synchronize(stream_), TSR_OK);
         std::vector<uint8_t> want = pattern;
         std::fill(want.begin() + static_cast<int64_t>(offset),
                   want.begin() + static_cast<int64_t>(offset + size), 0);
-        if (out != want) {
-          const auto bad = std::mismatch(out.begin(), out.end(), want.begin()).first;
-          FAIL() << "byte " << (bad - out.begin()) << " differs";
-        }
+        ExpectBufferHolds(api_, b, on_stream ? stream_ : nullptr, stream_, want);
         // Written again after the discard: the new bytes stay.
         ASSERT_EQ(api_->copy_host_to_device(nullptr, b, 0, pattern.data(), capacity), TSR_OK);
-        ASSERT_EQ(api_->copy_device_to_host(nullptr, out.data(), b, 0, capacity), TSR_OK);
-        EXPECT_TRUE(out == pattern);
+        ExpectBufferHolds(api_, b, nullptr, stream_, pattern);
         EXPECT_EQ(api_->buffer_free(b), TSR_OK);
       }
     }

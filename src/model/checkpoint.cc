@@ -10,11 +10,11 @@
 #include <set>
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
 #include "base/bounded_json.h"
+#include "base/cpu_features.h"
 #include "base/logging.h"
 #include "gguf/block_decode.h"
 #include "gguf/gguf_reader.h"
@@ -110,16 +110,6 @@ __attribute__((target("avx2,f16c"))) void ConvertFloatsVector(const std::byte* s
   }
 }
 
-// AVX2 (which implies the OS saves ymm state) and F16C (CPUID.1:ECX bit
-// 29; read directly, as clang's __builtin_cpu_supports has no "f16c").
-bool HasAvx2F16c() {
-  static const bool has = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-    return __builtin_cpu_supports("avx2") && (ecx & (1u << 29)) != 0;
-  }();
-  return has;
-}
 #endif
 
 }  // namespace
@@ -132,7 +122,7 @@ void ConvertFloatElements(const std::byte* src, DType src_dtype, void* dst,
   }
 #if defined(__x86_64__) && defined(__GNUC__)
   if ((src_dtype == TSR_DTYPE_F16 || src_dtype == TSR_DTYPE_F32) &&
-      (dst_dtype == TSR_DTYPE_F32 || dst_dtype == TSR_DTYPE_BF16) && HasAvx2F16c()) {
+      (dst_dtype == TSR_DTYPE_F32 || dst_dtype == TSR_DTYPE_BF16) && HostHasAvx2() && HostHasF16c()) {
     ConvertFloatsVector(src, src_dtype, dst, dst_dtype, count);
     return;
   }
