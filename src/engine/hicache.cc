@@ -267,6 +267,7 @@ bool HiCache::GiveHostPages(kv::RadixNode* node,
 void HiCache::OnInserted(std::span<kv::RadixNode* const> path) {
   std::vector<kv::PageCopy> copies;
   std::vector<kv::RadixNode*> nodes;
+  std::vector<size_t> key_lengths;
   for (kv::RadixNode* n : path) {
     if (!n->on_device() || n->on_host() || n->loading()) continue;
     const bool now =
@@ -276,11 +277,26 @@ void HiCache::OnInserted(std::span<kv::RadixNode* const> path) {
     if (!now || !GiveHostPages(n, copies)) continue;
     cache_.IncLockRef(n);
     nodes.push_back(n);
+    key_lengths.push_back(n->key().size());
   }
   if (nodes.empty()) return;
   const uint64_t id =
       transfer_->Submit(kv::TransferDirection::kBackup, std::move(copies));
-  pending_[{kBackup, id}] = Pending{kv::TransferDirection::kBackup, nodes};
+  pending_[{kBackup, id}] =
+      Pending{kv::TransferDirection::kBackup, nodes, std::move(key_lengths)};
+}
+
+std::vector<kv::RadixNode*> HiCache::SplitParts(kv::RadixNode* node,
+                                                size_t length) {
+  std::vector<kv::RadixNode*> parts;
+  size_t covered = 0;
+  for (kv::RadixNode* n = node; n != nullptr && covered < length;
+       n = const_cast<kv::RadixNode*>(n->parent())) {
+    parts.push_back(n);
+    covered += n->key().size();
+  }
+  std::reverse(parts.begin(), parts.end());  // storage gets prefixes first
+  return parts;
 }
 
 void HiCache::OnMatched(kv::RadixNode* last) {
@@ -333,7 +349,7 @@ bool HiCache::StartLoad(std::span<const int32_t> tokens) {
       host_hit_tokens_ += static_cast<int64_t>(copies.size()) * ps;
       const uint64_t id =
           transfer_->Submit(kv::TransferDirection::kLoad, std::move(copies));
-      pending_[{kLoad, id}] = Pending{kv::TransferDirection::kLoad, nodes};
+      pending_[{kLoad, id}] = Pending{kv::TransferDirection::kLoad, nodes, {}};
       started = true;
     }
   }
@@ -350,10 +366,18 @@ void HiCache::Apply(const kv::TransferDone& done) {
     if (p.direction == kv::TransferDirection::kLoad) cache_.SetLoading(n, false);
     (void)cache_.DecLockRef(n);
   }
-  if (done.status.ok()) {
-    if (p.direction == kv::TransferDirection::kBackup) {
-      for (const kv::RadixNode* n : p.nodes) WriteToStorage(n);
+  // A backed-up node may have been split since: its parts above it hold
+  // host pages this job filled.
+  std::vector<kv::RadixNode*> backed_up;
+  if (p.direction == kv::TransferDirection::kBackup) {
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      for (kv::RadixNode* part : SplitParts(p.nodes[i], p.key_lengths[i])) {
+        backed_up.push_back(part);
+      }
     }
+  }
+  if (done.status.ok()) {
+    for (const kv::RadixNode* n : backed_up) WriteToStorage(n);
     return;
   }
   ++transfer_failures_;
@@ -363,7 +387,7 @@ void HiCache::Apply(const kv::TransferDone& done) {
                                                            : "backup to host",
                done.status.ToString());
   if (p.direction == kv::TransferDirection::kBackup) {
-    for (kv::RadixNode* n : p.nodes) {
+    for (kv::RadixNode* n : backed_up) {
       (void)cache_.DropHostCopy(
           n, [this](std::span<const int32_t> pages) { FreeHostPages(pages); });
     }

@@ -151,7 +151,16 @@ class HiCache {
   struct Pending {
     kv::TransferDirection direction;
     std::vector<kv::RadixNode*> nodes;  // locked by the job (last: loads)
+    // Backups: each node's key length when the job was submitted. A node
+    // split meanwhile (an insert or match through it) keeps only its deeper
+    // part; the parts above it, up to this length, were copied by the same
+    // job (SplitParts).
+    std::vector<size_t> key_lengths;
   };
+  // `node` and the ancestors split off it since its key was `length`
+  // tokens long, root side first: the nodes holding those tokens now.
+  static std::vector<kv::RadixNode*> SplitParts(kv::RadixNode* node,
+                                                size_t length);
 
   HiCache(kv::KvPool& device_pool, kv::RadixCache& cache,
           const HiCacheOptions& options)

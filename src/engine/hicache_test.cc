@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "engine/engine_test_fixture.h"
+#include "kv/kv_pool.h"
+#include "kv/radix_cache.h"
+#include "runtime/runtime.h"
 #include "testing/redis_server.h"
 
 namespace tessera::engine {
@@ -335,6 +338,72 @@ TEST_F(StorageTierTest, ASecondServerHitsWhatTheFirstPutInRedis) {
     EXPECT_GE(b[i].last.cached_tokens, 32) << i;
   }
   EXPECT_GE(engine_->Stats().storage_hit_tokens_total, 96);
+}
+
+// A node split between its backup's submission and the ack (a request
+// sharing part of its prefix inserts meanwhile) keeps only its deeper half
+// as the job's node; every page the job copied still reaches storage, so a
+// second server finds the whole prefix (the part above the split was lost
+// before: e2e HiCacheServeTest.TwoServersShareOneRedis, on a loaded machine).
+TEST_F(StorageTierTest, ABackupSplitBeforeItsAckStillStoresEveryPage) {
+  auto config = runtime::RuntimeConfig::FromEnvironment();
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto rt = runtime::Runtime::Create(*config);
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  runtime::Device& device = (*rt)->device(0);
+  kv::KvPoolOptions po;
+  po.num_layers = 2;
+  po.num_kv_heads = 2;
+  po.head_dim = 4;
+  po.dtype = TSR_DTYPE_F32;
+  po.page_size = 2;
+  po.capacity_tokens = 32;
+  HiCacheOptions ho = FileTier().hicache;
+  ho.ratio = 2;
+  const int32_t ps = po.page_size;
+  // Slots of `pages` fresh device pages, page-contiguous.
+  auto slots_of = [&](kv::KvPool& pool, int64_t pages) {
+    std::vector<int32_t> got, slots;
+    EXPECT_TRUE(pool.AllocatePages(pages, got).ok());
+    for (int32_t p : got) {
+      for (int32_t j = 0; j < ps; ++j) slots.push_back(p * ps + j);
+    }
+    return slots;
+  };
+  const std::vector<int32_t> a = {5, 6, 7, 8, 9, 10, 11, 12};  // 4 pages
+  const std::vector<int32_t> b = {5, 6, 7, 8, 20, 21, 22, 23};  // shares 2
+  {
+    auto pool = kv::KvPool::Create(device, po);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    kv::RadixCache cache({.page_size = ps});
+    auto hc = HiCache::Create(device, **pool, cache, ho);
+    ASSERT_TRUE(hc.ok()) << hc.status().ToString();
+    std::vector<kv::RadixNode*> path;
+    ASSERT_TRUE(cache.Insert(a, slots_of(**pool, 4), &path).ok());
+    (*hc)->OnInserted(path);  // a's backup in flight, not acknowledged
+    path.clear();
+    const std::vector<int32_t> b_slots = slots_of(**pool, 4);
+    auto already = cache.Insert(b, b_slots, &path);  // splits a's node
+    ASSERT_TRUE(already.ok());
+    EXPECT_EQ(*already, 4);
+    (*hc)->OnInserted(path);
+    (*hc)->Drain();
+    (*hc)->DrainStorage();
+    EXPECT_EQ((*hc)->Stats().storage.pages_written, 4 + 2);
+    EXPECT_EQ((*hc)->Stats().transfer_failures, 0);
+    ASSERT_TRUE(cache.CheckIntegrity().ok());
+    ASSERT_TRUE((*hc)->CheckIntegrity().ok());
+  }
+  // A second server over the same storage: a's whole prefix comes back.
+  auto pool = kv::KvPool::Create(device, po);
+  ASSERT_TRUE(pool.ok());
+  kv::RadixCache cache({.page_size = ps});
+  auto hc = HiCache::Create(device, **pool, cache, ho);
+  ASSERT_TRUE(hc.ok());
+  EXPECT_TRUE((*hc)->StartLoad(a));  // waits for the prefetch
+  (*hc)->DrainStorage();
+  EXPECT_EQ(cache.MatchPrefix(a, /*record_stats=*/false).host_length, 8);
+  EXPECT_EQ((*hc)->Stats().storage_hit_tokens, 8);
 }
 
 TEST_F(StorageTierTest, RequestsCompleteWhenRedisGoesAway) {
