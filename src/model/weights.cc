@@ -15,6 +15,9 @@ namespace tessera::model {
 namespace {
 
 constexpr int64_t kChunkElements = int64_t{1} << 21;  // conversion staging
+// Rows a core decodes to f32 before quantising them: staging that stays in
+// its L2 (K = 3072: 192 KiB).
+constexpr int64_t kRowsPerPass = 16;
 
 // Runs fn(begin, end) over [0, rows) split into one contiguous range per
 // host core (at most 8; one range when the work is small). Decoding,
@@ -183,13 +186,17 @@ class ModelWeights::Loader {
       }
       (scales ? weight.scale : weight.buffer) = std::move(buffer).value();
     }
-    // Rows per block: about kChunkElements floats of staging.
-    const int64_t block = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(k, 1));
-    std::vector<float> rows_f32;
-    std::vector<int8_t> rows_q;
-    std::vector<float> rows_s;
-    std::vector<uint16_t> rows_s16;  // int4's f16 scales
-    int64_t row0 = 0;
+    // Rows per block: about upload_block_bytes of quantised weight, so an
+    // upload (the cpu plugin's copies of 4 MiB and more) is split over the
+    // device's threads with its pages populated at once rather than
+    // faulted in one at a time.
+    const int64_t block_bytes = std::max<int64_t>(1, options_.upload_block_bytes);
+    const int64_t block = std::max<int64_t>(1, block_bytes / std::max<int64_t>(row_bytes, 1));
+    std::vector<int8_t>& rows_q = rows_q_;
+    std::vector<float>& rows_s = rows_s_;
+    std::vector<uint16_t>& rows_s16 = rows_s16_;  // int4's f16 scales
+    int64_t row0 = 0;         // the part's first row in the weight
+    int64_t staged_from = 0;  // the weight's first row not yet uploaded
     for (const Part& part : parts) {
       // Whole rows of GGUF Q4_0 blocks load as they are (the same layout).
       const bool raw_q4_0 = int4 && part.ref.raw_q4_0() && part.cols == part.width;
@@ -200,12 +207,17 @@ class ModelWeights::Loader {
                             part.ref.raw_q8_0() && part.cols == part.width;
       for (int64_t r = 0; r < part.rows; r += block) {
         const int64_t nr = std::min(block, part.rows - r);
-        rows_q.resize(static_cast<size_t>(nr * row_bytes));
+        // This block's rows in the staging, after those not yet uploaded.
+        const int64_t at = row0 + r - staged_from;
+        rows_q.resize(static_cast<size_t>((at + nr) * row_bytes));
         if (int4) {
-          rows_s16.resize(static_cast<size_t>(nr * groups));
+          rows_s16.resize(static_cast<size_t>((at + nr) * groups));
         } else {
-          rows_s.resize(static_cast<size_t>(nr * groups));
+          rows_s.resize(static_cast<size_t>((at + nr) * groups));
         }
+        int8_t* const q_at = rows_q.data() + at * row_bytes;
+        float* const s_at = int4 ? nullptr : rows_s.data() + at * groups;
+        uint16_t* const s16_at = int4 ? rows_s16.data() + at * groups : nullptr;
         if (raw_q4_0) {
           // Each block's f16 scale and 16 bytes of nibbles split, nothing
           // decoded.
@@ -213,10 +225,10 @@ class ModelWeights::Loader {
           constexpr size_t kNibbleBytes = kInt4GroupSize / 2;
           const std::byte* src =
               part.ref.data() + static_cast<size_t>((part.row0 + r) * groups) * block_bytes;
-          auto* q = reinterpret_cast<uint8_t*>(rows_q.data());
+          auto* q = reinterpret_cast<uint8_t*>(q_at);
           for (int64_t b = 0; b < nr * groups; ++b) {
             const std::byte* blk = src + b * block_bytes;
-            std::memcpy(&rows_s16[b], blk, sizeof(uint16_t));
+            std::memcpy(&s16_at[b], blk, sizeof(uint16_t));
             std::memcpy(q + b * kNibbleBytes, blk + sizeof(uint16_t), kNibbleBytes);
           }
         } else if (raw_q8_0) {
@@ -229,33 +241,44 @@ class ModelWeights::Loader {
               const std::byte* blk = src + b * kBlockBytes;
               uint16_t d = 0;
               std::memcpy(&d, blk, sizeof(d));
-              rows_s[b] = F16ToFloat(d);
-              std::memcpy(rows_q.data() + b * kWeights, blk + sizeof(d), kWeights);
+              s_at[b] = F16ToFloat(d);
+              std::memcpy(q_at + b * kWeights, blk + sizeof(d), kWeights);
             }
           });
         } else {
-          rows_f32.resize(static_cast<size_t>(nr * k));
-          ConvertRows(part, r, nr, TSR_DTYPE_F32, rows_f32.data());
+          // Each core decodes kRowsPerPass rows to f32 and quantises them
+          // while they are in its cache.
           ParallelRows(nr, k, [&](int64_t begin, int64_t end) {
-            if (int4) {
-              QuantizeInt4Rows(rows_f32.data() + begin * k, end - begin, k,
-                               reinterpret_cast<uint8_t*>(rows_q.data()) + begin * row_bytes,
-                               rows_s16.data() + begin * groups);
-            } else {
-              QuantizeInt8Rows(rows_f32.data() + begin * k, end - begin, k,
-                               weight.group_size, rows_q.data() + begin * k,
-                               rows_s.data() + begin * groups);
+            std::vector<float> f32(static_cast<size_t>(std::min(kRowsPerPass, end - begin) * k));
+            for (int64_t i = begin; i < end; i += kRowsPerPass) {
+              const int64_t n_rows = std::min(kRowsPerPass, end - i);
+              part.ref.ReadRows(part.row0 + r + i, n_rows, part.col0, part.cols,
+                                TSR_DTYPE_F32, f32.data());
+              if (int4) {
+                QuantizeInt4Rows(f32.data(), n_rows, k,
+                                 reinterpret_cast<uint8_t*>(q_at) + i * row_bytes,
+                                 s16_at + i * groups);
+              } else {
+                QuantizeInt8Rows(f32.data(), n_rows, k, weight.group_size,
+                                 q_at + i * k, s_at + i * groups);
+              }
             }
           });
         }
+        // Upload once the staging holds a block's bytes (blocks of the
+        // stacked parts gather: q, k and v are a few MiB each) or the
+        // weight is complete.
+        const int64_t staged = at + nr;
+        if (staged * row_bytes < block_bytes && row0 + r + nr < n) continue;
         Status status = weight.buffer->CopyFromHost(
-            static_cast<uint64_t>((row0 + r) * row_bytes), rows_q.data(), nr * row_bytes);
+            static_cast<uint64_t>(staged_from * row_bytes), rows_q.data(), staged * row_bytes);
         if (status.ok()) {
           status = weight.scale->CopyFromHost(
-              static_cast<uint64_t>((row0 + r) * groups) * scale_size,
+              static_cast<uint64_t>(staged_from * groups) * scale_size,
               int4 ? static_cast<const void*>(rows_s16.data()) : rows_s.data(),
-              nr * groups * scale_size);
+              staged * groups * scale_size);
         }
+        staged_from += staged;
         if (!status.ok()) {
           return status.WithContext(fmt::format("uploading {} {} from {}",
                                                 int4 ? "4-bit" : "int8",
@@ -308,6 +331,11 @@ class ModelWeights::Loader {
   const uint64_t total_bytes_;
   uint64_t done_bytes_ = 0;
   std::vector<std::byte> staging_;
+  // QuantizedStack's upload staging, kept across weights (a fresh vector
+  // per weight would be a fresh zeroed mapping, faulted in page by page).
+  std::vector<int8_t> rows_q_;
+  std::vector<float> rows_s_;
+  std::vector<uint16_t> rows_s16_;
 };
 
 StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(

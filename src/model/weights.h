@@ -115,6 +115,10 @@ struct WeightLoadOptions {
   bool skip_lm_head = false;
   // Called after each tensor: (source bytes read so far, total).
   std::function<void(uint64_t, uint64_t)> progress;
+  // Quantised weights are uploaded in pieces of about this many bytes (at
+  // least the cpu plugin's 4 MiB for a parallel, pre-populated copy); tests
+  // make it small to split weights and their stacked parts anywhere.
+  int64_t upload_block_bytes = int64_t{8} << 20;
 };
 
 class ModelWeights {

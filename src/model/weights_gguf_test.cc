@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "gguf/convert.h"
+#include "model/arch_registry.h"
 #include "model/model_runner.h"
+#include "model/weights.h"
 #include "model/runner_test_util.h"
 #include "model/test_util.h"
 
@@ -86,6 +88,63 @@ TEST_P(Q8_0WeightsTest, Int8Group32HoldsTheFilesNumbers) {
     qkv.insert(qkv.end(), rows.begin(), rows.end());
   }
   EXPECT_EQ(Dequantized(l0.qkv), qkv);
+}
+
+// Quantised weights are uploaded in blocks gathered across their stacked
+// parts (q, k and v; gate and up). Whatever the block size — one that cuts
+// inside a part, across parts, or holds the whole weight — the device
+// holds the same bytes, on every quantised path: GGUF Q8_0 blocks as they
+// are, and F32 rows quantised to int8 and to 4 bits.
+TEST(QuantizedUploadTest, BlockSizeChangesNoByte) {
+  ScratchDir dir;
+  auto folder = testing::MakeCheckpoint(dir.File("model"), Architecture::kQwen3, TSR_DTYPE_F32);
+  ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+  const std::string file = dir.File("model.gguf");
+  ASSERT_TRUE(gguf::ConvertCheckpointToGguf(dir.File("model"), file,
+                                            gguf::TensorType::kQ8_0).ok());
+  auto rt = testing::CreateRuntime();
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  runtime::Device& device = (*rt)->device(0);
+  // Every byte of a weight's values and scales.
+  auto bytes_of = [](const DeviceWeight& w) {
+    std::vector<uint8_t> out(w.buffer->size() + w.scale->size());
+    EXPECT_TRUE(w.buffer->CopyToHost(out.data(), 0, w.buffer->size()).ok());
+    EXPECT_TRUE(w.scale->CopyToHost(out.data() + w.buffer->size(), 0, w.scale->size()).ok());
+    return out;
+  };
+  struct Case {
+    std::string path;
+    WeightQuantization quantization;
+  };
+  for (const Case& c : {Case{file, WeightQuantization::kInt8},
+                        Case{dir.File("model"), WeightQuantization::kInt8},
+                        Case{dir.File("model"), WeightQuantization::kInt4}}) {
+    auto checkpoint = Checkpoint::Open(c.path);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
+    auto arch = ArchitectureForConfig((*checkpoint)->config());
+    ASSERT_TRUE(arch.ok());
+    std::vector<std::vector<uint8_t>> reference;
+    for (int64_t block : {int64_t{8} << 20, int64_t{1}, int64_t{100}, int64_t{1000}}) {
+      WeightLoadOptions o;
+      o.quantization = c.quantization;
+      o.int8_group_size = 32;
+      o.upload_block_bytes = block;
+      auto w = ModelWeights::Load(device, **checkpoint, **arch, o);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      const LayerWeights& l0 = (*w)->layer(0);
+      std::vector<std::vector<uint8_t>> got;
+      for (const DeviceWeight* dw : {&l0.qkv, &l0.o_proj, &l0.gate_up, &l0.down,
+                                     &(*w)->lm_head()}) {
+        ASSERT_TRUE(dw->quantized()) << c.path;
+        got.push_back(bytes_of(*dw));
+      }
+      if (reference.empty()) {
+        reference = got;
+      } else {
+        EXPECT_EQ(got, reference) << c.path << " with blocks of " << block << " bytes";
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, Q8_0WeightsTest,
