@@ -16,6 +16,7 @@
 #include "engine/engine_test_fixture.h"
 #include "kv/kv_pool.h"
 #include "kv/radix_cache.h"
+#include "model/runner_test_util.h"
 #include "runtime/runtime.h"
 #include "testing/redis_server.h"
 
@@ -346,9 +347,7 @@ TEST_F(StorageTierTest, ASecondServerHitsWhatTheFirstPutInRedis) {
 // second server finds the whole prefix (the part above the split was lost
 // before: e2e HiCacheServeTest.TwoServersShareOneRedis, on a loaded machine).
 TEST_F(StorageTierTest, ABackupSplitBeforeItsAckStillStoresEveryPage) {
-  auto config = runtime::RuntimeConfig::FromEnvironment();
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto rt = runtime::Runtime::Create(*config);
+  auto rt = model::testing::CreateRuntime();
   ASSERT_TRUE(rt.ok()) << rt.status().ToString();
   runtime::Device& device = (*rt)->device(0);
   kv::KvPoolOptions po;
