@@ -4,7 +4,10 @@
 // The driver around the per-ISA block kernels (ops_linear_kernels.h; the
 // path is the one InitPlugin chose, cpu_isa.h):
 //  - x is made contiguous once per call: kept as bf16 when the path has a
-//    bf16 x bf16 kernel (bf16 x and bf16 w), else converted to f32.
+//    bf16 x bf16 kernel (bf16 x and bf16 w) and the call uses it (always
+//    for decode-sized calls; for prefill-sized ones only where vdpbf16ps
+//    out-runs f32 FMAs on this chip, bf16_gemm_choice.h), else converted
+//    to f32.
 //    Weights are never converted in memory; kernels widen them in registers.
 //  - The row blocks, work items and output rounding are the shared linear
 //    driver's (ops_linear_driver.h): for decode every thread streams its
@@ -14,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bf16_gemm_choice.h"
 #include "cpu_isa.h"
 #include "ops.h"
 #include "ops_common.h"
@@ -64,7 +68,8 @@ Status LinearImpl(const OpCall& call, ExecContext& ctx) {
   if (call.in[0].dim(0) == 0 || call.in[1].dim(0) == 0) return OkStatus();
   const LinearKernels& kernels = LinearKernelsFor(ActiveCpuIsa());
   if constexpr (std::is_same_v<A, Bf16> && std::is_same_v<W, Bf16>) {
-    if (kernels.bf16_bf16 != nullptr) {
+    const bool prefill = call.in[0].dim(0) >= kBf16GemmMinRows;
+    if (kernels.bf16_bf16 != nullptr && (!prefill || ActiveBf16Gemm() == Bf16Gemm::kDpbf16)) {
       return LinearWith<A, W, uint16_t>(call, ctx, kernels.bf16_bf16);
     }
   }

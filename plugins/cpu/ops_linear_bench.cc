@@ -5,9 +5,12 @@
 // TESSERA_CPU_ISA picks another), against the references of the same run:
 //
 //  - BM_Linear: the kernel ops_linear.cc runs for bf16 x bf16 on the path
-//    (bf16_bf16 where the path has it, else f32_bf16 on x widened to f32
-//    once), driven as ops_linear.cc drives it: rows in blocks of ~1 MiB of
-//    x, items of 64 weight rows handed to a ThreadPool of `threads`.
+//    (bf16_bf16 where the path has it and, at prefill-sized T, where
+//    bf16_gemm=auto picks vdpbf16ps on this chip; else f32_bf16 on x
+//    widened to f32 once), driven as ops_linear.cc drives it: rows in
+//    blocks of ~1 MiB of x, items of 64 weight rows handed to a ThreadPool
+//    of `threads`. On the avx512bf16 path, gemm:1 and gemm:2 rows force
+//    each of its two prefill GEMMs (bf16_gemm_choice.h) at T = 512.
 //  - BM_LinearW8A8 (kind 0: linear v3, int8 weights with an f32 scale per
 //    32, Q8_0's numbers; kind 1: linear v4, 4-bit weights packed as Q4_0
 //    with f16 scales): the path's w8a8 table (ops_linear_w8a8_kernels.h)
@@ -30,6 +33,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <new>
@@ -39,6 +43,7 @@
 
 #include <sys/mman.h>
 
+#include "bf16_gemm_choice.h"
 #include "cpu_isa.h"
 #include "cpu_peak_flops.h"
 #include "ops_linear_kernels.h"
@@ -69,15 +74,26 @@ CpuIsa ChosenIsa() {
   return isa;
 }
 
-// The path's peak on `threads` threads, measured on first use.
-double PeakGflops(int threads) {
-  static std::map<int, double> peaks;
-  auto it = peaks.find(threads);
+// The peak of `isa`'s loop on `threads` threads, measured on first use.
+double PeakGflops(int threads, CpuIsa isa = ChosenIsa()) {
+  static std::map<std::pair<int, CpuIsa>, double> peaks;
+  auto it = peaks.find({threads, isa});
   if (it == peaks.end()) {
     ThreadPool pool(threads);
-    it = peaks.emplace(threads, MeasurePeakGflops(ChosenIsa(), pool)).first;
+    it = peaks.emplace(std::pair{threads, isa}, MeasurePeakGflops(isa, pool)).first;
   }
   return it->second;
+}
+
+// The bf16 prefill GEMM as the plugin's bf16_gemm=auto picks it on this
+// CPU (bf16_gemm_choice.h), measured on first use.
+const Bf16GemmChoice& AutoBf16Gemm() {
+  static const Bf16GemmChoice choice = [] {
+    Bf16GemmChoice c;
+    (void)ResolveBf16Gemm("auto", ChosenIsa(), &c);
+    return c;
+  }();
+  return choice;
 }
 
 float Bf16BitsToF32(uint16_t v) {
@@ -132,10 +148,12 @@ class LoopClock {
   std::chrono::steady_clock::time_point t0_;
 };
 
+// peak_isa: the path whose multiply-add loop the kernel's flops are held
+// against (the f32 GEMM of the avx512bf16 path runs avx512 FMAs).
 void Report(benchmark::State& state, const Shape& s, int64_t t_count, double seconds,
-            const std::string& who, double weight_bytes) {
+            const std::string& who, double weight_bytes, CpuIsa peak_isa = ChosenIsa()) {
   const double gflops = 2.0 * t_count * s.k * s.n * 1e-9 * state.iterations() / seconds;
-  const double peak = PeakGflops(static_cast<int>(state.range(2)));
+  const double peak = PeakGflops(static_cast<int>(state.range(2)), peak_isa);
   state.SetLabel(std::string(s.name) + " [" + who + "]");
   state.counters["GFLOP/s"] = gflops;
   state.counters["peak_GFLOP/s"] = peak;
@@ -171,19 +189,35 @@ void DriveKernel(LinearBlockFn<XT, uint16_t> kernel, const XT* x, const uint16_t
   }
 }
 
-// args: shape index, T, threads.
+// args: shape index, T, threads, gemm (0: what ops_linear.cc runs, with
+// bf16_gemm=auto; on the avx512bf16 path also 1: vdpbf16ps, 2: f32 FMA
+// for prefill-sized T, both forced).
 void BM_Linear(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
-  const int64_t t_count = state.range(1), k = s.k, n = s.n;
+  const int64_t t_count = state.range(1), k = s.k, n = s.n, gemm = state.range(3);
   const CpuIsa isa = ChosenIsa();
   const LinearKernels& kernels = LinearKernelsFor(isa);
+  if (gemm != 0 && isa != CpuIsa::kAvx512Bf16) {
+    state.SkipWithError("gemm 1/2 compare the avx512bf16 path's two prefill GEMMs");
+    return;
+  }
   ThreadPool pool(static_cast<int>(state.range(2)));
   Operands op(t_count, k, n);
   std::vector<uint16_t> y(t_count * n);
   std::string who = std::string(CpuIsaName(isa));
-  PeakGflops(static_cast<int>(state.range(2)));  // measured before the clock starts
+  bool dpbf16 = kernels.bf16_bf16 != nullptr;
+  if (dpbf16 && t_count >= kBf16GemmMinRows) {
+    const Bf16GemmChoice& choice = AutoBf16Gemm();
+    dpbf16 = gemm == 0 ? choice.gemm == Bf16Gemm::kDpbf16 : gemm == 1;
+    char note[96];
+    std::snprintf(note, sizeof(note), " (%s; auto: vdpbf16ps %.2fx FMA)",
+                  gemm == 0 ? "auto" : "forced", choice.dpbf16_over_fma);
+    who += note;
+  }
+  const CpuIsa peak_isa = dpbf16 || isa != CpuIsa::kAvx512Bf16 ? isa : CpuIsa::kAvx512;
+  PeakGflops(static_cast<int>(state.range(2)), peak_isa);  // measured before the clock starts
   LoopClock clock;
-  if (kernels.bf16_bf16 != nullptr) {
+  if (dpbf16) {
     who += " bf16_bf16";
     for (auto _ : state) {
       DriveKernel(kernels.bf16_bf16, op.x.data(), op.w.data(), t_count, k, n, pool, y.data());
@@ -199,7 +233,7 @@ void BM_Linear(benchmark::State& state) {
       benchmark::DoNotOptimize(y.data());
     }
   }
-  Report(state, s, t_count, clock.Seconds(), who, 2.0 * k * n);
+  Report(state, s, t_count, clock.Seconds(), who, 2.0 * k * n, peak_isa);
 }
 
 // args: shape index, T, threads, kind (0: int8 weights, f32 scales per 32;
@@ -292,7 +326,24 @@ void Args(benchmark::internal::Benchmark* b) {
   }
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
-BENCHMARK(BM_Linear)->Apply(Args);
+
+void ArgsLinear(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"shape", "T", "threads", "gemm"});
+  for (int64_t s = 0; s < 5; ++s) {
+    for (int64_t t : {1, 8, 512}) {
+      if (s == 4 && t == 512) continue;
+      b->Args({s, t, 2, 0});
+    }
+  }
+  // Both prefill GEMMs of the avx512bf16 path, forced, beside the choice.
+  if (ChosenIsa() == CpuIsa::kAvx512Bf16) {
+    for (int64_t gemm : {1, 2}) {
+      for (int64_t s = 0; s < 4; ++s) b->Args({s, 512, 2, gemm});
+    }
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_Linear)->Apply(ArgsLinear);
 
 void ArgsW8A8(benchmark::internal::Benchmark* b) {
   b->ArgNames({"shape", "T", "threads", "kind"});

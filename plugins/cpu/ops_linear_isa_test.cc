@@ -28,10 +28,13 @@ class LinearIsaTest : public CpuPluginTest {
  protected:
   // Inits with isa=`isa`, runs `c` on seeded data, reads y, shuts down.
   // Returns false (and leaves `y` empty) when init refuses the path.
+  // `bf16_gemm`: the option of that name, or empty for its default.
   bool RunOnce(const std::string& isa, const LinearCase& c, std::vector<double>* y,
-               std::vector<double>* expected = nullptr) {
+               std::vector<double>* expected = nullptr, const std::string& bf16_gemm = "") {
     y->clear();
-    tsr_status status = InitWith({{"threads", "2"}, {"isa", isa}});
+    std::vector<std::pair<std::string, std::string>> options = {{"threads", "2"}, {"isa", isa}};
+    if (!bf16_gemm.empty()) options.push_back({"bf16_gemm", bf16_gemm});
+    tsr_status status = InitWith(options);
     if (status != TSR_OK) {
       EXPECT_EQ(status, TSR_ERR_UNSUPPORTED) << api_->last_error();
       return false;
@@ -79,10 +82,17 @@ class LinearIsaTest : public CpuPluginTest {
     const double k_scale = std::sqrt(static_cast<double>(c.k) + 1.0);
     ExpectNear(ref, expected, (f32 ? 1e-5 : 1e-3) * k_scale, f32 ? 1e-5 : 1e-2);
     int ran = 0;
-    for (const char* isa : {"avx2", "avx512", "avx512bf16"}) {
-      SCOPED_TRACE(isa);
+    // avx512bf16 with each of its prefill GEMMs forced (bf16_gemm_choice.h)
+    // as well as with the one this chip picks.
+    const std::pair<const char*, const char*> paths[] = {{"avx2", ""},
+                                                         {"avx512", ""},
+                                                         {"avx512bf16", ""},
+                                                         {"avx512bf16", "dpbf16"},
+                                                         {"avx512bf16", "f32"}};
+    for (auto [isa, bf16_gemm] : paths) {
+      SCOPED_TRACE(::testing::Message() << isa << " bf16_gemm=" << bf16_gemm);
       std::vector<double> y;
-      if (!RunOnce(isa, c, &y)) continue;
+      if (!RunOnce(isa, c, &y, nullptr, bf16_gemm)) continue;
       ++ran;
       // Sums in another order, rounded once more to bf16 for bf16 outputs.
       ExpectNear(y, ref, (f32 ? 1e-5 : 1e-3) * k_scale, f32 ? 1e-5 : 1.6e-2);
@@ -146,6 +156,19 @@ TEST_F(LinearIsaTest, ChosenPathIsInTheDeviceName) {
   ASSERT_EQ(status, TSR_OK) << api_->last_error();
   ASSERT_EQ(api_->device_properties(0, &props), TSR_OK) << api_->last_error();
   EXPECT_THAT(std::string(props.name), ::testing::HasSubstr("[scalar]"));
+}
+
+TEST_F(LinearIsaTest, Bf16GemmOptionIsChecked) {
+  EXPECT_EQ(InitWith({{"bf16_gemm", "amx"}}), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(api_->last_error(), ::testing::HasSubstr("use auto, dpbf16 or f32"));
+  // vdpbf16ps panels exist only on the avx512bf16 path; f32 and auto are
+  // valid on every path (they change nothing where there is no bf16 kernel).
+  EXPECT_EQ(InitWith({{"isa", "scalar"}, {"bf16_gemm", "dpbf16"}}), TSR_ERR_UNSUPPORTED);
+  EXPECT_THAT(api_->last_error(), ::testing::HasSubstr("needs the avx512bf16 kernel path"));
+  for (const char* value : {"auto", "f32"}) {
+    ASSERT_EQ(InitWith({{"isa", "scalar"}, {"bf16_gemm", value}}), TSR_OK) << api_->last_error();
+    Shutdown();
+  }
 }
 
 TEST_F(LinearIsaTest, UnknownPathFailsInit) {

@@ -10,7 +10,7 @@ namespace tessera::cpu {
 namespace {
 
 constexpr const char* kKnownKeys =
-    "threads, devices, isa, comm_timeout_ms, cpusets, fabric_rings, huge_pages";
+    "threads, devices, isa, bf16_gemm, comm_timeout_ms, cpusets, fabric_rings, huge_pages";
 
 // "0-3,8" -> {0, 1, 2, 3, 8} (CPUs, or device indices for fabric_rings);
 // '+' separates items too ("0+4+8"), for TESSERA_PLUGIN_OPTIONS, whose
@@ -69,6 +69,8 @@ Status ParseOptions(const tsr_init_args* args, int default_threads, Options* out
       options.huge_pages = on != 0;
     } else if (key == "isa") {
       options.isa = value;
+    } else if (key == "bf16_gemm") {
+      options.bf16_gemm = value;
     } else {
       return InvalidArgument("unknown option '", key, "'; the cpu plugin knows: ", kKnownKeys);
     }

@@ -7,6 +7,11 @@
 //   isa=NAME    kernel path: scalar, avx2, avx512 or avx512bf16 (default:
 //               the TESSERA_CPU_ISA environment variable, else the best
 //               path the CPU supports; see cpu_isa.h). Resolved by init.
+//   bf16_gemm=auto|dpbf16|f32  the GEMM of prefill-sized bf16 x bf16
+//               linear calls on the avx512bf16 path: vdpbf16ps panels, or
+//               x widened to f32 and FMA panels; auto (default) measures
+//               which is faster on this chip (bf16_gemm_choice.h).
+//               Resolved by init.
 //   cpusets=L0;L1;...  pins virtual device i's threads (its pool and its
 //               streams' workers) to the CPUs of list Li ("0-3,8" or
 //               "0-3+8": '+' also separates items); one
@@ -39,6 +44,7 @@ struct Options {
   int threads = 0;  // 0 until parsed: then >= 1
   int devices = 1;
   std::string isa;  // as given; empty = not given
+  std::string bf16_gemm;  // as given; empty = not given (auto)
   int comm_timeout_ms = 60000;
   bool huge_pages = false;
   // fabric_rings: the device lists (empty: every device reaches every one).

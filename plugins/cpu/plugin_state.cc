@@ -1,6 +1,7 @@
 #include "plugin_state.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -19,6 +20,22 @@ std::atomic<PluginState*> g_state{nullptr};
 // threads running code that is about to be unmapped.
 __attribute__((destructor)) void ShutdownAtUnload() {
   if (g_state.load() != nullptr) (void)ShutdownPlugin();
+}
+
+// The init log line's note on the bf16 prefill GEMM (avx512bf16 only).
+std::string Bf16GemmNote(CpuIsa isa, const Bf16GemmChoice& choice) {
+  if (isa != CpuIsa::kAvx512Bf16) return "";
+  std::string note = StrCat(", bf16 prefill GEMM ",
+                            choice.gemm == Bf16Gemm::kDpbf16 ? "vdpbf16ps" : "f32 FMA");
+  if (choice.dpbf16_over_fma > 0) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof(ratio), "%.2f", choice.dpbf16_over_fma);
+    note += StrCat(" (vdpbf16ps measured ", ratio,
+                   "x the flops of an FMA here; bf16_gemm=dpbf16|f32 to force)");
+  } else {
+    note += " (bf16_gemm option)";
+  }
+  return note;
 }
 
 }  // namespace
@@ -75,6 +92,7 @@ Status InitPlugin(const tsr_init_args* args) {
     TSR_CPU_RETURN_IF_ERROR(
         ResolveCpuIsa(env != nullptr ? env : "", "TESSERA_CPU_ISA", &state->isa));
   }
+  TSR_CPU_RETURN_IF_ERROR(ResolveBf16Gemm(options.bf16_gemm, state->isa, &state->bf16_gemm));
   state->threads = options.threads;
   state->comm_timeout_ms = options.comm_timeout_ms;
   state->huge_pages = options.huge_pages;
@@ -107,8 +125,10 @@ Status InitPlugin(const tsr_init_args* args) {
   }
   Log(TSR_LOG_INFO, StrCat("initialised ", state->device_count(), " of ", options.devices,
                           " virtual device(s) on ", state->cpu_name, ", ", options.threads,
-                          " thread(s) each, kernel path ", CpuIsaName(state->isa)));
+                          " thread(s) each, kernel path ", CpuIsaName(state->isa),
+                          Bf16GemmNote(state->isa, state->bf16_gemm)));
   SetActiveCpuIsa(state->isa);
+  SetActiveBf16Gemm(state->bf16_gemm.gemm);
   g_state.store(state.release(), std::memory_order_release);
   return OkStatus();
 }

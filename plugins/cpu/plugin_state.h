@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectives.h"
+#include "bf16_gemm_choice.h"
 #include "cpu_isa.h"
 #include "memory.h"
 #include "ops.h"
@@ -41,6 +42,7 @@ struct PluginState {
   std::vector<int> physical;  // ordinal -> physical index
   std::vector<std::unique_ptr<ThreadPool>> pools;  // per ordinal
   CpuIsa isa = CpuIsa::kScalar;  // the kernel path (also ActiveCpuIsa())
+  Bf16GemmChoice bf16_gemm;      // prefill bf16 x bf16 (also ActiveBf16Gemm())
   std::string cpu_name;
   std::string cpu_vendor;
   uint64_t memory_total = 0;
