@@ -158,6 +158,21 @@ TEST_F(LinearIsaTest, ChosenPathIsInTheDeviceName) {
   EXPECT_THAT(std::string(props.name), ::testing::HasSubstr("[scalar]"));
 }
 
+TEST_F(LinearIsaTest, Bf16GemmChoiceIsInTheDeviceName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"dpbf16", "[avx512bf16]"}, {"f32", "[avx512bf16, f32 prefill GEMM]"}};
+  for (auto [value, expected] : cases) {
+    const tsr_status status = InitWith({{"isa", "avx512bf16"}, {"bf16_gemm", value}});
+    if (status == TSR_ERR_UNSUPPORTED) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+    ASSERT_EQ(status, TSR_OK) << api_->last_error();
+    tsr_device_properties props{};
+    props.struct_size = sizeof(props);
+    ASSERT_EQ(api_->device_properties(0, &props), TSR_OK) << api_->last_error();
+    EXPECT_THAT(std::string(props.name), ::testing::HasSubstr(expected)) << value;
+    Shutdown();
+  }
+}
+
 TEST_F(LinearIsaTest, Bf16GemmOptionIsChecked) {
   EXPECT_EQ(InitWith({{"bf16_gemm", "amx"}}), TSR_ERR_INVALID_ARGUMENT);
   EXPECT_THAT(api_->last_error(), ::testing::HasSubstr("use auto, dpbf16 or f32"));

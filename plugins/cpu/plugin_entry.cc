@@ -106,7 +106,11 @@ tsr_status DeviceProperties(int32_t device, tsr_device_properties* props) {
     p.struct_size = props->struct_size;
     std::string name = state.cpu_name;
     if (state.num_physical > 1) name += StrCat(" (virtual device ", state.physical[device], ")");
-    name += StrCat(" [", CpuIsaName(state.isa), "]");
+    // The kernel path, and where the avx512bf16 path runs bf16 prefill on
+    // f32 FMAs (bf16_gemm_choice.h), that too: "[avx512bf16, f32 prefill GEMM]".
+    const bool f32_prefill =
+        state.isa == CpuIsa::kAvx512Bf16 && state.bf16_gemm.gemm == Bf16Gemm::kF32Fma;
+    name += StrCat(" [", CpuIsaName(state.isa), f32_prefill ? ", f32 prefill GEMM" : "", "]");
     CopyString(p.name, sizeof(p.name), name);
     CopyString(p.vendor, sizeof(p.vendor), state.cpu_vendor);
     CopyString(p.driver_version, sizeof(p.driver_version), "");
