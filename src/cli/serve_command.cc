@@ -61,7 +61,7 @@
 #include "metrics/registry.h"
 #include "metrics/serving_metrics.h"
 #include "model/checkpoint.h"
-#include "model/make_model.h"
+#include "model/demo_model.h"
 #include "model/model_runner.h"
 #include "model/pooling_config.h"
 #include "parsers/reasoning_parser.h"
@@ -77,9 +77,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kDemoName = "tessera-demo";
-// Bumped whenever make-model's output for the demo changes (weights,
-// tokenizer, chat template), so an old build/demo-model is rewritten.
-constexpr const char* kDemoStamp = "tessera-demo 2 (tiny, qwen3, f32, seed 0)";
 
 struct ServeOptions {
   std::string model_path;
@@ -118,28 +115,11 @@ std::string ExecutableDir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
-// The demo checkpoint, written on first use next to the build's bin/.
+// The demo checkpoint, written on first use next to the build's bin/
+// (model/demo_model.h: safe when several servers start at once).
 StatusOr<std::string> EnsureDemoModel() {
-  const fs::path dir = fs::path(ExecutableDir()) / ".." / "demo-model";
-  std::error_code ec;
-  const fs::path stamp = dir / "tessera_demo_stamp";
-  std::string have;
-  if (std::ifstream in(stamp); in) std::getline(in, have);
-  if (have == kDemoStamp && fs::exists(dir / "config.json", ec) &&
-      fs::exists(dir / "tokenizer.json", ec)) {
-    return fs::weakly_canonical(dir).string();
-  }
-  model::MakeModelOptions o;
-  o.preset = "tiny";
-  o.arch = model::Architecture::kQwen3;
-  o.dtype = TSR_DTYPE_F32;
-  o.seed = 0;
-  o.out_dir = dir.string();
-  o.force = true;
-  auto made = model::MakeModel(o);
-  if (!made.ok()) return made.status().WithContext("writing the demo model");
-  std::ofstream(stamp) << kDemoStamp << "\n";
-  return fs::weakly_canonical(dir).string();
+  return model::EnsureDemoModel(
+      (fs::path(ExecutableDir()) / ".." / "demo-model").string());
 }
 
 uint64_t WeightFileBytes(const std::string& dir) {
