@@ -239,8 +239,9 @@ StatusOr<ArgSplit> SplitArgs(tsr_op_id op, uint32_t num_args,
 std::vector<std::vector<DType>> AllowedSignatures(tsr_op_id op,
                                                   uint32_t version) {
   if (!IsKnownVersion(op, version)) return {};
-  if (IsLinearInt8(op, version)) {  // linear v2, v3 (I8), v4 (packed U8)
-    const bool w4 = version == kLinearW4A8Version;  // Q4_0: f16 scales
+  if (IsLinearInt8(op, version)) {  // linear v2, v3 (I8), v4, v5 (packed U8)
+    // Q4_0 / Q6_K: f16 scales
+    const bool w4 = version == kLinearW4A8Version || version == kLinearW6A8Version;
     const DType w = w4 ? DType{TSR_DTYPE_U8} : DType{TSR_DTYPE_I8};
     const DType sc = w4 ? F16 : F32;
     std::vector<std::vector<DType>> out;

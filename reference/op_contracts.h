@@ -28,12 +28,15 @@ inline constexpr uint32_t kOpVersion = 1;
 inline constexpr uint32_t kLinearW8Version = 2;
 inline constexpr uint32_t kLinearW8A8Version = 3;
 inline constexpr uint32_t kLinearW4A8Version = 4;
-// True for linear's quantised-weight versions (v2, v3, v4), which share
+// 5 (ABI 1.8, w6a8): the same arguments, w Q6_K super-blocks as U8
+// [N, K / 256 * 208] with their F16 d's as w_scale [N, K / 256].
+inline constexpr uint32_t kLinearW6A8Version = 5;
+// True for linear's quantised-weight versions (v2 .. v5), which share
 // argument names and counts (x, w, w_scale [, bias], y).
 inline bool IsLinearInt8(tsr_op_id op, uint32_t version) {
   return op == TSR_OP_LINEAR &&
          (version == kLinearW8Version || version == kLinearW8A8Version ||
-          version == kLinearW4A8Version);
+          version == kLinearW4A8Version || version == kLinearW6A8Version);
 }
 // decoder_layer v2 (ABI 1.4): one tensor-parallel rank's layer (params.comm).
 // Same tensors and signatures as v1; the reference runs it as v1 (without

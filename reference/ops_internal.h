@@ -42,6 +42,7 @@ Status Linear(const OpCall& call);
 Status LinearW8(const OpCall& call);    // linear v2 (ABI 1.1)
 Status LinearW8A8(const OpCall& call);  // linear v3 (ABI 1.5)
 Status LinearW4A8(const OpCall& call);  // linear v4 (ABI 1.6)
+Status LinearW6A8(const OpCall& call);  // linear v5 (ABI 1.8)
 Status Rope(const OpCall& call);
 Status KvStore(const OpCall& call);
 Status PagedAttention(const OpCall& call);

@@ -1,4 +1,4 @@
-// linear v1, v2, v3 and v4 (tessera_plugin.h, TSR_OP_LINEAR).
+// linear v1, v2, v3, v4 and v5 (tessera_plugin.h, TSR_OP_LINEAR).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -103,10 +103,13 @@ namespace {
 // linear v3: the same with x quantised per row in blocks of G first
 // (QuantizeDequantizeRowW8A8). linear v4: v3 with w U8 [N, K / 2], 4-bit
 // weights packed per 32-block (byte j: weight j low nibble, j + 16 high),
-// each nibble u the weight u - 8; K and G multiples of 32.
+// each nibble u the weight u - 8; K and G multiples of 32. linear v5: v3
+// with w U8 [N, K / 256 * 208] (Q6_K super-blocks without their d) and
+// w_scale F16 [N, K / 256] (the d's); K % 256 == 0, G in {32, .., 256}.
 Status LinearInt8(const OpCall& call, uint32_t version) {
   const bool activations_int8 = version != kLinearW8Version;
   const bool w4 = version == kLinearW4A8Version;
+  const bool w6 = version == kLinearW6A8Version;
   const std::string op = fmt::format("linear v{}", version);
   const HostTensor& x = call.in[0];
   const HostTensor& w = call.in[1];
@@ -121,7 +124,8 @@ Status LinearInt8(const OpCall& call, uint32_t version) {
   tsr_linear_w8_params params;
   std::memcpy(&params, call.params, sizeof(params));
   TSR_RETURN_IF_ERROR(ExpectRank(call, x, "x", 2, "[T, K]"));
-  TSR_RETURN_IF_ERROR(ExpectRank(call, w, "w", 2, w4 ? "[N, K / 2]" : "[N, K]"));
+  TSR_RETURN_IF_ERROR(ExpectRank(call, w, "w", 2,
+                                  w4 ? "[N, K / 2]" : w6 ? "[N, K / 256 * 208]" : "[N, K]"));
   const int64_t in_features = x.shape[1];
   const int64_t out_features = w.shape[0];
   if (w4 && in_features % 32 != 0) {
@@ -129,12 +133,19 @@ Status LinearInt8(const OpCall& call, uint32_t version) {
         "{}: K = {} is not a multiple of 32 (4-bit weights are packed in "
         "blocks of 32)", op, in_features));
   }
-  const int64_t w_cols = w4 ? in_features / 2 : in_features;
+  if (w6 && in_features % 256 != 0) {
+    return InvalidArgumentError(fmt::format(
+        "{}: K = {} is not a multiple of 256 (6-bit weights come in Q6_K "
+        "super-blocks of 256)", op, in_features));
+  }
+  const int64_t w_cols = w4   ? in_features / 2
+                         : w6 ? in_features / 256 * 208
+                              : in_features;
   if (w.shape[1] != w_cols) {
     return InvalidArgumentError(fmt::format(
         "{}: w has shape {} but x has shape {}; w must be [N, {}] = {}", op,
         ShapeString(w.shape), ShapeString(x.shape),
-        w4 ? "K / 2" : "K", w_cols));
+        w4 ? "K / 2" : w6 ? "K / 256 * 208" : "K", w_cols));
   }
   if (w_cols > 1 && w.strides[1] != 1) {
     return InvalidArgumentError(fmt::format(
@@ -142,16 +153,31 @@ Status LinearInt8(const OpCall& call, uint32_t version) {
         op, ShapeString(w.strides)));
   }
   const int64_t group = params.group_size;
+  if (w6 && group != 32 && group != 64 && group != 128 && group != 256) {
+    return InvalidArgumentError(fmt::format(
+        "{}: group_size {} must be 32, 64, 128 or 256 (a block of x within "
+        "one Q6_K super-block)", op, group));
+  }
   if (group < 1 || (in_features > 0 && in_features % group != 0) ||
       (w4 && group % 32 != 0)) {
     return InvalidArgumentError(fmt::format(
         "{}: group_size {} must be >= 1{} and divide K = {}", op, group,
         w4 ? ", a multiple of 32," : "", in_features));
   }
+  const int64_t scale_group = w6 ? 256 : group;
   TSR_RETURN_IF_ERROR(ExpectShape(call, scale, "w_scale",
-                                  {out_features, in_features / group},
-                                  "[N, K / group_size]"));
+                                  {out_features, in_features / scale_group},
+                                  w6 ? "[N, K / 256]" : "[N, K / group_size]"));
   auto weight_value = [&](int64_t n, int64_t k) -> double {
+    if (w6) {
+      const uint8_t* blk = static_cast<const uint8_t*>(w.data) +
+                           n * w.strides[0] + (k / 256) * 208 * w.strides[1];
+      const int64_t i = k % 256, h = i / 128, j = i % 128 / 32, l = i % 32;
+      const int lo = (blk[64 * h + 32 * (j & 1) + l] >> (4 * (j >> 1))) & 15;
+      const int hi = (blk[128 + 32 * h + l] >> (2 * j)) & 3;
+      const int8_t sc = static_cast<int8_t>(blk[192 + i / 16]);
+      return double(sc) * ((lo | hi << 4) - 32);
+    }
     if (!w4) return w.Load(n * w.strides[0] + k * w.strides[1]);
     const int64_t byte = (k / 32) * 16 + k % 16;
     const uint8_t packed = static_cast<const uint8_t*>(
@@ -161,7 +187,7 @@ Status LinearInt8(const OpCall& call, uint32_t version) {
   };
   return CheckBiasAndRun(call, x, bias, y, out_features, [&](int64_t n, int64_t k) {
     return weight_value(n, k) *
-           scale.Load(n * scale.strides[0] + (k / group) * scale.strides[1]);
+           scale.Load(n * scale.strides[0] + (k / scale_group) * scale.strides[1]);
   }, activations_int8 ? group : 0);
 }
 
@@ -170,5 +196,6 @@ Status LinearInt8(const OpCall& call, uint32_t version) {
 Status LinearW8(const OpCall& call) { return LinearInt8(call, kLinearW8Version); }
 Status LinearW8A8(const OpCall& call) { return LinearInt8(call, kLinearW8A8Version); }
 Status LinearW4A8(const OpCall& call) { return LinearInt8(call, kLinearW4A8Version); }
+Status LinearW6A8(const OpCall& call) { return LinearInt8(call, kLinearW6A8Version); }
 
 }  // namespace tessera::reference::internal

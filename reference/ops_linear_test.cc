@@ -1,3 +1,8 @@
+#include <cstring>
+#include <random>
+
+#include "base/dtype.h"
+#include "gguf/block_decode.h"
 #include "reference/ops_test_util.h"
 
 namespace tessera::reference {
@@ -140,6 +145,64 @@ TEST(LinearW4A8Test, UnpacksQ4NibblesAndQuantisesActivations) {
   EXPECT_FALSE(RunReferenceOp(TSR_OP_LINEAR, kLinearW4A8Version,
                               std::vector<HostTensor>{x.view(), w.view(), s32.view()}, out,
                               &p)
+                   .ok());
+}
+
+// linear v5 against the GGUF reader's own Q6_K decoder (gguf/block_decode):
+// a real 210-byte block of random bytes, split into the op's 208 bytes and
+// its f16 d; x integers with a +-127 in every block of 32, so q = x.
+TEST(LinearW6A8Test, MatchesTheGgufQ6KDecoderOnRandomBlocks) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  constexpr int64_t kK = 512, kN = 3;
+  std::vector<double> w_bytes, d_values;
+  std::vector<std::vector<float>> decoded(kN, std::vector<float>(kK));
+  for (int64_t n = 0; n < kN; ++n) {
+    std::vector<std::byte> row(kK / 256 * 210);
+    for (auto& b : row) b = std::byte(byte(rng));
+    for (int64_t c = 0; c < kK / 256; ++c) {
+      // d: a small normal f16 (0x1c00 + up to 0x3ff: about 0.004-0.008).
+      const uint16_t d = static_cast<uint16_t>(0x1c00 | (byte(rng) << 2));
+      std::memcpy(&row[c * 210 + 208], &d, 2);
+      d_values.push_back(F16ToFloat(d));
+      for (int i = 0; i < 208; ++i) w_bytes.push_back(double(uint8_t(row[c * 210 + i])));
+    }
+    gguf::DecodeRow(gguf::TensorType::kQ6_K, row.data(), kK, decoded[n].data());
+  }
+  std::vector<double> xs(kK);
+  for (int64_t k = 0; k < kK; ++k) xs[k] = k % 32 == 7 ? (k % 64 ? 127 : -127) : byte(rng) % 255 - 127;
+  auto x = F32({1, kK}, xs);
+  auto w = OwnedTensor::FromValues(TSR_DTYPE_U8, {kN, kK / 256 * 208}, w_bytes);
+  auto s = OwnedTensor::FromValues(TSR_DTYPE_F16, {kN, kK / 256}, d_values);
+  OwnedTensor y(TSR_DTYPE_F32, {1, kN});
+  std::vector<double> want(kN, 0.0);
+  for (int64_t n = 0; n < kN; ++n) {
+    for (int64_t k = 0; k < kK; ++k) want[n] += xs[k] * decoded[n][k];
+  }
+  std::vector<HostTensor> out = {y.view()};
+  for (int32_t g : {32, 64, 256}) {
+    const tsr_linear_w8_params p{sizeof(tsr_linear_w8_params), g};
+    ASSERT_TRUE(RunReferenceOp(TSR_OP_LINEAR, kLinearW6A8Version,
+                               std::vector<HostTensor>{x.view(), w.view(), s.view()}, out, &p)
+                    .ok());
+    EXPECT_THAT(y, ValuesNear(want)) << "G = " << g;
+  }
+  // G must keep a block of x in one super-block; K must be whole blocks.
+  const tsr_linear_w8_params g512{sizeof(tsr_linear_w8_params), 512};
+  Status st = RunReferenceOp(TSR_OP_LINEAR, kLinearW6A8Version,
+                             std::vector<HostTensor>{x.view(), w.view(), s.view()}, out,
+                             &g512);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("32, 64, 128 or 256"));
+  auto x_short = F32({1, 128}, std::vector<double>(128, 1.0));
+  const tsr_linear_w8_params p32{sizeof(tsr_linear_w8_params), 32};
+  st = RunReferenceOp(TSR_OP_LINEAR, kLinearW6A8Version,
+                      std::vector<HostTensor>{x_short.view(), w.view(), s.view()}, out, &p32);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("multiple of 256"));
+  // F32 scales are not a v5 signature.
+  auto s32 = F32({kN, kK / 256}, d_values);
+  EXPECT_FALSE(RunReferenceOp(TSR_OP_LINEAR, kLinearW6A8Version,
+                              std::vector<HostTensor>{x.view(), w.view(), s32.view()}, out,
+                              &p32)
                    .ok());
 }
 

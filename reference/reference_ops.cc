@@ -65,6 +65,8 @@ const OpEntry* FindOp(tsr_op_id op, uint32_t version) {
   if (op == TSR_OP_LINEAR && version == kLinearW8A8Version) return &kLinearW8A8;
   static const OpEntry kLinearW4A8{internal::LinearW4A8, {}};
   if (op == TSR_OP_LINEAR && version == kLinearW4A8Version) return &kLinearW4A8;
+  static const OpEntry kLinearW6A8{internal::LinearW6A8, {}};
+  if (op == TSR_OP_LINEAR && version == kLinearW6A8Version) return &kLinearW6A8;
   static const OpEntry kEmbeddingShard{internal::EmbeddingShard, {}};
   if (op == TSR_OP_EMBEDDING && version == kEmbeddingShardVersion) return &kEmbeddingShard;
   static const OpEntry kDecoderLayer{internal::DecoderLayer, {{0, 0}}};

@@ -3,7 +3,8 @@
 // kit/op_table.h): linear v2, weight-only int8 (ABI 1.1), linear v3, w8a8
 // (ABI 1.5), and the fused decoder_layer (v1 since ABI 1.2, v2 — a
 // tensor-parallel rank — since 1.4, v3 — int8 projections as w8a8 — since
-// 1.5), linear v4 and decoder_layer v4 (4-bit weights, w4a8, ABI 1.6).
+// 1.5), linear v4 and decoder_layer v4 (4-bit weights, w4a8, ABI 1.6),
+// linear v5 (Q6_K weights, w6a8, ABI 1.8).
 #include "kit/decoder_layer_plan.h"
 #include "kit/op_checks.h"
 #include "ops.h"
@@ -11,7 +12,7 @@
 namespace tessera::plugin_kit {
 
 namespace {
-// linear v2 (weight-only int8), v3 (w8a8) and v4 (w4a8): the same
+// linear v2 (weight-only int8), v3 (w8a8), v4 (w4a8) and v5 (w6a8): the same
 // arguments and check (the check reads the version).
 OpDef LinearQuantizedDef(uint32_t version) {
   return {TSR_OP_LINEAR,    "linear",      {"x", "w", "w_scale", "bias"}, {"y"},
@@ -20,6 +21,7 @@ OpDef LinearQuantizedDef(uint32_t version) {
 const OpDef kLinearW8Def = LinearQuantizedDef(2);
 const OpDef kLinearW8A8Def = LinearQuantizedDef(3);
 const OpDef kLinearW4A8Def = LinearQuantizedDef(4);
+const OpDef kLinearW6A8Def = LinearQuantizedDef(5);
 const OpDef kEmbeddingShardDef = {TSR_OP_EMBEDDING,
                                   "embedding",
                                   {"ids", "table"},
@@ -44,6 +46,8 @@ void ExtendOpTable(OpTableBuilder& table) {
     table.Add(&kLinearW8A8Def, 4, {a, I8, F32, a, a});
     table.Add(&kLinearW4A8Def, 3, {a, U8, F16, a});
     table.Add(&kLinearW4A8Def, 4, {a, U8, F16, a, a});
+    table.Add(&kLinearW6A8Def, 3, {a, U8, F16, a});
+    table.Add(&kLinearW6A8Def, 4, {a, U8, F16, a, a});
   }
   for (tsr_dtype x : {F32, BF16, tsr_dtype{TSR_DTYPE_F16}}) {
     table.Add(&kEmbeddingShardDef, 2, {TSR_DTYPE_I32, x, x});
@@ -76,6 +80,7 @@ namespace tessera::cpu {
 OpRunFn FindOpRun(const OpDef& def) { return FindOpRun(def.id, def.version); }
 
 OpRunFn FindOpRun(tsr_op_id op, uint32_t version) {
+  if (version == 5) return op == TSR_OP_LINEAR ? RunLinearW8A8 : nullptr;  // w6a8
   if (version == 3 || version == 4) {  // w8a8, w4a8: one driver
     if (op == TSR_OP_LINEAR) return RunLinearW8A8;
     return op == TSR_OP_DECODER_LAYER ? RunDecoderLayer : nullptr;

@@ -144,7 +144,9 @@ bool PrepareLinearInt8(const OpCall& call, LinearInt8Call* out) {
     return false;
   }
   if (scale.dtype == TSR_DTYPE_F16) {
-    out->scales16 = LinearScalesAs<uint16_t>(scale, out->n, out->k / out->group,
+    // v5 (Q6_K): one f16 d per super-block of 256, whatever G is.
+    const int64_t scale_cols = call.version == 5 ? out->k / 256 : out->k / out->group;
+    out->scales16 = LinearScalesAs<uint16_t>(scale, out->n, scale_cols,
                                              &out->scales16_packed, &out->lds);
   } else {
     out->scales =

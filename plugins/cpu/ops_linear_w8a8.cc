@@ -3,7 +3,8 @@
 // quantised per row in blocks of G and multiplied in int8 (the contract:
 // tessera_plugin.h). linear v4 (w4a8, ABI 1.6) is the same with w U8
 // (N, K / 2), 4-bit weights packed as Q4_0, and F16 scales (the kernels'
-// block_w4).
+// block_w4); linear v5 (w6a8, ABI 1.8) with w U8 (N, K / 256 * 208), Q6_K
+// super-blocks, and their F16 d's (block_w6).
 //
 // The driver around the per-ISA kernels (ops_linear_w8a8_kernels.h):
 //  - x is made f32 (in place when it already is) and quantised once per
@@ -35,6 +36,10 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
   const LinearW8A8Kernels& kernels = LinearW8A8KernelsFor(ActiveCpuIsa());
   // v4: every path's block_w4 takes the contract's G % 32 == 0.
   const bool w4 = call.version == 4;
+  const bool w6 = call.version == 5;
+  const LinearW6A8BlockFn block_w6 =
+      kernels.w6_group == 0 || group == kernels.w6_group ? kernels.block_w6
+                                                         : ScalarLinearW8A8Kernels().block_w6;
   const LinearW8A8BlockFn block =
       group % kernels.group_multiple == 0 ? kernels.block : ScalarLinearW8A8Kernels().block;
 
@@ -54,7 +59,12 @@ Status LinearW8A8Impl(const OpCall& call, ExecContext& ctx) {
 
   RunLinearItems<A>(ctx, call.out[0], c.bias_f, t_count, c.n, k, k,
                     [&](int64_t row, int64_t rows, int64_t n0, int64_t nb, float* out) {
-                      if (w4) {
+                      if (w6) {
+                        block_w6(xq.data() + row * k, k, xs.data() + row * groups, groups,
+                                 rows, reinterpret_cast<const uint8_t*>(c.w) + n0 * c.ldw,
+                                 c.ldw, c.scales16 + n0 * c.lds, c.lds, nb, k, group, out,
+                                 kLinearBlockN);
+                      } else if (w4) {
                         kernels.block_w4(xq.data() + row * k, k, xs.data() + row * groups,
                                          groups, rows, c.w + n0 * c.ldw, c.ldw,
                                          c.scales16 + n0 * c.lds, c.lds, nb, k, group, out,

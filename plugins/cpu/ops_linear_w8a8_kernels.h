@@ -30,6 +30,14 @@
 // Where a table has `permute_w4`, block_w4 reads xq as permute_w4(xq, ldq,
 // rows, K) left it (in place, once per call: an x order that spares the
 // kernel a shuffle per weight step); quantize's output is what it permutes.
+// `block_w6` (linear v5, w6a8, ABI 1.8) is `block` with Q6_K weights: w
+// points to bytes [n, ldw] (ldw >= K / 256 * 208), each super-block of 256
+// weights 208 bytes (ql[128], qh[64], i8 sc[16]: the contract's layout),
+// wd to the super-blocks' f16 d's bits [n, ldwd]:
+//   out[m * ldo + j] = sum_b xs[m, b] * f32(wd[j, c(b)]) *
+//                      (sum_{k in b} xq[m, k] * sc(j, k / 16) * (u(j, k) - 32)).
+// The scalar block_w6 takes G in {32, 64, 128, 256}; the SIMD ones G == 32
+// (w6_group), the only G the host uses (other G go to the scalar one).
 // Pure; thread-safe.
 #ifndef TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
 #define TESSERA_PLUGINS_CPU_OPS_LINEAR_W8A8_KERNELS_H_
@@ -52,6 +60,14 @@ using LinearW4A8BlockFn = void (*)(const int8_t* xq, int64_t ldxq, const float* 
                                    const uint16_t* ws, int64_t ldws, int64_t n, int64_t k,
                                    int64_t group, float* out, int64_t ldo);
 
+using LinearW6A8BlockFn = void (*)(const int8_t* xq, int64_t ldxq, const float* xs,
+                                   int64_t ldxs, int64_t rows, const uint8_t* w, int64_t ldw,
+                                   const uint16_t* wd, int64_t ldwd, int64_t n, int64_t k,
+                                   int64_t group, float* out, int64_t ldo);
+
+// Bytes of a linear v5 super-block (256 weights) without its f16 d.
+inline constexpr int64_t kW6BlockBytes = 208;
+
 struct LinearW8A8Kernels {
   const char* name = "";  // "scalar", "avx2", "avx512", "avx512vnni"
   QuantizeW8A8Fn quantize = nullptr;
@@ -59,6 +75,8 @@ struct LinearW8A8Kernels {
   int64_t group_multiple = 1;  // block needs G % group_multiple == 0
   LinearW4A8BlockFn block_w4 = nullptr;  // 4-bit weights (packed bytes)
   void (*permute_w4)(int8_t* q, int64_t ldq, int64_t rows, int64_t k) = nullptr;
+  LinearW6A8BlockFn block_w6 = nullptr;  // Q6_K weights (super-block bytes)
+  int64_t w6_group = 0;                  // the G block_w6 takes (0: any)
 };
 
 // The table of `isa` (which must be CpuSupports-ed by the caller's CPU): on
@@ -71,6 +89,11 @@ const LinearW8A8Kernels& ScalarLinearW8A8Kernels();
 const LinearW8A8Kernels& Avx2LinearW8A8Kernels();
 const LinearW8A8Kernels& Avx512LinearW8A8Kernels();      // AVX-512 F/BW/VL
 const LinearW8A8Kernels& Avx512VnniLinearW8A8Kernels();  // plus AVX512_VNNI
+// The AVX2 block_w6 (G == 32), which the AVX-512 tables share.
+void Avx2LinearW6A8Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
+                         int64_t rows, const uint8_t* w, int64_t ldw, const uint16_t* wd,
+                         int64_t ldwd, int64_t n, int64_t k, int64_t group, float* out,
+                         int64_t ldo);
 #endif
 
 }  // namespace tessera::cpu

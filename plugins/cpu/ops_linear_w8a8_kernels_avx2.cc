@@ -231,12 +231,108 @@ void BlockW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs, int6
   }
 }
 
+// Q6_K (linear v5): the 6-bit values u in [0, 63] of the 32 weights of
+// quarter Q of half h of the super-block at blk (weights 128 h + 32 Q ..
+// + 31), as bytes. AVX2 has no byte shifts: 16-bit shifts, then masks that
+// keep each byte's own bits.
+template <int Q>
+inline __m256i Unpack6(const uint8_t* blk, int h) {
+  const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32 * (Q & 1)));
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  const __m256i lo = (Q >> 1) != 0 ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4)
+                                   : _mm256_and_si256(ql, low4);
+  __m256i hi;  // qh's bits 2Q, 2Q + 1 moved to bits 4, 5
+  if constexpr (Q == 0) hi = _mm256_slli_epi16(qh, 4);
+  if constexpr (Q == 1) hi = _mm256_slli_epi16(qh, 2);
+  if constexpr (Q == 2) hi = qh;
+  if constexpr (Q == 3) hi = _mm256_srli_epi16(qh, 2);
+  return _mm256_or_si256(lo, _mm256_and_si256(hi, bits45));
+}
+
+// One x block (32 weights, quarter Q of half h of super-block c) of TileW6:
+// sum q (u - 32) per pair of weights as vpmaddubsw(u, q) - vpmaddubsw(32, q)
+// (|pair| <= 2 * 63 * 127, no saturation), times the sub-blocks' int8
+// scales in vpmaddwd (lanes 0-3 weights 0-15, 4-7 weights 16-31), exact in
+// int32, then converted and FMA-ed with xs * d.
+template <int MR, int Q>
+inline __attribute__((always_inline)) void TileW6Quarter(const int8_t* xq, int64_t ldxq,
+                                                         const float* xs, int64_t ldxs,
+                                                         const uint8_t* const* blk,
+                                                         const float* d, int h, int64_t i,
+                                                         int64_t b, __m256 (&acc)[MR][4]) {
+  __m256i u[4], sc[4];
+  for (int j = 0; j < 4; ++j) {
+    u[j] = Unpack6<Q>(blk[j], h);
+    const auto* s8 = reinterpret_cast<const int8_t*>(blk[j] + 192 + 8 * h + 2 * Q);
+    sc[j] = _mm256_set_m128i(_mm_set1_epi16(s8[1]), _mm_set1_epi16(s8[0]));
+  }
+  const __m256i thirty_two = _mm256_set1_epi8(32);
+  for (int r = 0; r < MR; ++r) {
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * ldxq + i));
+    const __m256i corr = _mm256_maddubs_epi16(thirty_two, xv);
+    const float xsv = xs[r * ldxs + b];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(u[j], xv), corr);
+      const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, sc[j]));
+      acc[r][j] = _mm256_fmadd_ps(dot, _mm256_set1_ps(xsv * d[j]), acc[r][j]);
+    }
+  }
+}
+
+// MR x rows times 4 Q6_K weight rows, G == 32; the next group's rows are
+// prefetched a super-block at a time.
+template <int MR>
+inline __attribute__((always_inline)) void TileW6(const int8_t* xq, int64_t ldxq,
+                                                  const float* xs, int64_t ldxs,
+                                                  const RowGroup<uint16_t>& g, int64_t k,
+                                                  float* out, int64_t ldo) {
+  __m256 acc[MR][4];
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
+  }
+  for (int64_t c = 0; c < k / 256; ++c) {
+    const uint8_t* blk[4];
+    float d[4];
+    for (int j = 0; j < 4; ++j) {
+      blk[j] = reinterpret_cast<const uint8_t*>(g.w[j]) + c * kW6BlockBytes;
+      d[j] = _cvtsh_ss(g.s[j][c]);
+      const char* pf = reinterpret_cast<const char*>(g.pf[j]) + c * kW6BlockBytes;
+      for (int line = 0; line < kW6BlockBytes; line += 64) _mm_prefetch(pf + line, _MM_HINT_T0);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const int64_t i = 256 * c + 128 * h, b = i / 32;
+      TileW6Quarter<MR, 0>(xq, ldxq, xs, ldxs, blk, d, h, i, b, acc);
+      TileW6Quarter<MR, 1>(xq, ldxq, xs, ldxs, blk, d, h, i + 32, b + 1, acc);
+      TileW6Quarter<MR, 2>(xq, ldxq, xs, ldxs, blk, d, h, i + 64, b + 2, acc);
+      TileW6Quarter<MR, 3>(xq, ldxq, xs, ldxs, blk, d, h, i + 96, b + 3, acc);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < g.nr; ++j) out[r * ldo + j] = HSum(acc[r][j]);
+  }
+}
+
 // TileW4's x order: chunks of 64 weights, low-nibble partners first.
 void PermuteW4Rows(int8_t* q, int64_t ldq, int64_t rows, int64_t k) {
   PermuteW4Chunks<64>(q, ldq, rows, k);
 }
 
 }  // namespace
+
+void Avx2LinearW6A8Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
+                         int64_t rows, const uint8_t* w, int64_t ldw, const uint16_t* wd,
+                         int64_t ldwd, int64_t n, int64_t k, int64_t group, float* out,
+                         int64_t ldo) {
+  (void)group;  // 32 (the table's w6_group)
+  ForEachTile(reinterpret_cast<const int8_t*>(w), ldw, wd, ldwd, rows, n,
+              [&]<int MR>(int64_t m, int64_t j0, const RowGroup<uint16_t>& g) {
+                TileW6<MR>(xq + m * ldxq, ldxq, xs + m * ldxs, ldxs, g, k, out + m * ldo + j0,
+                           ldo);
+              });
+}
+
 }  // namespace tessera::cpu
 
 #pragma GCC pop_options
@@ -244,8 +340,10 @@ void PermuteW4Rows(int8_t* q, int64_t ldq, int64_t rows, int64_t k) {
 namespace tessera::cpu {
 
 const LinearW8A8Kernels& Avx2LinearW8A8Kernels() {
-  static const LinearW8A8Kernels kernels{"avx2", ScalarLinearW8A8Kernels().quantize, &Block, 32,
-                                         &BlockW4, &PermuteW4Rows};
+  static const LinearW8A8Kernels kernels{"avx2",   ScalarLinearW8A8Kernels().quantize,
+                                         &Block,   32,
+                                         &BlockW4, &PermuteW4Rows,
+                                         &Avx2LinearW6A8Block, 32};
   return kernels;
 }
 

@@ -75,11 +75,38 @@ void BlockScalarW4(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs
   }
 }
 
+// One Q6_K weight of row `wr` as sc * (u - 32) (linear v5's layout).
+inline int32_t Weight6(const uint8_t* wr, int64_t k) {
+  const uint8_t* blk = wr + (k >> 8) * kW6BlockBytes;
+  const int64_t i = k & 255, h = i >> 7, j = (i >> 5) & 3, l = i & 31;
+  const int lo = (blk[64 * h + 32 * (j & 1) + l] >> (4 * (j >> 1))) & 15;
+  const int hi = (blk[128 + 32 * h + l] >> (2 * j)) & 3;
+  return int32_t{static_cast<int8_t>(blk[192 + i / 16])} * ((lo | hi << 4) - 32);
+}
+
+void BlockScalarW6(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
+                   int64_t rows, const uint8_t* w, int64_t ldw, const uint16_t* wd,
+                   int64_t ldwd, int64_t n, int64_t k, int64_t group, float* out,
+                   int64_t ldo) {
+  // A block of x lies in one super-block (G divides 256): its weight
+  // scale is that super-block's d.
+  std::vector<float> wsr(static_cast<size_t>(k / group));
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t b = 0; b < k / group; ++b) {
+      wsr[b] = plugin_kit::F16ToF32(wd[j * ldwd + b * group / 256]);
+    }
+    BlockColumn(xq, ldxq, xs, ldxs, rows, reinterpret_cast<const int8_t*>(w + j * ldw),
+                wsr.data(), k, group, out + j, ldo, [](const int8_t* wr, int64_t i) {
+                  return Weight6(reinterpret_cast<const uint8_t*>(wr), i);
+                });
+  }
+}
+
 }  // namespace
 
 const LinearW8A8Kernels& ScalarLinearW8A8Kernels() {
   static const LinearW8A8Kernels kernels{"scalar", &QuantizeScalar, &BlockScalar, 1,
-                                         &BlockScalarW4};
+                                         &BlockScalarW4, nullptr, &BlockScalarW6, 0};
   return kernels;
 }
 

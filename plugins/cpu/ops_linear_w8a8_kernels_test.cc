@@ -14,7 +14,12 @@
 //  - block_w4 (linear v4's packed 4-bit weights) equals f64 math on the
 //    unpacked nibbles - 8 for the same tile tails, K % 64 == 32, G = 32,
 //    64, 96 and K, and the extreme nibbles (0 = -8 and 15 = 7) against
-//    x = +-127.
+//    x = +-127;
+//  - block_w6 (linear v5's Q6_K super-blocks) equals f64 math on the
+//    weights decoded as llama.cpp's dequantize_row_q6_K loop does, for
+//    tile tails, several super-blocks per row, G = 32 (the SIMD paths) and
+//    64, 128, 256 (scalar), and the extremes u = 0 / 63 with sc = -128 /
+//    127 against x = +-127.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -202,10 +207,110 @@ TEST(LinearW8A8KernelsTest, Block4BitMatchesF64OnEveryPath) {
   }
 }
 
+// Row `row` (208-byte super-blocks) decoded the way llama.cpp's
+// dequantize_row_q6_K loops: sc * (q - 32) per weight, [K] (d applied by
+// the caller).
+std::vector<int> DecodeQ6Row(const uint8_t* row, int64_t k) {
+  std::vector<int> out(static_cast<size_t>(k));
+  for (int64_t c = 0; c < k / 256; ++c) {
+    const uint8_t* ql = row + c * 208;
+    const uint8_t* qh = ql + 128;
+    const auto* sc = reinterpret_cast<const int8_t*>(ql + 192);
+    int* y = out.data() + c * 256;
+    for (int n = 0; n < 256; n += 128) {
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        y[l] = sc[is] * (((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+        y[l + 32] = sc[is + 2] * (((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+        y[l + 64] = sc[is + 4] * (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+        y[l + 96] = sc[is + 6] * (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+      }
+      y += 128;
+      ql += 64;
+      qh += 32;
+      sc += 8;
+    }
+  }
+  return out;
+}
+
+TEST(LinearW8A8KernelsTest, Block6BitMatchesF64OnEveryPath) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> qdist(-127, 127), udist(0, 255), scdist(-128, 127);
+  std::uniform_real_distribution<float> sdist(0.001f, 0.02f);
+  constexpr BlockShape kShapes[] = {{1, 1, 256, 32},   {1, 67, 1024, 32}, {2, 5, 512, 32},
+                                    {3, 9, 256, 32},   {9, 67, 768, 32},  {2, 9, 1280, 32},
+                                    {5, 13, 256, 32},  {1, 5, 512, 64},   {3, 6, 512, 128},
+                                    {2, 3, 768, 256}};
+  for (const BlockShape& sh : kShapes) {
+    const int64_t groups = sh.k / sh.g, supers = sh.k / 256;
+    const int64_t ldw = supers * 208 + 16, ldwd = supers + 1;
+    std::vector<int8_t> xq(sh.rows * sh.k);
+    std::vector<uint8_t> w(sh.n * ldw);
+    std::vector<float> xs(sh.rows * groups);
+    std::vector<uint16_t> wd(sh.n * ldwd);
+    for (int8_t& v : xq) v = static_cast<int8_t>(qdist(rng));
+    for (uint8_t& v : w) v = static_cast<uint8_t>(udist(rng));
+    for (int64_t j = 0; j < sh.n; ++j) {
+      for (int64_t c = 0; c < supers; ++c) {
+        for (int i = 0; i < 16; ++i) {
+          w[j * ldw + c * 208 + 192 + i] = static_cast<uint8_t>(scdist(rng));
+        }
+      }
+    }
+    for (float& v : xs) v = sdist(rng);
+    for (uint16_t& v : wd) v = plugin_kit::F32ToF16(sdist(rng));
+    // Extremes in row 0's first 32 weights: u = 63 / 0 (31 / -32) with
+    // sc = -128 and 127, against x = +-127.
+    for (int l = 0; l < 32; ++l) {
+      w[l] = static_cast<uint8_t>((w[l] & 0xF0) | (l % 2 ? 0x0 : 0xF));
+      w[128 + l] = static_cast<uint8_t>((w[128 + l] & 0xFC) | (l % 2 ? 0 : 3));
+      xq[l] = l % 2 ? -127 : 127;
+    }
+    w[192] = static_cast<uint8_t>(int8_t{-128});
+    w[193] = 127;
+    std::vector<std::vector<int>> decoded;
+    for (int64_t j = 0; j < sh.n; ++j) decoded.push_back(DecodeQ6Row(&w[j * ldw], sh.k));
+    std::vector<float> ws(sh.n * groups);  // each x block's d
+    for (int64_t j = 0; j < sh.n; ++j) {
+      for (int64_t b = 0; b < groups; ++b) {
+        ws[j * groups + b] = plugin_kit::F16ToF32(wd[j * ldwd + b * sh.g / 256]);
+      }
+    }
+    const std::vector<double> want =
+        BlockF64(sh, xq, xs, ws, [&](int64_t j, int64_t i) { return decoded[j][i]; });
+    // sc * (u - 32) reaches 4096, so block terms are large and cancel: f32
+    // accumulation is held to 1e-6 of the terms' magnitude.
+    std::vector<int8_t> xq_abs(xq.size());
+    for (size_t i = 0; i < xq.size(); ++i) xq_abs[i] = static_cast<int8_t>(std::abs(xq[i]));
+    const std::vector<double> magnitude = BlockF64(
+        sh, xq_abs, xs, ws, [&](int64_t j, int64_t i) { return std::abs(decoded[j][i]); });
+    for (const LinearW8A8Kernels* t : Tables()) {
+      if (t->w6_group != 0 && sh.g != t->w6_group) continue;
+      SCOPED_TRACE(::testing::Message() << t->name << " rows=" << sh.rows << " n=" << sh.n
+                                        << " K=" << sh.k << " G=" << sh.g);
+      ASSERT_NE(t->block_w6, nullptr);
+      const int64_t ldo = sh.n + 3;
+      std::vector<float> out(sh.rows * ldo, -7.0f);
+      t->block_w6(xq.data(), sh.k, xs.data(), groups, sh.rows, w.data(), ldw, wd.data(), ldwd,
+                  sh.n, sh.k, sh.g, out.data(), ldo);
+      for (int64_t m = 0; m < sh.rows; ++m) {
+        for (int64_t j = 0; j < sh.n; ++j) {
+          const double e = want[m * sh.n + j];
+          const double tol = 1e-6 * std::fabs(magnitude[m * sh.n + j]) + 1e-5 * std::fabs(e);
+          EXPECT_NEAR(out[m * ldo + j], e, tol) << "m=" << m << " j=" << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(LinearW8A8KernelsTest, AvxPathsUseTheirSimdBlocks) {
   for (const LinearW8A8Kernels* t : Tables()) {
     if (t != &ScalarLinearW8A8Kernels()) {
       EXPECT_EQ(t->group_multiple, 32) << t->name;
+      EXPECT_EQ(t->w6_group, 32) << t->name;
+      EXPECT_NE(t->block_w6, ScalarLinearW8A8Kernels().block_w6) << t->name;
     }
   }
   EXPECT_EQ(&LinearW8A8KernelsFor(CpuIsa::kScalar), &ScalarLinearW8A8Kernels());

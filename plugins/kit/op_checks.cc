@@ -135,12 +135,41 @@ Status CheckLinear(const OpCall& call) {
   return RequireLinearBiasY(call.num_inputs == 3 ? &call.in[2] : nullptr, x, w, y);
 }
 
+// linear v5's x and w: K % 256 == 0, w [N, K / 256 * 208] (Q6_K
+// super-blocks without their d).
+Status RequireLinearW6(const TensorView& x, const TensorView& w) {
+  TSR_KIT_RETURN_IF_ERROR(RequireRank(x, "x", 2));
+  TSR_KIT_RETURN_IF_ERROR(RequireRank(w, "w", 2));
+  if (x.dim(1) % 256 != 0) {
+    return InvalidArgument("K = ", x.dim(1),
+                           " (x's dim 1) must be a multiple of 256 for Q6_K weights (linear v5)");
+  }
+  TSR_KIT_RETURN_IF_ERROR(
+      RequireDim(w, "w", 1, x.dim(1) / 256 * 208, "K / 256 * 208 (x's dim 1, Q6_K blocks)"));
+  if (w.dim(1) > 1 && w.stride(1) != 1) {
+    return InvalidArgument("w must have a unit innermost stride, but its strides are [",
+                           w.stride(0), ", ", w.stride(1), "]");
+  }
+  return OkStatus();
+}
+
 Status CheckLinearW8(const OpCall& call) {
   const TensorView &x = call.in[0], &w = call.in[1], &scale = call.in[2], &y = call.out[0];
+  const int32_t g = call.params.linear_w8.group_size;
+  if (call.version == 5) {  // linear v5: w6a8
+    TSR_KIT_RETURN_IF_ERROR(RequireLinearW6(x, w));
+    if (g != 32 && g != 64 && g != 128 && g != 256) {
+      return InvalidArgument("params.group_size = ", g,
+                             " must be 32, 64, 128 or 256 for Q6_K weights (linear v5)");
+    }
+    TSR_KIT_RETURN_IF_ERROR(RequireRank(scale, "w_scale", 2));
+    TSR_KIT_RETURN_IF_ERROR(RequireDim(scale, "w_scale", 0, w.dim(0), "N (w's dim 0)"));
+    TSR_KIT_RETURN_IF_ERROR(RequireDim(scale, "w_scale", 1, x.dim(1) / 256, "K / 256"));
+    return RequireLinearBiasY(call.num_inputs == 4 ? &call.in[3] : nullptr, x, w, y);
+  }
   const bool packed4 = call.version == 4;  // linear v4: w4a8
   TSR_KIT_RETURN_IF_ERROR(RequireLinearXW(x, w, packed4));
   const int64_t k = x.dim(1);
-  const int32_t g = call.params.linear_w8.group_size;
   if (g < 1 || (k > 0 && k % g != 0)) {
     return InvalidArgument("params.group_size = ", g, " must be >= 1 and divide K = ", k,
                            " (use K for one scale per output channel)");

@@ -108,6 +108,7 @@ CaseList MakeOpCases(tsr_op_id op, std::span<const DType> dtypes,
     if (op == TSR_OP_LINEAR && version >= 2 && version <= 4) {
       AddLinearW8Cases(out, dtypes, version);
     }
+    if (op == TSR_OP_LINEAR && version == 5) AddLinearW6Cases(out, dtypes);
     if (op == TSR_OP_EMBEDDING && version == 2) AddEmbeddingShardCases(out, dtypes);
     return out;
   }

@@ -124,6 +124,8 @@ void AddAddRmsNormCases(CaseList& out, std::span<const DType> dtypes);
 void AddLinearCases(CaseList& out, std::span<const DType> dtypes);
 // linear v2 (weight-only int8) and v3 (w8a8): `version` 2 or 3.
 void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t version);
+// linear v5 (w6a8, Q6_K weights; ABI 1.8).
+void AddLinearW6Cases(CaseList& out, std::span<const DType> dtypes);
 void AddEmbeddingShardCases(CaseList& out, std::span<const DType> dtypes);  // v2
 void AddSiluAndMulCases(CaseList& out, std::span<const DType> dtypes);
 void AddAddCases(CaseList& out, std::span<const DType> dtypes);

@@ -242,6 +242,58 @@ void AddLinearCases(CaseList& out, std::span<const DType> dtypes) {
 // linear v4 (w4a8, ABI 1.6; version 4): w U8 [N, K / 2], random packed
 // nibbles, F16 scales, K and G multiples of 32; its own shapes (the same
 // roles).
+// linear v5 (w6a8, ABI 1.8; version 5): w U8 [N, K / 256 * 208], random
+// Q6_K super-blocks (any byte is a valid block: u in [0, 63], sc any int8),
+// w_scale F16 [N, K / 256] (d), K % 256 == 0, G = 32 .. 256.
+void AddLinearW6Cases(CaseList& out, std::span<const DType> dtypes) {
+  const DType a = dtypes[0];
+  const bool bias = dtypes.size() == 5;
+  enum Layout { kPacked, kStrided, kTransposedX };
+  auto add = [&](std::string name, int64_t t, int64_t k, int64_t n, int64_t g, Layout l) {
+    out.push_back({name, [=](CaseBuilder& b) {
+                     OpCase c;
+                     c.version = 5;
+                     c.num_inputs = bias ? 4 : 3;
+                     tsr_linear_w8_params p{};
+                     p.struct_size = sizeof(p);
+                     p.group_size = static_cast<int32_t>(g);
+                     c.SetParams(p);
+                     // sc * (u - 32) has an rms near 1360: d keeps y O(1).
+                     const double d = 1.0 / (1000.0 * std::sqrt(static_cast<double>(k)));
+                     TensorSpec x = b.Uniform(a, {t, k}, -1, 1);
+                     TensorSpec w = b.Ints({n, k / 256 * 208}, 0, 256);
+                     w.dtype = TSR_DTYPE_U8;
+                     TensorSpec sc = b.Uniform(TSR_DTYPE_F16, {n, k / 256}, 0.25 * d, 2 * d);
+                     TensorSpec bs = b.Uniform(a, {n}, -1, 1);
+                     TensorSpec y = b.Output(a, {t, n});
+                     if (l == kStrided) {
+                       x = AtOffset(PadRows(x, 3), 5);
+                       w = AtOffset(PadRows(w, 8), 3);
+                       sc = AtOffset(Transpose2D(sc), 1);
+                       bs = AtOffset(WithStrides(bs, {3}), 2);
+                       y = AtOffset(PadRows(y, 5), 1);
+                     } else if (l == kTransposedX) {
+                       x = Transpose2D(x);
+                     }
+                     c.args = {x, w, sc};
+                     if (bias) c.args.push_back(bs);
+                     c.args.push_back(y);
+                     return c;
+                   }});
+  };
+  add("gemv", 1, 1024, 33, 32, kPacked);
+  add("basic", 3, 256, 5, 32, kPacked);
+  add("wide", 17, 512, 129, 32, kPacked);
+  add("head_like", 2, 1024, 1031, 32, kPacked);
+  add("k4096", 1, 4096, 9, 32, kPacked);
+  add("prefill", 70, 256, 64, 32, kPacked);
+  add("group64", 4, 512, 11, 64, kPacked);
+  add("group256", 3, 768, 7, 256, kPacked);
+  add("strided", 7, 256, 17, 32, kStrided);
+  add("x_transposed", 9, 256, 13, 32, kTransposedX);
+  add("t0", 0, 256, 5, 32, kPacked);
+}
+
 void AddLinearW8Cases(CaseList& out, std::span<const DType> dtypes, uint32_t version) {
   const DType a = dtypes[0];
   const bool bias = dtypes.size() == 5;

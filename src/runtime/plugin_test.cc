@@ -42,7 +42,7 @@ TEST(PluginWrapperTest, IdentityBeforeInit) {
   auto plugin = LoadMinimal();
   ASSERT_NE(plugin, nullptr);
   EXPECT_EQ(plugin->name(), "minimal");
-  EXPECT_EQ(plugin->AbiVersion(), "1.7");  // built against the 1.7 header
+  EXPECT_EQ(plugin->AbiVersion(), "1.8");  // built against the 1.8 header
   EXPECT_EQ(plugin->Probe(), 1);
   EXPECT_FALSE(plugin->initialized());
   EXPECT_TRUE(plugin->ops().empty());

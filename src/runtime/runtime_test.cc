@@ -43,7 +43,7 @@ TEST_F(RuntimeTest, ChoosesTheCpuPluginByScore) {
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(cpu->status, CandidateStatus::kSelected);
   EXPECT_EQ(cpu->probe_score, 10);
-  EXPECT_EQ(cpu->abi_version, "1.7");  // built against the 1.7 header
+  EXPECT_EQ(cpu->abi_version, "1.8");  // built against the 1.8 header
   EXPECT_TRUE(cpu->fallback);
   EXPECT_EQ(cpu->reason, "highest probe score (10)");
   // The minimal plugin lives in <build>/examples: not discovered by default.

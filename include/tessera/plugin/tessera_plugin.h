@@ -73,9 +73,10 @@ extern "C" {
  * decoder_layer v4 (v3 with those weights); 1.7 adds
  * tsr_buffer_info.device_address (alignment and placement observable on a
  * device whose memory the host cannot see) and the optional memory_stats
- * entry (bytes in use, peak, limit per device). A plugin need not list any
- * op of a later minor. */
-#define TSR_PLUGIN_ABI_MINOR 7
+ * entry (bytes in use, peak, limit per device); 1.8 adds linear v5 (6-bit
+ * weights in Q6_K's super-blocks times int8 activations: w6a8). A plugin
+ * need not list any op of a later minor. */
+#define TSR_PLUGIN_ABI_MINOR 8
 /* The oldest minor of this major that the host still accepts. */
 #define TSR_PLUGIN_ABI_MINOR_FLOOR 0
 
@@ -372,7 +373,28 @@ enum {
    *   (A, U8, F16, A, A) with A in {F32, BF16}; strides and K == 0 as v2
    *   (w's rows are whole bytes: a unit innermost stride). params:
    *   tsr_linear_w8_params. A plugin that does not list linear v4 leaves it
-   *   to the host's cpu fallback. */
+   *   to the host's cpu fallback.
+   * linear v5 (since 1.8; the same id, version 5): w6a8, 6-bit weights in
+   *   llama.cpp's Q6_K super-blocks (its Q6_K x Q8 product). in x A [T, K],
+   *   w U8 [N, (K / 256) * 208], w_scale F16 [N, K / 256], optional bias
+   *   A [N]; out y A [T, N]. K % 256 == 0. Row n of w is K / 256 blocks of
+   *   208 bytes, block c (weights 256 c .. 256 c + 255) being a Q6_K
+   *   block without its trailing f16 d: u8 ql[128], u8 qh[64], i8 sc[16];
+   *   w_scale[n, c] is that d. Weight i = 256 c + 128 h + 32 j + l
+   *   (h in {0, 1}, j in [0, 4), l in [0, 32)) has the 6-bit value
+   *     u = (ql[64 h + 32 (j & 1) + l] >> (4 (j >> 1))) & 15
+   *         | ((qh[32 h + l] >> (2 j)) & 3) << 4
+   *   and W[n, i] = w_scale[n, c] * sc[i % 256 / 16] * (u - 32).
+   *   params.group_size G (x's quantisation block, as v3) is 32, 64, 128
+   *   or 256, so a block of x lies in one super-block c(b):
+   *     y[t, n] = sum_b s[t, b] * w_scale[n, c(b)] *
+   *               (sum_{i in b} q[t, i] sc[n, i / 16] (u[n, i] - 32))
+   *               (+ bias[n])
+   *   with v3's exactness rules (the inner sums are exact integers below
+   *   2^31). Signatures (A, U8, F16, A) and (A, U8, F16, A, A) with A in
+   *   {F32, BF16}; strides and K == 0 as v2 (w's rows are whole blocks:
+   *   a unit innermost stride). params: tsr_linear_w8_params. A plugin
+   *   that does not list linear v5 leaves it to the host's cpu fallback. */
   TSR_OP_LINEAR = 4,
   /* rope v1: in positions I32 [T], inv_freq F32 [R/2], q X [T, Hq, D],
    *   k X [T, Hk, D]; out q_out X [T, Hq, D], k_out X [T, Hk, D].
