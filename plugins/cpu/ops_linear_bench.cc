@@ -13,7 +13,9 @@
 //    each of its two prefill GEMMs (bf16_gemm_choice.h) at T = 512.
 //  - BM_LinearW8A8 (kind 0: linear v3, int8 weights with an f32 scale per
 //    32, Q8_0's numbers; kind 1: linear v4, 4-bit weights packed as Q4_0
-//    with f16 scales): the path's w8a8 table (ops_linear_w8a8_kernels.h)
+//    with f16 scales; kind 2: linear v5, Q6_K super-blocks with their f16
+//    d's, the head of llama.cpp's Q4_0 / K-quant files; its rows run at
+//    T = 1 and 8): the path's w8a8 table (ops_linear_w8a8_kernels.h)
 //    on x quantised per 32, driven the same way, x quantised inside the
 //    loop as ops_linear_w8a8.cc does per call.
 //  - BM_OpenBlasSgemm (when OpenBLAS was found): cblas_sgemm on the same
@@ -237,22 +239,24 @@ void BM_Linear(benchmark::State& state) {
 }
 
 // args: shape index, T, threads, kind (0: int8 weights, f32 scales per 32;
-// 1: 4-bit weights as Q4_0, f16 scales per 32).
+// 1: 4-bit weights as Q4_0, f16 scales per 32; 2: Q6_K blocks, an f16 d
+// per 256).
 void BM_LinearW8A8(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const int64_t t_count = state.range(1), k = s.k, n = s.n, group = 32, groups = k / group;
-  const bool w4 = state.range(3) == 1;
+  const bool w4 = state.range(3) == 1, w6 = state.range(3) == 2;
   const CpuIsa isa = ChosenIsa();
   const LinearW8A8Kernels& kernels = LinearW8A8KernelsFor(isa);
   ThreadPool pool(static_cast<int>(state.range(2)));
   std::mt19937 rng(7);
   std::vector<float> x(t_count * k);
   for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) * 1e-3f;
-  const int64_t ldw = w4 ? k / 2 : k;
+  const int64_t ldw = w4 ? k / 2 : w6 ? k / 256 * kW6BlockBytes : k;
+  const int64_t scale_groups = w6 ? k / 256 : groups;
   std::vector<int8_t, HugePageAllocator<int8_t>> w(n * ldw);
   for (int8_t& v : w) v = static_cast<int8_t>(rng());
-  std::vector<float, HugePageAllocator<float>> ws(w4 ? 0 : n * groups);
-  std::vector<uint16_t, HugePageAllocator<uint16_t>> ws16(w4 ? n * groups : 0);
+  std::vector<float, HugePageAllocator<float>> ws(w4 || w6 ? 0 : n * groups);
+  std::vector<uint16_t, HugePageAllocator<uint16_t>> ws16(w4 || w6 ? n * scale_groups : 0);
   for (float& v : ws) v = 1e-3f * static_cast<float>(1 + rng() % 16);
   for (uint16_t& v : ws16) v = static_cast<uint16_t>(0x1400 + rng() % 256);  // f16 ~1e-3
   std::vector<int8_t> xq(t_count * k);
@@ -273,7 +277,12 @@ void BM_LinearW8A8(benchmark::State& state) {
       std::vector<float> out(static_cast<size_t>(t_count * kBlockN));
       for (int64_t item = begin; item < end; ++item) {
         const int64_t n0 = item * kBlockN, nb = std::min(kBlockN, n - n0);
-        if (w4) {
+        if (w6) {
+          kernels.block_w6(xq.data(), k, xs.data(), groups, t_count,
+                           reinterpret_cast<const uint8_t*>(w.data()) + n0 * ldw, ldw,
+                           ws16.data() + n0 * scale_groups, scale_groups, nb, k, group,
+                           out.data(), kBlockN);
+        } else if (w4) {
           kernels.block_w4(xq.data(), k, xs.data(), groups, t_count, w.data() + n0 * ldw, ldw,
                            ws16.data() + n0 * groups, groups, nb, k, group, out.data(), kBlockN);
         } else {
@@ -287,9 +296,11 @@ void BM_LinearW8A8(benchmark::State& state) {
     });
     benchmark::DoNotOptimize(y.data());
   }
-  const double weight_bytes = static_cast<double>(n) * (ldw + groups * (w4 ? 2 : 4));
+  const double weight_bytes =
+      static_cast<double>(n) * (ldw + scale_groups * (w4 || w6 ? 2 : 4));
   Report(state, s, t_count, clock.Seconds(),
-         std::string(CpuIsaName(isa)) + " " + kernels.name + (w4 ? " w4a8" : " w8a8"),
+         std::string(CpuIsaName(isa)) + " " + kernels.name +
+             (w6 ? " w6a8" : w4 ? " w4a8" : " w8a8"),
          weight_bytes);
 }
 
@@ -354,6 +365,11 @@ void ArgsW8A8(benchmark::internal::Benchmark* b) {
         b->Args({s, t, 2, kind});
       }
     }
+  }
+  // Q6_K: decode sizes on every shape whose K is whole super-blocks.
+  for (int64_t s = 0; s < 5; ++s) {
+    if (kShapes[s].k % 256 != 0) continue;
+    for (int64_t t : {1, 8}) b->Args({s, t, 2, 2});
   }
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }

@@ -89,7 +89,16 @@ const LinearW8A8Kernels& ScalarLinearW8A8Kernels();
 const LinearW8A8Kernels& Avx2LinearW8A8Kernels();
 const LinearW8A8Kernels& Avx512LinearW8A8Kernels();      // AVX-512 F/BW/VL
 const LinearW8A8Kernels& Avx512VnniLinearW8A8Kernels();  // plus AVX512_VNNI
-// The AVX2 block_w6 (G == 32), which the AVX-512 tables share.
+// The AVX2 block_w6 (G == 32) and the AVX-512BW one both AVX-512 tables
+// use (ops_linear_w6a8_kernels_avx512.cc).
+void Avx512VnniLinearW6A8Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
+                               int64_t rows, const uint8_t* w, int64_t ldw, const uint16_t* wd,
+                               int64_t ldwd, int64_t n, int64_t k, int64_t group, float* out,
+                               int64_t ldo);
+void Avx512LinearW6A8Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
+                           int64_t rows, const uint8_t* w, int64_t ldw, const uint16_t* wd,
+                           int64_t ldwd, int64_t n, int64_t k, int64_t group, float* out,
+                           int64_t ldo);
 void Avx2LinearW6A8Block(const int8_t* xq, int64_t ldxq, const float* xs, int64_t ldxs,
                          int64_t rows, const uint8_t* w, int64_t ldw, const uint16_t* wd,
                          int64_t ldwd, int64_t n, int64_t k, int64_t group, float* out,

@@ -34,7 +34,7 @@ namespace tessera::cpu {
 
 const LinearW8A8Kernels& Avx512LinearW8A8Kernels() {
   static const LinearW8A8Kernels kernels{"avx512", &Quantize, &Block, 32, &BlockW4,
-                                         &PermuteW4Rows, &Avx2LinearW6A8Block, 32};
+                                         &PermuteW4Rows, &Avx512LinearW6A8Block, 32};
   return kernels;
 }
 

@@ -127,6 +127,11 @@ class TensorRef {
   bool raw_q8_0() const {
     return t_->gguf_type == gguf::TensorType::kQ8_0 && t_->interleaved_head_dim == 0;
   }
+  // Q6_K blocks (210 bytes per 256 elements) in the file's order: the
+  // tensor holds GGUF Q6_K data and no reordering applies.
+  bool raw_q6_k() const {
+    return t_->gguf_type == gguf::TensorType::kQ6_K && t_->interleaved_head_dim == 0;
+  }
 
   // The tensor viewed as a matrix [rows, width] (rows = shape[0], width =
   // the product of the other dimensions; a 1-D tensor is [n, 1], a scalar

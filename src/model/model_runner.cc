@@ -205,11 +205,24 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     load.int8_group_size = options.int8_group_size;
     load.tp = r->tp_;
     load.skip_lm_head = options.embedding_only;
+    // A GGUF Q6_K head runs as linear v5 (its own blocks) where linear v3
+    // would run an int8 one and the plugin has v5 for these activations.
+    const tsr_dtype head_sig[] = {act, TSR_DTYPE_U8, TSR_DTYPE_F16, act};
+    load.q6_k_head =
+        options.q6_k_head &&
+        ((options.int8_activations && options.quantization == WeightQuantization::kInt8) ||
+         options.quantization == WeightQuantization::kInt4) &&
+        runtime.plugin().ListsSignature(runtime::MakeSignature(TSR_OP_LINEAR, 5, head_sig));
     load.progress = [&progress](uint64_t done, uint64_t total) {
       progress.Update(done, total);
     };
     TSR_ASSIGN_OR_RETURN(r->weights_,
                          ModelWeights::Load(device, checkpoint, *arch, load));
+    if (r->weights_->lm_head().q6_k) {
+      TSR_LOG_INFO("{}: the q6_k output head runs on the file's own blocks (linear v5, "
+                   "w6a8: 6.5 bits a weight, activations quantised per 32)",
+                   checkpoint.dir());
+    }
   }
 
   const std::vector<float> inv_freq = RopeInvFreq(config);
@@ -534,9 +547,9 @@ Status ModelRunner::LaunchLinear(const tsr_tensor& x, const DeviceWeight& w,
   if (bias.present()) in.push_back(bias.View());
   const tsr_linear_w8_params params{sizeof(tsr_linear_w8_params),
                                     static_cast<int32_t>(w.group_size)};
-  // 4-bit weights: linear v4 (w4a8); int8: v2 or v3.
+  // Q6_K: linear v5 (w6a8); 4-bit weights: v4 (w4a8); int8: v2 or v3.
   return Launch(TSR_OP_LINEAR, in, outs, &params, sizeof(params), layer, what,
-                w.packed4 ? 4u : int8_linear_version_);
+                w.q6_k ? 5u : w.packed4 ? 4u : int8_linear_version_);
 }
 
 tsr_paged_attention_params ModelRunner::AttentionParams() const {

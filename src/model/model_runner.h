@@ -102,6 +102,10 @@ struct ModelRunnerOptions {
   // quantises activations: its int8 weights (the head, K % 32 != 0) run as
   // linear v3.
   bool int8_activations = false;
+  // Where linear v3 would run an int8 head, a GGUF Q6_K head keeps its own
+  // blocks and runs as linear v5 (w6a8) when the plugin lists it
+  // (WeightLoadOptions::q6_k_head); false re-quantises it to int8.
+  bool q6_k_head = true;
   // Weight-upload progress on stderr, only when stderr is a terminal.
   bool show_progress = true;
   // Use the plugin's fused decoder_layer op when it offers one.

@@ -70,12 +70,18 @@ class ModelWeights::Loader {
   // output tensor at higher precision).
   StatusOr<DeviceWeight> Stacked(const std::vector<TensorSlice>& slices,
                                  bool linear, bool quantizable = false,
-                                 bool int4_ok = true) {
+                                 bool int4_ok = true, bool q6_k_ok = false) {
     std::vector<Part> parts;
     for (const TensorSlice& slice : slices) {
       TSR_ASSIGN_OR_RETURN(TensorRef ref, checkpoint_.Get(slice.name));
       TSR_ASSIGN_OR_RETURN(Part part, MakePart(ref, slice));
       parts.push_back(part);
+    }
+    if (q6_k_ok && quantizable && options_.q6_k_head &&
+        options_.quantization != WeightQuantization::kNone && parts.size() == 1 &&
+        parts[0].ref.raw_q6_k() && parts[0].cols == parts[0].width &&
+        parts[0].cols % 256 == 0) {
+      return Q6KWeight(parts[0]);
     }
     if (quantizable && options_.quantization != WeightQuantization::kNone &&
         parts[0].ref.shape().size() == 2) {
@@ -115,8 +121,9 @@ class ModelWeights::Loader {
   }
 
   StatusOr<DeviceWeight> Single(const TensorSlice& slice, bool linear,
-                                bool quantizable = false, bool int4_ok = true) {
-    return Stacked({slice}, linear, quantizable, int4_ok);
+                                bool quantizable = false, bool int4_ok = true,
+                                bool q6_k_ok = false) {
+    return Stacked({slice}, linear, quantizable, int4_ok, q6_k_ok);
   }
 
  private:
@@ -293,6 +300,64 @@ class ModelWeights::Loader {
     return weight;
   }
 
+  // A GGUF Q6_K tensor's whole rows [part.row0, + part.rows) as linear
+  // v5's weight: each 210-byte block split into its 208 bytes of ql, qh and
+  // sc and its f16 d, nothing decoded; uploaded in blocks of about
+  // upload_block_bytes.
+  StatusOr<DeviceWeight> Q6KWeight(const Part& part) {
+    constexpr int64_t kFileBlock = 210, kBody = 208;
+    DeviceWeight weight;
+    weight.dtype = TSR_DTYPE_U8;
+    weight.q6_k = true;
+    weight.shape = {part.rows, part.cols};
+    weight.group_size = kInt4GroupSize;  // the activations' blocks of 32
+    const int64_t n = part.rows, supers = part.cols / 256;
+    const uint64_t q_bytes = static_cast<uint64_t>(n * supers * kBody);
+    const uint64_t s_bytes = static_cast<uint64_t>(n * supers) * sizeof(uint16_t);
+    for (bool scales : {false, true}) {
+      auto buffer = device_.AllocateUncached(scales ? s_bytes : q_bytes);
+      if (!buffer.ok()) {
+        return buffer.status().WithContext(fmt::format(
+            "cannot hold Q6_K weight {} ({} + {} bytes of scales) on {}", part.ref.name(),
+            q_bytes, s_bytes, device_.Label()));
+      }
+      (scales ? weight.scale : weight.buffer) = std::move(buffer).value();
+    }
+    const int64_t row_bytes = supers * kBody;
+    const int64_t block = std::max<int64_t>(
+        1, std::max<int64_t>(1, options_.upload_block_bytes) / std::max<int64_t>(row_bytes, 1));
+    std::vector<uint8_t> body;
+    std::vector<uint16_t> d;
+    for (int64_t r = 0; r < n; r += block) {
+      const int64_t nr = std::min(block, n - r);
+      body.resize(static_cast<size_t>(nr * row_bytes));
+      d.resize(static_cast<size_t>(nr * supers));
+      const std::byte* src =
+          part.ref.data() + static_cast<size_t>((part.row0 + r) * supers * kFileBlock);
+      ParallelRows(nr * supers, 256, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          const std::byte* blk = src + b * kFileBlock;
+          std::memcpy(body.data() + b * kBody, blk, kBody);
+          std::memcpy(&d[b], blk + kBody, sizeof(uint16_t));
+        }
+      });
+      Status status = weight.buffer->CopyFromHost(static_cast<uint64_t>(r * row_bytes),
+                                                  body.data(), nr * row_bytes);
+      if (status.ok()) {
+        status = weight.scale->CopyFromHost(static_cast<uint64_t>(r * supers) * sizeof(uint16_t),
+                                            d.data(), nr * supers * sizeof(uint16_t));
+      }
+      if (!status.ok()) {
+        return status.WithContext(
+            fmt::format("uploading Q6_K {} from {}", part.ref.name(), part.ref.path()));
+      }
+    }
+    done_bytes_ += part.ref.size_bytes();
+    if (options_.progress) options_.progress(done_bytes_, total_bytes_);
+    weights_.device_bytes_ += q_bytes + s_bytes;
+    return weight;
+  }
+
   Status Upload(runtime::Buffer& dst, uint64_t dst_offset, const Part& part,
                 DType dst_dtype) {
     const size_t dst_size = DTypeSize(dst_dtype);
@@ -432,7 +497,7 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(
     TSR_ASSIGN_OR_RETURN(
         w->lm_head_,
         load.Single(tp.vocab_split ? rows(head, tp.vocab_begin, tp.vocab) : whole(head),
-                    true, int8_head, /*int4_ok=*/false));
+                    true, int8_head, /*int4_ok=*/false, /*q6_k_ok=*/true));
   }
   return w;
 }

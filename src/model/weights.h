@@ -19,6 +19,11 @@
 //   - with WeightQuantization::kInt4, those of them whose K is a multiple
 //     of 32 become packed 4-bit instead (quantize.h: U8 [N, K / 2] with an
 //     F16 scale per 32, for linear v4); the others and the head are int8;
+//   - with WeightLoadOptions::q6_k_head, a head stored as GGUF Q6_K (llama.cpp
+//     files' usual output tensor) is uploaded as its own blocks for linear
+//     v5 (w6a8): U8 [N, K / 256 * 208] and its F16 d's [N, K / 256] — 6.56
+//     bits a weight, the file's numbers — instead of being re-quantised to
+//     int8 (9 bits);
 //   - with a tensor-parallel shard (WeightLoadOptions::tp, see
 //     tensor_parallel.h) only the rank's slices are read and uploaded: qkv
 //     holds its heads' rows, gate_up its [I/n] gate rows then up rows,
@@ -54,25 +59,30 @@ namespace tessera::model {
 // (dtype I8) also has per-group scales: F32 [shape[0], shape[1] / group_size].
 // A 4-bit weight (packed4, dtype U8) is the same with its [N, K] (shape)
 // weights packed two per byte (linear v4's layout): U8 [N, K / 2], and F16
-// scales.
+// scales. A Q6_K weight (q6_k, dtype U8) holds linear v5's super-blocks,
+// U8 [N, K / 256 * 208], and F16 d's [N, K / 256]; its group_size is the
+// activations' block (32).
 struct DeviceWeight {
   runtime::BufferPtr buffer;
   DType dtype = TSR_DTYPE_INVALID;
-  std::vector<int64_t> shape;  // logical: [N, K] also when packed4
-  runtime::BufferPtr scale;  // int8 / 4-bit weights only
+  std::vector<int64_t> shape;  // logical: [N, K] also when packed4 / q6_k
+  runtime::BufferPtr scale;  // int8 / 4-bit / Q6_K weights only
   int64_t group_size = 0;    // int8 / 4-bit weights only: G, divides shape[1]
   bool packed4 = false;      // 4-bit: the buffer holds [N, K / 2] bytes
+  bool q6_k = false;         // Q6_K: [N, K / 256 * 208] bytes (linear v5)
 
   bool present() const { return buffer != nullptr; }
   bool quantized() const { return scale != nullptr; }
   // The contiguous view of the whole weight (packed4: U8 [N, K / 2]).
   tsr_tensor View() const {
     if (packed4) return buffer->View(dtype, {shape[0], shape[1] / 2});
+    if (q6_k) return buffer->View(dtype, {shape[0], shape[1] / 256 * 208});
     return buffer->View(dtype, shape);
   }
   // The scales' contiguous view (quantized() only): F32, or F16 for 4-bit
-  // weights (Q4_0's).
+  // weights (Q4_0's) and Q6_K's d's.
   tsr_tensor ScaleView() const {
+    if (q6_k) return scale->View(TSR_DTYPE_F16, {shape[0], shape[1] / 256});
     return scale->View(packed4 ? TSR_DTYPE_F16 : TSR_DTYPE_F32,
                        {shape[0], shape[1] / group_size});
   }
@@ -110,6 +120,11 @@ struct WeightLoadOptions {
   int64_t int8_group_size = kDefaultInt8GroupSize;
   // This rank's shard (size 1: the whole model).
   TpShard tp;
+  // A GGUF Q6_K head (quantization kInt8 or kInt4, K % 256 == 0, whole
+  // rows) keeps its blocks for linear v5 instead of becoming int8. The
+  // runner sets it where linear v3 would run the head and the plugin lists
+  // linear v5.
+  bool q6_k_head = false;
   // Embedding models: lm_head.weight is not loaded (lm_head() is then the
   // embedding table, and unused).
   bool skip_lm_head = false;

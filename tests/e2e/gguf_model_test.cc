@@ -279,6 +279,78 @@ TEST_F(GgufTest, Q4_0WeightsLoadAsTheFilesBlocks) {
   EXPECT_EQ(again_scales, scales);
 }
 
+// A Q6_K output tensor (llama.cpp's choice for the head of its Q4_0 and
+// K-quant files) loads as linear v5's blocks — each 210-byte block split
+// into its 208 bytes and its d, byte for byte — and its logits match the
+// head re-quantised to int8 (the path before v5) within quantisation noise.
+TEST_F(GgufTest, Q6KHeadLoadsAsTheFilesBlocksAndRunsAsW6A8) {
+  REQUIRE_LLAMACPP();
+  const std::string f32 = SmallF32Gguf();
+  ASSERT_FALSE(f32.empty());
+  auto checkpoint = model::Checkpoint::Open(Quantize(f32, "q4_0"));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
+  auto runtime = model::testing::CreateRuntime();
+  ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+  auto make = [&](bool q6_k_head) {
+    model::ModelRunnerOptions options;
+    options.kv_capacity_tokens = 64;
+    options.show_progress = false;
+    options.quantization = model::WeightQuantization::kInt4;
+    options.int8_activations = true;
+    options.q6_k_head = q6_k_head;
+    auto runner = model::ModelRunner::Create(**runtime, **checkpoint, options);
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    return runner.ok() ? std::move(runner).value() : nullptr;
+  };
+  auto native = make(true), int8 = make(false);
+  ASSERT_NE(native, nullptr);
+  ASSERT_NE(int8, nullptr);
+  const model::DeviceWeight& head = native->weights().lm_head();
+  ASSERT_TRUE(head.q6_k);
+  EXPECT_FALSE(int8->weights().lm_head().q6_k);
+  auto ref = (*checkpoint)->Get(native->weights().tied() ? "model.embed_tokens.weight"
+                                                         : "lm_head.weight");
+  if (!ref.ok()) ref = (*checkpoint)->Get("model.embed_tokens.weight");
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  ASSERT_EQ(ref->StorageName(), "q6_k");
+  const int64_t n = head.shape[0], supers = head.shape[1] / 256;
+  std::vector<uint8_t> body(size_t(n * supers * 208));
+  std::vector<uint16_t> d(size_t(n * supers));
+  ASSERT_TRUE(head.buffer->CopyToHost(body.data(), 0, body.size()).ok());
+  ASSERT_TRUE(head.scale->CopyToHost(d.data(), 0, d.size() * 2).ok());
+  for (int64_t b = 0; b < n * supers; ++b) {
+    ASSERT_EQ(std::memcmp(&body[b * 208], ref->data() + b * 210, 208), 0) << "block " << b;
+    ASSERT_EQ(std::memcmp(&d[b], ref->data() + b * 210 + 208, 2), 0) << "block " << b;
+  }
+  EXPECT_LT(native->weights().device_bytes(), int8->weights().device_bytes());
+  // Same tokens through both heads: the logits agree to int8 noise.
+  const std::vector<int32_t> tokens = {1, 17, 230, 5, 99, 1000, 42, 7};
+  auto logits_of = [&](model::ModelRunner& runner) {
+    std::vector<int32_t> pages;
+    EXPECT_TRUE(runner.kv_pool().EnsureCapacity(pages, tokens.size()).ok());
+    auto logits = runner.Forward(model::Batch{{{tokens, 0, pages}}, /*all_logits=*/true});
+    EXPECT_TRUE(logits.ok()) << logits.status().ToString();
+    std::vector<std::vector<float>> rows;
+    for (int64_t r = 0; logits.ok() && r < logits->rows; ++r) {
+      auto row = logits->Row(r);
+      rows.emplace_back(row.begin(), row.end());
+    }
+    EXPECT_TRUE(runner.kv_pool().Release(pages).ok());
+    return rows;
+  };
+  const auto a = logits_of(*native), b = logits_of(*int8);
+  ASSERT_EQ(a.size(), tokens.size());
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t r = 0; r < a.size(); ++r) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < a[r].size(); ++i) {
+      diff += (a[r][i] - b[r][i]) * double(a[r][i] - b[r][i]);
+      norm += double(b[r][i]) * b[r][i];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 0.02) << "position " << r;
+  }
+}
+
 std::vector<int32_t> TesseraArgmax(model::ModelRunner& runner,
                                    const std::vector<int32_t>& tokens) {
   std::vector<int32_t> pages;
