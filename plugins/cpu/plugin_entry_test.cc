@@ -444,8 +444,9 @@ TEST_F(CpuPluginTest, ListOpsCoversEveryV1Op) {
     // Version 1 everywhere, plus linear v2 (ABI 1.1; ops_linear_w8_test.cc),
     // embedding v2 (a vocabulary shard) and decoder_layer v2 (a
     // tensor-parallel rank), both ABI 1.4, linear / decoder_layer v3
-    // (w8a8, ABI 1.5) and v4 (w4a8, ABI 1.6).
+    // (w8a8, ABI 1.5) and v4 (w4a8, ABI 1.6), linear v5 (w6a8, ABI 1.8).
     EXPECT_TRUE(ops[i].version == 1u ||
+                (ops[i].version == 5u && ops[i].op == TSR_OP_LINEAR) ||
                 (ops[i].version == 2u &&
                  (ops[i].op == TSR_OP_LINEAR || ops[i].op == TSR_OP_EMBEDDING ||
                   ops[i].op == TSR_OP_DECODER_LAYER)) ||
