@@ -34,7 +34,13 @@ TEST(OpContractsTest, UnknownOpAndVersion) {
   EXPECT_EQ(ValidateSignature(1001, 1, sig).code(), StatusCode::kNotFound);
   EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 5, sig).code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 5, sig).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 6, sig).code(), StatusCode::kNotFound);
+  // v5 (ABI 1.8, w6a8) exists for Q6_K (U8) weights with F16 d's only.
+  EXPECT_EQ(ValidateSignature(TSR_OP_LINEAR, 5, sig).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateSignature(TSR_OP_LINEAR, 5,
+                                std::vector<DType>{TSR_DTYPE_F32, TSR_DTYPE_U8, TSR_DTYPE_F16,
+                                                   TSR_DTYPE_F32})
+                  .ok());
   // v4 (ABI 1.6, w4a8) exists for packed 4-bit (U8) weights only.
   EXPECT_EQ(ValidateSignature(TSR_OP_DECODER_LAYER, 4, sig).code(),
             StatusCode::kInvalidArgument);
