@@ -198,6 +198,11 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     ProgressReporter progress(
         "loading weights",
         ProgressReporter::ModeForStderr(options.show_progress));
+    if ((options.int8_activations &&
+         options.quantization == WeightQuantization::kInt8) ||
+        options.quantization == WeightQuantization::kInt4) {
+      r->int8_linear_version_ = 3;  // w8a8 (int4: its int8 weights)
+    }
     WeightLoadOptions load;
     load.activation_dtype = act;
     load.keep_f16_linear = options.keep_f16_linear;
@@ -209,9 +214,7 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     // would run an int8 one and the plugin has v5 for these activations.
     const tsr_dtype head_sig[] = {act, TSR_DTYPE_U8, TSR_DTYPE_F16, act};
     load.q6_k_head =
-        options.q6_k_head &&
-        ((options.int8_activations && options.quantization == WeightQuantization::kInt8) ||
-         options.quantization == WeightQuantization::kInt4) &&
+        options.q6_k_head && r->int8_linear_version_ == 3 &&
         runtime.plugin().ListsSignature(runtime::MakeSignature(TSR_OP_LINEAR, 5, head_sig));
     load.progress = [&progress](uint64_t done, uint64_t total) {
       progress.Update(done, total);
@@ -278,11 +281,6 @@ StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   // else runs them as op sequences with an all_reduce after o and down;
   // decode graphs capture the collectives with the rest (every rank
   // captures and replays the same buckets in step).
-  if ((options.int8_activations &&
-       options.quantization == WeightQuantization::kInt8) ||
-      options.quantization == WeightQuantization::kInt4) {
-    r->int8_linear_version_ = 3;  // w8a8 (int4: its int8 weights)
-  }
   if (options.fused_decoder_layer) r->ResolveFusedLayer();
   if (options.graph_max_batch > 0 && runtime.plugin().HasGraphs()) {
     r->graph_max_batch_ = options.graph_max_batch;
